@@ -1,0 +1,74 @@
+"""The stateful handle users hold: ``reset()`` and ``step(actions)`` over a functional env.
+
+It owns the batched state and the random key, checks actions (shape, dtype, device, range, NaN),
+and returns tensors on the env's device. Nothing in ``step`` waits on the host.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from nitro.core import rng
+from nitro.core.env import Env, autoreset_step
+
+
+class VecEnv:
+    """``num_envs`` copies of ``env`` stepped together on ``device``, reset in the same step."""
+
+    def __init__(self, env: Env, num_envs: int, device: torch.device | str | None = None,
+                 seed: int = 0, check_actions: bool = True):
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        self.env = env
+        self.num_envs = num_envs
+        self.device = torch.device(device) if device is not None else default_device()
+        self.check_actions = check_actions
+        self.single_observation_space = env.observation_space
+        self.single_action_space = env.action_space
+        self.seed = seed
+        self.state = None
+        self._key = rng.key(seed, self.device)
+        self._t = 0
+
+    @property
+    def params(self):
+        return self.env.params
+
+    def _next_key(self) -> torch.Tensor:
+        self._t += 1
+        return rng.fold_in(self._key, self._t)
+
+    def reset(self, seed: int | None = None):
+        """Start every env afresh; returns (obs [N, ...], info)."""
+        if seed is not None:
+            self.seed, self._key, self._t = seed, rng.key(seed, self.device), 0
+        self.state = self.env.reset(self._next_key(), self.num_envs, self.device)
+        return self.env.observe(self.state), {}
+
+    def step(self, actions: torch.Tensor):
+        """Advance every env one step; returns (obs, reward, terminated, truncated, info).
+
+        Episodes that end are reset in the same step: ``obs`` is then the new episode's first
+        observation and ``info["final_obs"]`` holds the last one of the old episode.
+        """
+        if self.state is None:
+            raise RuntimeError("call reset() before step()")
+        if self.check_actions:
+            self.env.action_space.check(actions, self.num_envs, self.device)
+        t = autoreset_step(self.env, self.state, actions, self._next_key())
+        self.state = t.state
+        return t.obs, t.reward, t.terminated, t.truncated, {"final_obs": t.final_obs}
+
+    def action_mask(self) -> torch.Tensor | None:
+        return self.env.action_mask(self.state)
+
+    def sample_actions(self) -> torch.Tensor:
+        """Uniform random legal actions for every env."""
+        return self.env.action_space.sample(self._next_key(), self.num_envs, self.action_mask())
+
+    def __repr__(self) -> str:
+        return f"VecEnv({self.env!r}, num_envs={self.num_envs}, device={self.device})"
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")

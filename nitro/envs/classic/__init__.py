@@ -1,0 +1,1 @@
+"""Gymnasium's classic-control envs, batched on the device, one module each."""

@@ -1,0 +1,102 @@
+"""CartPole-v1, batched; the dynamics, reward, limits and reset of Gymnasium 1.x
+(``gymnasium/envs/classic_control/cartpole.py``) with names taken from it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from nitro.core import rng
+from nitro.core.env import Env
+from nitro.core.spaces import Box, Discrete
+
+
+@dataclass(frozen=True)
+class CartPoleParams:
+    gravity: float = 9.8
+    masscart: float = 1.0
+    masspole: float = 0.1
+    length: float = 0.5
+    """Half the pole's length (m)."""
+    force_mag: float = 10.0
+    tau: float = 0.02
+    """Seconds between state updates."""
+    kinematics_integrator: str = "euler"
+    """"euler" (Gymnasium's default) or "semi-implicit euler"."""
+    theta_threshold_radians: float = 12 * 2 * math.pi / 360
+    x_threshold: float = 2.4
+    reset_low: float = -0.05
+    reset_high: float = 0.05
+    """Each state variable starts uniform in [reset_low, reset_high]."""
+    sutton_barto_reward: bool = False
+    """Reward 0 per step and -1 on failure instead of 1 per step."""
+    max_episode_steps: int = 500
+    """Truncation limit (Gymnasium's TimeLimit for CartPole-v1)."""
+
+    def __post_init__(self):
+        if self.kinematics_integrator not in ("euler", "semi-implicit euler"):
+            raise ValueError(f"kinematics_integrator must be 'euler' or 'semi-implicit euler', "
+                             f"got {self.kinematics_integrator!r}")
+
+
+@dataclass
+class CartPoleState:
+    physics: torch.Tensor
+    """[N, 4] float32: x, x_dot, theta, theta_dot (Gymnasium's ``self.state``; also the observation)."""
+    elapsed: torch.Tensor
+    """[N] int32: steps taken in the episode."""
+
+
+class CartPole(Env[CartPoleState, CartPoleParams]):
+    Params = CartPoleParams
+    action_space = Discrete(2)
+
+    def __init__(self, params: CartPoleParams | None = None):
+        super().__init__(params)
+        p = self.params
+        high = (p.x_threshold * 2, math.inf, p.theta_threshold_radians * 2, math.inf)
+        self.observation_space = Box.of([-h for h in high], high)
+
+    def reset(self, key, num_envs, device):
+        p = self.params
+        physics = rng.uniform(key, (num_envs, 4), p.reset_low, p.reset_high)
+        return CartPoleState(physics, torch.zeros(num_envs, dtype=torch.int32, device=physics.device))
+
+    def step(self, state, action, key):
+        p = self.params
+        total_mass = p.masspole + p.masscart
+        polemass_length = p.masspole * p.length
+        x, x_dot, theta, theta_dot = state.physics.unbind(-1)
+
+        force = torch.where(action == 1, p.force_mag, -p.force_mag)
+        costheta, sintheta = torch.cos(theta), torch.sin(theta)
+        temp = (force + polemass_length * theta_dot**2 * sintheta) / total_mass
+        thetaacc = (p.gravity * sintheta - costheta * temp) / (
+            p.length * (4.0 / 3.0 - p.masspole * costheta**2 / total_mass)
+        )
+        xacc = temp - polemass_length * thetaacc * costheta / total_mass
+
+        if p.kinematics_integrator == "euler":
+            x, x_dot = x + p.tau * x_dot, x_dot + p.tau * xacc
+            theta, theta_dot = theta + p.tau * theta_dot, theta_dot + p.tau * thetaacc
+        else:
+            x_dot = x_dot + p.tau * xacc
+            x = x + p.tau * x_dot
+            theta_dot = theta_dot + p.tau * thetaacc
+            theta = theta + p.tau * theta_dot
+
+        physics = torch.stack([x, x_dot, theta, theta_dot], -1)
+        elapsed = state.elapsed + 1
+        terminated = (x.abs() > p.x_threshold) | (theta.abs() > p.theta_threshold_radians)
+        truncated = elapsed >= p.max_episode_steps
+        # Gymnasium pays the step reward on the failing step too; only Sutton-Barto's variant differs.
+        if p.sutton_barto_reward:
+            reward = torch.where(terminated, -1.0, 0.0)
+        else:
+            reward = torch.ones_like(x)
+        return CartPoleState(physics, elapsed), physics, reward, terminated, truncated
+
+    def observe(self, state):
+        return state.physics

@@ -1,0 +1,1 @@
+"""PPO on the accelerator: config, policies, rollouts, the trainer and its commands."""
