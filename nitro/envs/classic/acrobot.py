@@ -37,7 +37,8 @@ class AcrobotParams:
     avail_torque: tuple[float, float, float] = (-1.0, 0.0, 1.0)
     """Torque on the joint between the links for actions 0, 1, 2."""
     torque_noise_max: float = 0.0
-    """Uniform noise in [-torque_noise_max, torque_noise_max] added to the torque (0: none, Gymnasium's default)."""
+    """Uniform noise in [-torque_noise_max, torque_noise_max] added to the torque (0, Gymnasium's default:
+    none)."""
     book_or_nips: str = "book"
     """Dynamics equations: "book" (Sutton & Barto, Gymnasium's default) or "nips"."""
     g: float = 9.8
@@ -65,7 +66,8 @@ class AcrobotState:
 
 
 def wrap(x: torch.Tensor, m: float, M: float) -> torch.Tensor:
-    """Gymnasium's ``wrap``: add or subtract ``M - m`` until ``x`` lies in [m, M] (its loops, in closed form)."""
+    """Gymnasium's ``wrap``: add or subtract ``M - m`` until ``x`` lies in [m, M] (its loops in closed
+    form)."""
     diff = M - m
     x = torch.where(x > M, x - diff * torch.ceil((x - M) / diff), x)
     return torch.where(x < m, x + diff * torch.ceil((m - x) / diff), x)

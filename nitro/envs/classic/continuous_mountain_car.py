@@ -56,7 +56,8 @@ class Continuous_MountainCar(Env[Continuous_MountainCarState, Continuous_Mountai
         p = self.params
         position = rng.uniform(key, (num_envs,), p.reset_low, p.reset_high)
         physics = torch.stack([position, torch.zeros_like(position)], -1)
-        return Continuous_MountainCarState(physics, torch.zeros(num_envs, dtype=torch.int32, device=physics.device))
+        elapsed = torch.zeros(num_envs, dtype=torch.int32, device=physics.device)
+        return Continuous_MountainCarState(physics, elapsed)
 
     def step(self, state, action, key):
         p = self.params

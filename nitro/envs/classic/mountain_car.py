@@ -58,7 +58,8 @@ class MountainCar(Env[MountainCarState, MountainCarParams]):
         p = self.params
         position, velocity = state.physics.unbind(-1)
 
-        velocity = velocity + (action - 1).to(velocity.dtype) * p.force + torch.cos(3 * position) * (-p.gravity)
+        push = (action - 1).to(velocity.dtype)
+        velocity = velocity + push * p.force + torch.cos(3 * position) * (-p.gravity)
         velocity = velocity.clamp(-p.max_speed, p.max_speed)
         position = position + velocity
         position = position.clamp(p.min_position, p.max_position)

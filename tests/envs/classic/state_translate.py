@@ -71,7 +71,7 @@ TRANSLATIONS: dict[str, Translation] = {
 
 
 def _time_limit(env: gymnasium.Env) -> gymnasium.wrappers.TimeLimit:
-    assert isinstance(env, gymnasium.wrappers.TimeLimit), f"expected gymnasium.make(id)'s TimeLimit, got {env}"
+    assert isinstance(env, gymnasium.wrappers.TimeLimit), f"expected gymnasium.make's TimeLimit, got {env}"
     return env
 
 
@@ -86,7 +86,7 @@ def gym_to_nitro(env_id: str, envs: list[gymnasium.Env], device="cpu"):
 
 
 def nitro_to_gym(env_id: str, state, envs: list[gymnasium.Env]) -> None:
-    """Write row ``i`` of the nitro ``state`` into Gymnasium env ``envs[i]`` (float64, as Gymnasium keeps it)."""
+    """Write row ``i`` of the nitro ``state`` into Gymnasium env ``envs[i]`` (as float64, like Gymnasium)."""
     physics = state.physics.detach().cpu().double().numpy()
     elapsed = state.elapsed.cpu().numpy()
     for i, e in enumerate(envs):

@@ -61,7 +61,8 @@ class Case:
     near_end_options: dict | None
     """Gymnasium reset options for episodes started close to termination (None: the env never terminates)."""
     action_scale: float = 1.0
-    """Continuous actions are drawn uniform in +-action_scale * high, beyond the bounds, to exercise clipping."""
+    """Continuous actions are drawn uniform in +-action_scale * high, beyond the bounds, to exercise
+    clipping."""
 
 
 CASES = {
@@ -140,8 +141,9 @@ def test_transitions_match_gymnasium(env_id):
         np.testing.assert_allclose(obs.numpy(), ref_obs, rtol=OBS_RTOL, atol=OBS_ATOL, err_msg=where)
         flipped = terminated.numpy() != ref_terminated
         assert np.all(margin[flipped] < BOUNDARY_ATOL), (
-            f"{where}: terminated differs away from the boundary in lanes {np.flatnonzero(flipped).tolist()}: "
-            f"nitro {terminated.numpy()[flipped]}, Gymnasium {ref_terminated[flipped]}, margins {margin[flipped]}")
+            f"{where}: terminated differs away from the boundary in lanes {np.flatnonzero(flipped).tolist()}:"
+            f" nitro {terminated.numpy()[flipped]}, Gymnasium {ref_terminated[flipped]},"
+            f" margins {margin[flipped]}")
         expected_reward = ref_reward + translation.termination_bonus * (
             terminated.numpy().astype(np.float64) - ref_terminated.astype(np.float64))
         np.testing.assert_allclose(reward.numpy(), expected_reward, rtol=REWARD_RTOL, atol=REWARD_ATOL,
@@ -204,7 +206,8 @@ def _ks_uniform(x: np.ndarray, low: float, high: float) -> float:
 def _ks_two_sample(a: np.ndarray, b: np.ndarray) -> float:
     a, b = np.sort(a), np.sort(b)
     grid = np.concatenate([a, b])
-    return float(np.abs(np.searchsorted(a, grid, "right") / len(a) - np.searchsorted(b, grid, "right") / len(b)).max())
+    cdf_a, cdf_b = np.searchsorted(a, grid, "right") / len(a), np.searchsorted(b, grid, "right") / len(b)
+    return float(np.abs(cdf_a - cdf_b).max())
 
 
 RESET_SAMPLES = 100_000
