@@ -1,0 +1,479 @@
+"""PPO end to end on the accelerator: collect, advantages, update, log.
+
+One iteration is pure device work with no host syncs: a T-step rollout (policy inference, env step,
+storage), GAE, and epochs x minibatches of clipped-surrogate updates. On CUDA the whole iteration is
+captured in one CUDA graph and replayed; the rollout step is compiled. The host only wakes up to log
+(every ``run.log_every`` updates), checkpoint and check for non-finite numbers.
+
+Truncated episodes are bootstrapped from their final observation: the step's reward gets
+``gamma * V(final_obs)`` and the GAE chain is cut there, as for terminations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from nitro.core import fast, rng, tree
+from nitro.core.env import autoreset_step
+from nitro.core.registry import make_env
+from nitro.core.spaces import Box, Discrete, MultiDiscrete
+from nitro.train import checkpoint, dist
+from nitro.train.config import TrainConfig, to_dict
+from nitro.train.optim import FlatAdam, RunningMeanStd
+from nitro.train.policy import ActorCritic
+
+
+class TrainingDiverged(RuntimeError):
+    """Loss, gradients or parameters became NaN/Inf."""
+
+
+@dataclass
+class Carry:
+    """What a rollout step hands to the next; every tensor has the env axis first (except key)."""
+
+    env_state: Any
+    obs: torch.Tensor
+    """[N, D] raw observation of env_state."""
+    first: torch.Tensor
+    """[N] bool: obs begins an episode (the LSTM state is zeroed there)."""
+    hidden: tuple
+    """LSTM (h, c) before obs, or ()."""
+    key: torch.Tensor
+    """[2] random key of the next step."""
+    ep_return: torch.Tensor
+    ep_length: torch.Tensor
+    disc_return: torch.Tensor
+    """Discounted return so far, whose variance scales rewards."""
+
+
+@dataclass
+class Buffers:
+    """Rollout storage, [T, N, ...] on the device."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    dones: torch.Tensor
+    firsts: torch.Tensor
+    masks: torch.Tensor | None
+    hidden: tuple
+    """LSTM state at the start of each BPTT chunk, [T / bptt, N, H] each."""
+    advantages: torch.Tensor
+    returns: torch.Tensor
+
+
+def _storage_dtype(space) -> tuple[tuple[int, ...], torch.dtype]:
+    if isinstance(space, Discrete):
+        return (), torch.int64
+    if isinstance(space, MultiDiscrete):
+        return space.shape, torch.int64
+    return space.shape, torch.float32
+
+
+def _flag(value: str, device: torch.device) -> bool:
+    return device.type == "cuda" if value == "auto" else value == "true"
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, run_dir: str | Path | None = None, resume: str | Path | None = None):
+        self.cfg = cfg
+        self.dist, self.device = dist.init(cfg.run.device)
+        p, d = cfg.ppo, self.device
+        self.env = make_env(cfg.env.id, **cfg.env.params)
+        if not isinstance(self.env.observation_space, Box) or len(self.env.observation_space.shape) != 1:
+            raise ValueError(f"PPO needs flat Box observations; {cfg.env.id} has {self.env.observation_space}")
+        self.N, self.T = cfg.env.num_envs, p.num_steps
+        self.obs_dim = self.env.observation_space.shape[0]
+        self.seed = cfg.run.seed + 1000 * self.dist.rank
+        self.compiled = _flag(cfg.run.compile, d)
+        self.graphed = _flag(cfg.run.graph, d)
+        if self.graphed and d.type != "cuda":
+            raise ValueError("run.graph=true needs a CUDA device; use run.graph=false on CPU")
+        self.autocast = (torch.autocast(d.type, dtype=torch.bfloat16) if cfg.run.precision == "bf16"
+                         else nullcontext())
+
+        torch.manual_seed(self.seed)  # parameter init only; all sampling uses nitro.core.rng keys
+        self.policy = ActorCritic(self.obs_dim, self.env.action_space, cfg.policy).to(d)
+        self.dist_head = self.policy.dist
+        self.opt = FlatAdam(self.policy, p.lr, eps=p.adam_eps)
+        dist.broadcast_(self.opt.flat, self.dist)
+        self.obs_rms = RunningMeanStd((self.obs_dim,), d)
+        self.ret_rms = RunningMeanStd((), d)
+        self.num_updates = max(1, p.total_steps // (self.N * self.T * self.dist.world_size))
+
+        key = rng.key(self.seed, d)
+        state = self.env.reset(rng.fold_in(key, 1), self.N, d)
+        zeros = torch.zeros(self.N, device=d)
+        self.carry = Carry(state, self.env.observe(state).float(), torch.ones(self.N, dtype=torch.bool, device=d),
+                           self.policy.initial_hidden(self.N, d), rng.fold_in(key, 2), zeros,
+                           torch.zeros(self.N, dtype=torch.int32, device=d), zeros.clone())
+        self.learn_key = rng.fold_in(key, 3)
+        self.buf = self._buffers()
+        # device accumulators, read (and zeroed) only at a log
+        self.ep_stats = torch.zeros(3, device=d)  # episodes, return sum, length sum
+        self.obs_moments = torch.zeros(2, self.obs_dim, device=d)
+        self.ret_moments = torch.zeros(2, device=d)
+        self.loss_stats = torch.zeros(7, device=d)  # pg, v, entropy, kl, clipfrac, grad norm, minibatches
+        self.update_index = torch.zeros((), dtype=torch.int64, device=d)
+        self.first_bad_update = torch.full((), -1, dtype=torch.int64, device=d)
+        self.update, self.global_step = 0, 0
+
+        self.rollout_step = fast.compile(self._rollout_step) if self.compiled else self._rollout_step
+
+        self.run_dir = Path(run_dir) if run_dir else None
+        self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
+        self.last_checkpoint: Path | None = None
+        if resume:
+            self.restore(resume)
+        self.graph = None
+
+    # ------------------------------------------------------------------ storage
+    def _buffers(self) -> Buffers:
+        T, N, d = self.T, self.N, self.device
+        a_shape, a_dtype = _storage_dtype(self.env.action_space)
+        f = lambda *s: torch.zeros(T, N, *s, device=d)
+        mask_probe = self.env.action_mask(self.carry.env_state)
+        chunks = T // self.cfg.policy.bptt if self.policy.recurrent else 0
+        hidden = tuple(torch.zeros(chunks, N, self.cfg.policy.lstm, device=d) for _ in range(2)) \
+            if self.policy.recurrent else ()
+        return Buffers(
+            obs=f(self.obs_dim), actions=torch.zeros(T, N, *a_shape, dtype=a_dtype, device=d),
+            logprobs=f(), values=f(), rewards=f(), dones=torch.zeros(T, N, dtype=torch.bool, device=d),
+            firsts=torch.zeros(T, N, dtype=torch.bool, device=d),
+            masks=None if mask_probe is None else torch.zeros(T, *mask_probe.shape, dtype=torch.bool, device=d),
+            hidden=hidden, advantages=f(), returns=f())
+
+    # ------------------------------------------------------------------ collect
+    def _normalize(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.obs_rms.normalize(obs) if self.cfg.ppo.obs_norm else obs
+
+    def _rollout_step(self, c: Carry):
+        """Policy, env step and bookkeeping for one step of every env; returns (carry, record, stats)."""
+        p = self.cfg.ppo
+        k_act, k_env, k_next = rng.split(c.key, 3)
+        obs = self._normalize(c.obs)
+        mask = self.env.action_mask(c.env_state)
+        with torch.no_grad(), self.autocast:
+            out, value, hidden = self.policy(obs, c.hidden, c.first)
+        out = tree.tree_map(lambda x: x.float(), out)
+        if mask is not None:
+            out = self.dist_head.mask_logits(out, mask)
+        action = self.dist_head.sample(out, self.dist_head.noise(k_act, self.N))
+        logprob = self.dist_head.log_prob(out, action)
+
+        t = autoreset_step(self.env, c.env_state, self.dist_head.to_env(action), k_env)
+        reward = t.reward.float()
+        done = t.terminated | t.truncated
+        ep_return, ep_length = c.ep_return + reward, c.ep_length + 1
+        ep_stats = torch.stack([done.sum(), (ep_return * done).sum(), (ep_length * done).sum()]).float()
+        obs_moments = torch.stack([c.obs.sum(0), (c.obs**2).sum(0)])
+
+        disc_return = c.disc_return * p.gamma + reward
+        ret_moments = torch.stack([disc_return.sum(), (disc_return**2).sum()])
+        if p.reward_scale:
+            reward = reward / torch.sqrt(self.ret_rms.var + 1e-8)
+        # bootstrap truncated (not terminated) episodes from their final observation
+        with torch.no_grad(), self.autocast:
+            final_value = self.policy.value(self._normalize(t.final_obs.float()), hidden,
+                                            torch.zeros_like(done)).float()
+        reward = reward + p.gamma * final_value * (t.truncated & ~t.terminated)
+
+        keep = ~done
+        carry = Carry(t.state, t.obs.float(), done, hidden, k_next, ep_return * keep, ep_length * keep,
+                      disc_return * keep)
+        record = (obs, action, logprob, value.float(), reward, done, c.first, mask)
+        return carry, record, (ep_stats, obs_moments, ret_moments)
+
+    def collect(self) -> None:
+        b = self.buf
+        chunk = self.cfg.policy.bptt
+        for t in range(self.T):
+            if self.policy.recurrent and t % chunk == 0:
+                for store, h in zip(b.hidden, self.carry.hidden):
+                    store[t // chunk].copy_(h * (~self.carry.first).unsqueeze(-1))
+            self.carry, rec, stats = self.rollout_step(self.carry)
+            obs, action, logprob, value, reward, done, first, mask = rec
+            b.obs[t].copy_(obs)
+            b.actions[t].copy_(action)
+            b.logprobs[t].copy_(logprob)
+            b.values[t].copy_(value)
+            b.rewards[t].copy_(reward)
+            b.dones[t].copy_(done)
+            b.firsts[t].copy_(first)
+            if b.masks is not None:
+                b.masks[t].copy_(mask)
+            self.ep_stats += stats[0]
+            self.obs_moments += stats[1]
+            self.ret_moments += stats[2]
+
+    # ------------------------------------------------------------------ advantages
+    def compute_advantages(self) -> None:
+        """GAE(gamma, lambda) over the rollout, bootstrapped from the value of the last observation."""
+        p, b, c = self.cfg.ppo, self.buf, self.carry
+        with torch.no_grad(), self.autocast:
+            next_value = self.policy.value(self._normalize(c.obs), c.hidden, c.first).float()
+        b.advantages.copy_(gae(b.rewards, b.values, b.dones, next_value, p.gamma, p.gae_lambda))
+        b.returns.copy_(b.advantages + b.values)
+
+    def update_normalizers(self) -> None:
+        n = self.T * self.N
+        for rms, moments in ((self.obs_rms, self.obs_moments), (self.ret_rms, self.ret_moments)):
+            dist.all_reduce_sum_(moments, self.dist)
+            total = n * self.dist.world_size
+            mean = moments[0] / total
+            rms.update_from_moments(mean, (moments[1] / total - mean**2).clamp(min=0), total)
+            moments.zero_()
+
+    # ------------------------------------------------------------------ update
+    def learn(self) -> None:
+        """Epochs x minibatches of PPO over the rollout. Minibatches are sets of sequences (env
+        columns of length T, or BPTT chunks with an LSTM), so one path serves both policies."""
+        p, b, cfg = self.cfg.ppo, self.buf, self.cfg
+        L = cfg.policy.bptt if self.policy.recurrent else self.T
+        chunks = self.T // L
+        S = chunks * self.N
+        mb = S // p.minibatches
+        steps_in_chunk = torch.arange(L, device=self.device).unsqueeze(1)
+        for epoch in range(p.epochs):
+            perm = torch.argsort(rng.uniform(rng.fold_in(self.learn_key, epoch + 1), (S,)))
+            for m in range(p.minibatches):
+                ids = perm[m * mb : (m + 1) * mb]
+                chunk, env = ids // self.N, ids % self.N
+                t_idx, n_idx = chunk * L + steps_in_chunk, env.expand(L, mb)
+                take = lambda x: x[t_idx, n_idx]
+                hidden = tuple(h[chunk, env] for h in b.hidden)
+                mask = take(b.masks) if b.masks is not None else None
+                self._minibatch(take(b.obs), take(b.actions), take(b.logprobs), take(b.values),
+                                take(b.advantages), take(b.returns), take(b.firsts), mask, hidden)
+        self.learn_key.copy_(rng.fold_in(self.learn_key, 0))
+
+    def _minibatch(self, obs, actions, old_logprob, old_value, adv, ret, firsts, mask, hidden) -> None:
+        p = self.cfg.ppo
+        with self.autocast:
+            out, value = self.policy.forward_sequence(obs, hidden, firsts)
+        out = tree.tree_map(lambda x: x.float(), out)
+        value = value.float()
+        if mask is not None:
+            out = self.dist_head.mask_logits(out, mask)
+        logprob = self.dist_head.log_prob(out, actions)
+        entropy = self.dist_head.entropy(out).mean()
+        logratio = logprob - old_logprob
+        ratio = logratio.exp()
+        if p.norm_adv:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - p.clip_coef, 1 + p.clip_coef)).mean()
+        if p.clip_vloss:
+            clipped = old_value + (value - old_value).clamp(-p.clip_coef, p.clip_coef)
+            v_loss = 0.5 * torch.max((value - ret) ** 2, (clipped - ret) ** 2).mean()
+        else:
+            v_loss = 0.5 * ((value - ret) ** 2).mean()
+        loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
+
+        self.opt.zero_grad()
+        loss.backward()
+        grad = dist.all_reduce_mean_(self.opt.grad, self.dist)
+        grad_norm = grad.norm()
+        finite = torch.isfinite(grad_norm) & torch.isfinite(loss)
+        scale = torch.where(finite, (p.max_grad_norm / (grad_norm + 1e-6)).clamp(max=1.0), 0.0)
+        grad.copy_(torch.where(finite, grad * scale, 0.0))  # a non-finite step changes nothing
+        self.first_bad_update.copy_(torch.where(~finite & (self.first_bad_update < 0), self.update_index,
+                                                self.first_bad_update))
+        self.opt.step()
+        with torch.no_grad():
+            approx_kl = ((ratio - 1) - logratio).mean()
+            clipfrac = ((ratio - 1).abs() > p.clip_coef).float().mean()
+            self.loss_stats += torch.stack([pg_loss, v_loss, entropy, approx_kl, clipfrac, grad_norm,
+                                            torch.ones((), device=self.device)]).detach()
+
+    # ------------------------------------------------------------------ one iteration
+    def iteration(self) -> None:
+        """All device work of one update; no host syncs (safe to capture in a CUDA graph)."""
+        self.collect()
+        self.compute_advantages()
+        self.update_normalizers()
+        self.learn()
+        self.update_index += 1
+
+    def _state_tensors(self) -> dict[str, torch.Tensor]:
+        """Every tensor that evolves during training, by name (checkpoints, graph warm-up)."""
+        out = {f"policy.{k}": v for k, v in self.policy.state_dict().items()}
+        out.update({f"optim.{k}": v for k, v in self.opt.state().items()})
+        out.update({f"obs_rms.{k}": v for k, v in self.obs_rms.state().items()})
+        out.update({f"ret_rms.{k}": v for k, v in self.ret_rms.state().items()})
+        for i, leaf in enumerate(tree.leaves(self.carry)):
+            out[f"carry.{i}"] = leaf
+        out.update({"learn_key": self.learn_key, "ep_stats": self.ep_stats, "loss_stats": self.loss_stats,
+                    "update_index": self.update_index, "first_bad_update": self.first_bad_update,
+                    "obs_moments": self.obs_moments, "ret_moments": self.ret_moments})
+        return out
+
+    def _capture(self) -> None:
+        """Record one iteration as a CUDA graph. The warm-up iterations (compilation, allocator,
+        NCCL set-up) run for real, so every training tensor is restored afterwards."""
+        saved = {k: v.clone() for k, v in self._state_tensors().items()}
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                self.iteration()
+        torch.cuda.current_stream().wait_stream(side)
+        self._restore_tensors(saved)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.iteration()
+
+    def _restore_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Copy saved values into the live tensors in place (addresses captured by a graph stay valid)."""
+        live = self._state_tensors()
+        missing = sorted(set(live) - set(tensors))
+        if missing:
+            raise ValueError(f"checkpoint lacks {len(missing)} tensors, e.g. {missing[:3]}; it was written "
+                             "by a different env or policy config")
+        with torch.no_grad():
+            for k, v in live.items():
+                if tuple(v.shape) != tuple(tensors[k].shape):
+                    raise ValueError(f"checkpoint tensor {k} has shape {list(tensors[k].shape)}, this run "
+                                     f"expects {list(v.shape)} (different num_envs or policy size?)")
+                v.copy_(tensors[k])
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, score: float | None) -> Path | None:
+        if self.keeper is None or not self.dist.is_main:
+            return None
+        meta = {"update": self.update, "global_step": self.global_step, "config": to_dict(self.cfg),
+                "world_size": self.dist.world_size}
+        self.last_checkpoint = self.keeper.save(self.update, self._state_tensors(), meta, score)
+        return self.last_checkpoint
+
+    def restore(self, path: str | Path) -> None:
+        path = Path(path)
+        if path.is_dir():
+            path = checkpoint.latest(path)
+        tensors, meta = checkpoint.load(path, self.device)
+        if self.dist.enabled or meta.get("world_size", 1) > 1:
+            # rollout state is per rank; restore the learner and start fresh episodes
+            tensors = {k: v for k, v in tensors.items() if not k.startswith("carry.")}
+            tensors.update({k: v for k, v in self._state_tensors().items() if k.startswith("carry.")})
+        self._restore_tensors(tensors)
+        self.update, self.global_step = meta["update"], meta["global_step"]
+        self.last_checkpoint = path
+
+    # ------------------------------------------------------------------ the loop
+    def _lr(self) -> float:
+        p = self.cfg.ppo
+        frac = 1.0 - self.update / self.num_updates if p.lr_schedule == "linear" else 1.0
+        return p.lr * frac
+
+    def _read_metrics(self, elapsed: float, steps: int) -> dict:
+        """The one host sync of a log interval: reduce over ranks, read, zero the accumulators."""
+        dist.all_reduce_sum_(self.ep_stats, self.dist)
+        dist.all_reduce_sum_(self.loss_stats, self.dist)
+        with torch.no_grad():
+            b = self.buf
+            explained = 1 - (b.returns - b.values).var() / b.returns.var()
+            flags = torch.stack([self.first_bad_update.float(), torch.isfinite(self.opt.flat).all().float(),
+                                 explained])
+        values = torch.cat([self.ep_stats, self.loss_stats, flags]).tolist()
+        ep, ls, fl, ev = values[:3], values[3:10], values[10:12], values[12]
+        self.ep_stats.zero_()
+        self.loss_stats.zero_()
+        if fl[0] >= 0 or fl[1] < 1:
+            where = f"update {int(fl[0]) + 1}" if fl[0] >= 0 else f"an update before {self.update}"
+            last = self.last_checkpoint or "none (no checkpoint was written yet)"
+            raise TrainingDiverged(f"non-finite loss, gradients or parameters at {where}; "
+                                   f"last good checkpoint: {last}")
+        n_mb = max(ls[6], 1)
+        m = {"update": self.update, "global_step": self.global_step, "perf/sps": steps / max(elapsed, 1e-9),
+             "loss/policy": ls[0] / n_mb, "loss/value": ls[1] / n_mb, "loss/entropy": ls[2] / n_mb,
+             "loss/approx_kl": ls[3] / n_mb, "loss/clipfrac": ls[4] / n_mb, "loss/grad_norm": ls[5] / n_mb,
+             "loss/explained_variance": ev, "lr": self._lr()}
+        if ep[0] > 0:
+            m.update({"episode/return": ep[1] / ep[0], "episode/length": ep[2] / ep[0], "episode/count": ep[0]})
+        return m
+
+    def train(self, on_log=None) -> dict:
+        """Run to ``ppo.total_steps`` (or ``ppo.target_return``); returns the last metrics."""
+        from nitro.monitor.logger import Console, MetricsWriter
+
+        cfg = self.cfg
+        main = self.dist.is_main
+        writer = MetricsWriter(self.run_dir, cfg.run.tensorboard) if self.run_dir and main else None
+        console = Console(cfg.ppo.total_steps, cfg.env.id, cfg.run.console and main)
+        if self.run_dir and main:
+            (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+        steps_per_update = self.N * self.T * self.dist.world_size
+        t0 = time.perf_counter()
+        if self.graphed and self.graph is None:
+            self._capture()
+        self.setup_seconds = time.perf_counter() - t0
+        metrics: dict = {"update": self.update, "global_step": self.global_step}
+        recent: list[float] = []
+        last_log, last_step = time.perf_counter(), self.global_step
+        self.train_seconds = 0.0
+        try:
+            while self.update < self.num_updates:
+                self.opt.lr.fill_(self._lr())
+                if self.graph is not None:
+                    self.graph.replay()
+                else:
+                    self.iteration()
+                self.update += 1
+                self.global_step += steps_per_update
+                final = self.update >= self.num_updates
+                if self.update % cfg.run.log_every == 0 or final:
+                    now = time.perf_counter()
+                    metrics = self._read_metrics(now - last_log, self.global_step - last_step)
+                    self.train_seconds += now - last_log
+                    metrics["perf/train_seconds"] = self.train_seconds
+                    last_log, last_step = time.perf_counter(), self.global_step
+                    if "episode/return" in metrics:
+                        recent = (recent + [metrics["episode/return"]])[-5:]
+                        metrics["episode/return_recent"] = sum(recent) / len(recent)
+                    if writer:
+                        writer.write(self.global_step, metrics)
+                    console.update(metrics)
+                    if on_log:
+                        on_log(metrics)
+                    if cfg.ppo.target_return is not None and metrics.get("episode/return", -math.inf) >= cfg.ppo.target_return:
+                        final = True
+                if self.update % cfg.run.checkpoint_every == 0 or final:
+                    self.save(metrics.get("episode/return"))
+                if final:
+                    break
+        finally:
+            console.close()
+            if writer:
+                writer.close()
+        return metrics
+
+
+def gae(rewards, values, dones, next_value, gamma: float, lam: float) -> torch.Tensor:
+    """Generalized advantage estimation over [T, N] tensors; ``dones[t]`` ends the episode after step t."""
+    T = rewards.shape[0]
+    adv = torch.zeros_like(rewards)
+    last = torch.zeros_like(next_value)
+    for t in reversed(range(T)):
+        nonterminal = 1.0 - dones[t].float()
+        next_v = next_value if t == T - 1 else values[t + 1]
+        delta = rewards[t] + gamma * next_v * nonterminal - values[t]
+        last = delta + gamma * lam * nonterminal * last
+        adv[t] = last
+    return adv
+
+
+def make_run_dir(cfg: TrainConfig) -> Path:
+    name = cfg.run.name or f"{cfg.env.id.lower()}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path = Path(cfg.run.dir) / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
