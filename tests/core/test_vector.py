@@ -1,0 +1,93 @@
+"""The VecEnv handle: shapes, dtypes and devices of reset/step, same-step auto-reset, seeding, input checks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import nitro
+
+ENV_IDS = ["CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1", "Acrobot-v1"]
+N = 16
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_reset_and_step_shapes_dtypes_devices(env_id):
+    env = nitro.make(env_id, num_envs=N, device="cpu", seed=1)
+    obs_shape = (N, *env.single_observation_space.shape)
+    obs, info = env.reset()
+    assert obs.shape == obs_shape and obs.dtype == torch.float32 and obs.device == env.device
+    assert info == {}
+    for _ in range(3):
+        actions = env.sample_actions()
+        assert actions.shape == (N, *env.single_action_space.shape) and actions.device == env.device
+        obs, reward, terminated, truncated, info = env.step(actions)
+        assert obs.shape == obs_shape and obs.dtype == torch.float32
+        assert reward.shape == (N,) and reward.dtype == torch.float32
+        assert terminated.shape == truncated.shape == (N,)
+        assert terminated.dtype == truncated.dtype == torch.bool
+        assert info["final_obs"].shape == obs_shape
+        assert all(t.device == env.device for t in (obs, reward, terminated, truncated, info["final_obs"]))
+
+
+def test_final_obs_on_truncation():
+    env = nitro.make("Pendulum-v1", num_envs=N, device="cpu", seed=2, max_episode_steps=5)
+    env.reset()
+    for t in range(5):
+        obs, _, terminated, truncated, info = env.step(env.sample_actions())
+        if t < 4:  # no episode has ended yet: final_obs is the observation itself
+            assert not truncated.any() and torch.equal(info["final_obs"], obs)
+    assert truncated.all() and not terminated.any()
+    assert not torch.equal(info["final_obs"], obs)  # obs starts the new episodes, final_obs ends the old ones
+    assert torch.all(env.state.elapsed == 0)
+
+
+def test_final_obs_on_termination_only_for_done_envs():
+    env = nitro.make("CartPole-v1", num_envs=N, device="cpu", seed=3)
+    env.reset()
+    push_right = torch.ones(N, dtype=torch.int64)
+    for _ in range(200):  # pushing one way topples every pole within ~10 steps
+        obs, _, terminated, _, info = env.step(push_right)
+        if terminated.any():
+            break
+    assert terminated.any()
+    final = info["final_obs"]
+    assert torch.equal(final[~terminated], obs[~terminated])
+    x_threshold, theta_threshold = env.params.x_threshold, env.params.theta_threshold_radians
+    failed = (final[:, 0].abs() > x_threshold) | (final[:, 2].abs() > theta_threshold)
+    assert torch.equal(failed, terminated)  # final_obs is the failing state; obs is a fresh one
+    assert torch.all(obs[terminated].abs() <= env.params.reset_high)
+
+
+def test_seeding_is_reproducible():
+    def rollout(seed):
+        env = nitro.make("Acrobot-v1", num_envs=4, device="cpu", seed=seed)
+        out = [env.reset()[0]]
+        for _ in range(5):
+            out.append(env.step(env.sample_actions())[0])
+        return torch.stack(out)
+
+    assert torch.equal(rollout(5), rollout(5))
+    assert not torch.equal(rollout(5), rollout(6))
+    env = nitro.make("Acrobot-v1", num_envs=4, device="cpu", seed=0)
+    assert torch.equal(env.reset(seed=5)[0], rollout(5)[0])  # reset(seed=...) reseeds the handle
+    assert not torch.equal(env.reset()[0], rollout(5)[0])  # a later unseeded reset draws new states
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="num_envs must be a positive int"):
+        nitro.make("CartPole-v1", num_envs=0)
+    env = nitro.make("CartPole-v1", num_envs=4, device="cpu")
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(torch.zeros(4, dtype=torch.int64))
+    env.reset()
+    with pytest.raises(ValueError, match=r"shape \[4\]"):
+        env.step(torch.zeros(3, dtype=torch.int64))
+    with pytest.raises(TypeError, match="integer dtype"):
+        env.step(torch.zeros(4))
+    with pytest.raises(ValueError, match=r"lie in \[0, 2\)"):
+        env.step(torch.full((4,), 2))
+    cont = nitro.make("Pendulum-v1", num_envs=2, device="cpu")
+    cont.reset()
+    with pytest.raises(ValueError, match="NaN"):
+        cont.step(torch.tensor([[0.0], [float("nan")]]))
