@@ -1,4 +1,4 @@
-"""Spaces: batched sampling stays in range and respects masks; check() rejects bad actions with clear errors."""
+"""Spaces: batched sampling in range and within masks; check() rejects bad actions with clear errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The VecEnv handle: shapes, dtypes and devices of reset/step, same-step auto-reset, seeding, input checks."""
+"""The VecEnv handle: reset/step shapes, dtypes and devices, same-step auto-reset, seeding, input checks."""
 
 from __future__ import annotations
 
