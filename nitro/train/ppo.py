@@ -166,7 +166,9 @@ class Trainer:
         mask = self.env.action_mask(c.env_state)
         with torch.no_grad(), self.autocast:
             out, value, hidden = self.policy(obs, c.hidden, c.first)
-        out = tree.tree_map(lambda x: x.float(), out)
+        # detach: a view of a parameter made under no_grad (the expanded log-std) still requires grad,
+        # and stored actions must not carry a graph into the update
+        out = tree.tree_map(lambda x: x.detach().float(), out)
         if mask is not None:
             out = self.dist_head.mask_logits(out, mask)
         action = self.dist_head.sample(out, self.dist_head.noise(k_act, self.N))
