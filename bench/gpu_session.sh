@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One device call: GPU tests, CartPole raw stepping (ours and gymnax), PPO throughput and time to solve.
+# Usage (on the GPU machine, from the repository root): bash bench/gpu_session.sh OUTDIR [stages...]
+set -u
+OUT=${1:?usage: gpu_session.sh OUTDIR [stages]}; shift
+STAGES=${*:-"tests envs gymnax ppo solve"}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
+if [ -d .whl ]; then python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+  && export PYTHONPATH=$PYTHONPATH:/tmp/site; fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/device.txt"
+python3 -c "import torch, triton; print(torch.__version__, triton.__version__)" | tee -a "$OUT/device.txt"
+for s in $STAGES; do
+  echo "=== $s $(date +%T)"
+  case $s in
+    tests)  timeout 120 python3 -m pytest -q -m gpu tests/test_cuda_paths.py -p no:cacheprovider 2>&1 | tail -25 ;;
+    envs)   timeout 260 python3 -m nitro.cli bench CartPole-v1 --num-envs 8192 65536 262144 1048576 4194304 16777216 \
+              --steps 100 --mode eager compile graph --repeats 7 --out "$OUT/cartpole_env.json" ;;
+    gymnax) timeout 150 python3 bench/gymnax_cartpole.py --num-envs 8192 65536 262144 1048576 4194304 16777216 \
+              --steps 100 --out "$OUT/gymnax_cartpole.json" ;;
+    ppo)    timeout 300 python3 bench/ppo_cartpole.py throughput --num-envs 65536 262144 1048576 \
+              --variants "" "run.precision=bf16" --out "$OUT/ppo_throughput.json" ;;
+    solve)  timeout 240 python3 bench/ppo_cartpole.py solve --num-envs 16384 65536 --seeds 3 --variants "" \
+              --out "$OUT/ppo_solve.json" ;;
+    *) echo "unknown stage $s" ;;
+  esac
+done
+echo "=== done $(date +%T)"
