@@ -1,0 +1,25 @@
+"""Adapters from nitro envs to other RL APIs: Gymnasium's ``VectorEnv`` and Stable-Baselines3's ``VecEnv``.
+
+Each adapter imports its framework only when first used; both come with the ``adapters`` extra
+(``pip install "nitro-rl[adapters]"``).
+
+    from nitro.adapters import GymnasiumVectorEnv, SB3VecEnv
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "GymnasiumVectorEnv": "nitro.adapters.gymnasium",
+    "SB3VecEnv": "nitro.adapters.sb3",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'nitro.adapters' has no attribute {name!r}")

@@ -1,0 +1,50 @@
+"""What the adapters share: building the nitro handle and turning foreign actions into tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from nitro.core.registry import make
+from nitro.core.spaces import Box, Space
+from nitro.core.vector import VecEnv
+
+
+def as_vec_env(env: str | VecEnv, num_envs: int | None, device, seed: int | None,
+               params: dict[str, Any]) -> VecEnv:
+    """``env`` itself if it is a nitro ``VecEnv``, else ``nitro.make(env, ...)``."""
+    if isinstance(env, VecEnv):
+        if params:
+            raise TypeError(f"params {sorted(params)} apply only when env is an id; pass them to nitro.make")
+        if num_envs is not None and num_envs != env.num_envs:
+            raise ValueError(f"num_envs={num_envs} but the given VecEnv has {env.num_envs} envs")
+        if device is not None and torch.device(device) != env.device:
+            raise ValueError(f"device={device!r} but the given VecEnv runs on {env.device}")
+        if seed is not None:
+            raise ValueError("seed applies only when env is an id; seed a given VecEnv through reset(seed=...)")
+        return env
+    if isinstance(env, str):
+        return make(env, num_envs=1 if num_envs is None else num_envs, device=device,
+                    seed=0 if seed is None else seed, **params)
+    raise TypeError(f"env must be a nitro env id or a nitro.VecEnv, got {type(env).__name__}")
+
+
+def to_actions(actions: Any, space: Space, device: torch.device) -> torch.Tensor:
+    """A batch of actions as a tensor of the space's dtype family. Numpy arrays and lists are copied to
+    ``device``; tensors keep theirs (a tensor on the wrong device is an error, raised by the space's check)."""
+    if not isinstance(actions, torch.Tensor):
+        actions = torch.as_tensor(np.asarray(actions), device=device)
+    integer = not actions.dtype.is_floating_point and actions.dtype != torch.bool
+    if isinstance(space, Box):
+        if integer or (actions.dtype.is_floating_point and actions.dtype != space.dtype):
+            actions = actions.to(space.dtype)
+    elif integer and actions.dtype != torch.int64:
+        actions = actions.to(torch.int64)
+    return actions
+
+
+def to_numpy(x: torch.Tensor) -> np.ndarray:
+    """A numpy copy (never a view of env state, which nitro may hand out as the observation)."""
+    return x.detach().to("cpu", copy=True).numpy()
