@@ -23,7 +23,8 @@ def as_vec_env(env: str | VecEnv, num_envs: int | None, device, seed: int | None
         if device is not None and torch.device(device) != env.device:
             raise ValueError(f"device={device!r} but the given VecEnv runs on {env.device}")
         if seed is not None:
-            raise ValueError("seed applies only when env is an id; seed a given VecEnv through reset(seed=...)")
+            raise ValueError("seed applies only when env is an id; "
+                             "seed a given VecEnv through reset(seed=...)")
         return env
     if isinstance(env, str):
         return make(env, num_envs=1 if num_envs is None else num_envs, device=device,
@@ -33,7 +34,7 @@ def as_vec_env(env: str | VecEnv, num_envs: int | None, device, seed: int | None
 
 def to_actions(actions: Any, space: Space, device: torch.device) -> torch.Tensor:
     """A batch of actions as a tensor of the space's dtype family. Numpy arrays and lists are copied to
-    ``device``; tensors keep theirs (a tensor on the wrong device is an error, raised by the space's check)."""
+    ``device``; tensors keep theirs (one on the wrong device is an error, raised by the space's check)."""
     if not isinstance(actions, torch.Tensor):
         actions = torch.as_tensor(np.asarray(actions), device=device)
     integer = not actions.dtype.is_floating_point and actions.dtype != torch.bool

@@ -25,8 +25,8 @@ try:
     from gymnasium.vector import AutoresetMode, VectorEnv
     from gymnasium.vector.utils import batch_space
 except ImportError as e:  # pragma: no cover - exercised by a test that hides gymnasium
-    raise ImportError('nitro.adapters.gymnasium needs gymnasium; install it with: pip install "nitro-rl[adapters]"'
-                      ) from e
+    raise ImportError("nitro.adapters.gymnasium needs gymnasium; install it with: "
+                      'pip install "nitro-rl[adapters]"') from e
 
 from nitro.adapters._common import as_vec_env, to_actions, to_numpy
 from nitro.core.vector import VecEnv
@@ -43,8 +43,9 @@ class GymnasiumVectorEnv(VectorEnv):
     host arrays, which are copied over).
     """
 
-    def __init__(self, env: str | VecEnv, num_envs: int | None = None, device: torch.device | str | None = None,
-                 seed: int | None = None, array: str = "numpy", **params: Any):
+    def __init__(self, env: str | VecEnv, num_envs: int | None = None,
+                 device: torch.device | str | None = None, seed: int | None = None, array: str = "numpy",
+                 **params: Any):
         if array not in ARRAYS:
             raise ValueError(f"array must be one of {ARRAYS}, got {array!r}")
         self.venv = as_vec_env(env, num_envs, device, seed, params)
@@ -73,7 +74,8 @@ class GymnasiumVectorEnv(VectorEnv):
         obs, reward, terminated, truncated, info = self.venv.step(actions)
         done = terminated | truncated
         if self.array == "torch":
-            infos = {"final_obs": info["final_obs"], "_final_obs": done, "final_info": {}, "_final_info": done}
+            infos = {"final_obs": info["final_obs"], "_final_obs": done,
+                     "final_info": {}, "_final_info": done}
             return obs, reward, terminated, truncated, infos
         done_np = to_numpy(done)
         infos: dict[str, Any] = {}
@@ -82,9 +84,11 @@ class GymnasiumVectorEnv(VectorEnv):
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(done_np):
                 final_obs[i] = final_obs_np[i]
-            infos = {"final_obs": final_obs, "_final_obs": done_np, "final_info": {}, "_final_info": done_np.copy()}
+            infos = {"final_obs": final_obs, "_final_obs": done_np,
+                     "final_info": {}, "_final_info": done_np.copy()}
         # rewards as float64, like Gymnasium's SyncVectorEnv
-        return to_numpy(obs), to_numpy(reward).astype(np.float64), to_numpy(terminated), to_numpy(truncated), infos
+        rewards = to_numpy(reward).astype(np.float64)
+        return to_numpy(obs), rewards, to_numpy(terminated), to_numpy(truncated), infos
 
     def _out(self, x: torch.Tensor):
         return x if self.array == "torch" else to_numpy(x)

@@ -25,8 +25,8 @@ import torch
 try:
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv as _SB3VecEnv
 except ImportError as e:  # pragma: no cover - exercised by a test that hides stable_baselines3
-    raise ImportError('nitro.adapters.sb3 needs stable-baselines3; install it with: pip install "nitro-rl[adapters]"'
-                      ) from e
+    raise ImportError("nitro.adapters.sb3 needs stable-baselines3; install it with: "
+                      'pip install "nitro-rl[adapters]"') from e
 
 from nitro.adapters._common import as_vec_env, to_actions, to_numpy
 from nitro.core.spaces import Discrete, MultiDiscrete
@@ -40,8 +40,8 @@ class SB3VecEnv(_SB3VecEnv):
     ``nitro.make``) or an existing ``nitro.VecEnv``.
     """
 
-    def __init__(self, env: str | VecEnv, num_envs: int | None = None, device: torch.device | str | None = None,
-                 seed: int | None = None, **params: Any):
+    def __init__(self, env: str | VecEnv, num_envs: int | None = None,
+                 device: torch.device | str | None = None, seed: int | None = None, **params: Any):
         self.venv = as_vec_env(env, num_envs, device, seed, params)
         self._actions: torch.Tensor | None = None
         super().__init__(self.venv.num_envs, self.venv.single_observation_space.to_gymnasium(),
@@ -114,7 +114,8 @@ class SB3VecEnv(_SB3VecEnv):
         if attr_name in {f.name for f in dataclasses.fields(env.params)}:
             rebuilt = type(env)(dataclasses.replace(env.params, **{attr_name: value}))
             if rebuilt.observation_space != env.observation_space or rebuilt.action_space != env.action_space:
-                raise ValueError(f"setting {attr_name}={value!r} changes the env's spaces; make a new env instead")
+                raise ValueError(f"setting {attr_name}={value!r} changes the env's spaces; "
+                                 "make a new env instead")
             self.venv.env = rebuilt
         else:
             setattr(env, attr_name, value)

@@ -80,7 +80,7 @@ def test_vector_api_conventions(env_id):
 
 
 def test_same_step_infos_are_shaped_like_sync_vector_env():
-    """Infos on a step where episodes end have the structure of Gymnasium's SyncVectorEnv in SAME_STEP mode."""
+    """Infos of a step where episodes end are shaped like Gymnasium's SyncVectorEnv's in SAME_STEP mode."""
     ref = gymnasium.make_vec("CartPole-v1", num_envs=N, vectorization_mode="sync",
                              vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
     ours = GymnasiumVectorEnv("CartPole-v1", num_envs=N, device="cpu")
@@ -124,7 +124,7 @@ def test_gymnasium_vector_wrappers_and_utilities():
     """Gymnasium's SAME_STEP-aware vector wrappers accept the adapter and read its outputs correctly."""
     envs = gymnasium.wrappers.vector.RecordEpisodeStatistics(GymnasiumVectorEnv("CartPole-v1", N, "cpu"))
     envs = gymnasium.wrappers.vector.NormalizeReward(envs)
-    # (observation wrappers such as NormalizeObservation accept only NEXT_STEP / DISABLED envs in Gymnasium 1.4)
+    # (observation wrappers such as NormalizeObservation take only NEXT_STEP / DISABLED envs in Gymnasium 1.4)
     envs.reset(seed=1)
     envs.action_space.seed(1)
     episodes = []
