@@ -38,15 +38,19 @@ class FlatAdam:
     def zero_grad(self) -> None:
         self.grad.zero_()
 
-    def step(self) -> None:
-        """One update from ``self.grad`` (already reduced, clipped and guarded)."""
-        self.step_count += 1
-        self.exp_avg.lerp_(self.grad, 1 - self.beta1)
-        self.exp_avg_sq.mul_(self.beta2).addcmul_(self.grad, self.grad, value=1 - self.beta2)
-        bias1 = 1 - self.beta1**self.step_count
-        bias2 = 1 - self.beta2**self.step_count
-        denom = (self.exp_avg_sq / bias2).sqrt_().add_(self.eps)
-        self.flat.sub_(self.lr * (self.exp_avg / bias1) / denom)
+    def step(self, apply: torch.Tensor | None = None) -> None:
+        """One update from ``self.grad``; where the bool tensor ``apply`` is false nothing changes
+        (how a non-finite minibatch is skipped without a host sync)."""
+        keep = (lambda new, old: new) if apply is None else (lambda new, old: torch.where(apply, new, old))
+        step = keep(self.step_count + 1, self.step_count)
+        exp_avg = keep(self.exp_avg.lerp(self.grad, 1 - self.beta1), self.exp_avg)
+        exp_avg_sq = keep(self.exp_avg_sq * self.beta2 + (1 - self.beta2) * self.grad**2, self.exp_avg_sq)
+        denom = (exp_avg_sq / (1 - self.beta2**step)).sqrt() + self.eps
+        update = self.lr * (exp_avg / (1 - self.beta1**step)) / denom
+        self.flat.sub_(update if apply is None else torch.where(apply, update, 0.0))
+        self.step_count.copy_(step)
+        self.exp_avg.copy_(exp_avg)
+        self.exp_avg_sq.copy_(exp_avg_sq)
 
     def state(self) -> dict[str, torch.Tensor]:
         return {"exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq, "step": self.step_count, "lr": self.lr}

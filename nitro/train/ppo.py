@@ -270,16 +270,10 @@ class Trainer:
             out = self.dist_head.mask_logits(out, mask)
         logprob = self.dist_head.log_prob(out, actions)
         entropy = self.dist_head.entropy(out).mean()
-        logratio = logprob - old_logprob
-        ratio = logratio.exp()
         if p.norm_adv:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - p.clip_coef, 1 + p.clip_coef)).mean()
-        if p.clip_vloss:
-            clipped = old_value + (value - old_value).clamp(-p.clip_coef, p.clip_coef)
-            v_loss = 0.5 * torch.max((value - ret) ** 2, (clipped - ret) ** 2).mean()
-        else:
-            v_loss = 0.5 * ((value - ret) ** 2).mean()
+        pg_loss, v_loss, approx_kl, clipfrac = ppo_losses(logprob, old_logprob, adv, value, old_value, ret,
+                                                          p.clip_coef, p.clip_vloss)
         loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
 
         self.opt.zero_grad()
@@ -288,15 +282,12 @@ class Trainer:
         grad_norm = grad.norm()
         finite = torch.isfinite(grad_norm) & torch.isfinite(loss)
         scale = torch.where(finite, (p.max_grad_norm / (grad_norm + 1e-6)).clamp(max=1.0), 0.0)
-        grad.copy_(torch.where(finite, grad * scale, 0.0))  # a non-finite step changes nothing
+        grad.mul_(scale)
         self.first_bad_update.copy_(torch.where(~finite & (self.first_bad_update < 0), self.update_index,
                                                 self.first_bad_update))
-        self.opt.step()
-        with torch.no_grad():
-            approx_kl = ((ratio - 1) - logratio).mean()
-            clipfrac = ((ratio - 1).abs() > p.clip_coef).float().mean()
-            self.loss_stats += torch.stack([pg_loss, v_loss, entropy, approx_kl, clipfrac, grad_norm,
-                                            torch.ones((), device=self.device)]).detach()
+        self.opt.step(apply=finite)  # a non-finite minibatch changes nothing; the next log stops the run
+        self.loss_stats += torch.stack([pg_loss, v_loss, entropy, approx_kl, clipfrac, grad_norm,
+                                        torch.ones((), device=self.device)]).detach()
 
     # ------------------------------------------------------------------ one iteration
     def iteration(self) -> None:
@@ -458,6 +449,25 @@ class Trainer:
             if writer:
                 writer.close()
         return metrics
+
+
+def ppo_losses(logprob, old_logprob, adv, value, old_value, ret, clip_coef: float, clip_vloss: bool):
+    """Clipped surrogate and value losses of the PPO paper; returns (pg_loss, v_loss, approx_kl, clipfrac).
+
+    approx_kl is the low-variance estimator E[(r - 1) - log r] (Schulman, "Approximating KL divergence").
+    """
+    logratio = logprob - old_logprob
+    ratio = logratio.exp()
+    pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+    if clip_vloss:
+        clipped = old_value + (value - old_value).clamp(-clip_coef, clip_coef)
+        v_loss = 0.5 * torch.max((value - ret) ** 2, (clipped - ret) ** 2).mean()
+    else:
+        v_loss = 0.5 * ((value - ret) ** 2).mean()
+    with torch.no_grad():
+        approx_kl = ((ratio - 1) - logratio).mean()
+        clipfrac = ((ratio - 1).abs() > clip_coef).float().mean()
+    return pg_loss, v_loss, approx_kl, clipfrac
 
 
 def gae(rewards, values, dones, next_value, gamma: float, lam: float) -> torch.Tensor:
