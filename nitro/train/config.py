@@ -42,6 +42,7 @@ class PPOConfig:
     lr_schedule: str = "linear"
     """"linear" (anneal to 0 over total_steps) or "constant"."""
     adam_eps: float = 1e-5
+    """Adam epsilon (added to the root of the second moment)."""
     gamma: float = 0.99
     """Discount factor."""
     gae_lambda: float = 0.95
@@ -51,7 +52,9 @@ class PPOConfig:
     clip_vloss: bool = True
     """Clip the value update to clip_coef around the old value, as in the PPO paper's code."""
     vf_coef: float = 0.5
+    """Weight of the value loss in the total loss."""
     ent_coef: float = 0.01
+    """Weight of the entropy bonus (subtracted from the loss)."""
     max_grad_norm: float = 0.5
     """Global gradient-norm clip."""
     norm_adv: bool = True
@@ -81,6 +84,7 @@ class PolicyConfig:
     log_std: str = "state_independent"
     """Continuous actions: "state_independent" (a learned vector) or "state_dependent" (a head)."""
     init_log_std: float = 0.0
+    """Continuous actions: initial log standard deviation of the Gaussian."""
 
 
 @dataclass
@@ -106,6 +110,7 @@ class RunConfig:
     keep_last: int = 3
     """Checkpoints to keep besides best."""
     tensorboard: bool = True
+    """Write TensorBoard scalars to <run dir>/tb."""
     console: bool = True
     """Live console line (rich)."""
 
