@@ -139,9 +139,6 @@ TRI_INFO_V2V0_CONVEX = 4
 TRI_INFO_V0V1_SWAP_NORMALB = 8
 TRI_INFO_V1V2_SWAP_NORMALB = 16
 TRI_INFO_V2V0_SWAP_NORMALB = 32
-# Edge e of a triangle runs v_e -> v_(e+1): 0 = v0v1, 1 = v1v2, 2 = v2v0 (Bullet's naming).
-_EDGE_CONVEX = (TRI_INFO_V0V1_CONVEX, TRI_INFO_V1V2_CONVEX, TRI_INFO_V2V0_CONVEX)
-_EDGE_SWAP = (TRI_INFO_V0V1_SWAP_NORMALB, TRI_INFO_V1V2_SWAP_NORMALB, TRI_INFO_V2V0_SWAP_NORMALB)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -214,6 +211,100 @@ def internal_edge_info(vertices: np.ndarray, indices: np.ndarray) -> tuple[np.nd
     return angles.astype(np.float32), flags.astype(np.int32)
 
 
+# --- Bullet's triangle visiting order (btOptimizedBvh, quantized) ---------------------------------
+
+_BVH_SUBTREE_MAX_NODES = 2048 // 16  # MAX_SUBTREE_SIZE_IN_BYTES / sizeof(btQuantizedBvhNode)
+
+
+def bvh_visit_order(vertices: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Triangle indices of one mesh file in the order Bullet's BVH visits them.
+
+    A sphere's contacts with one mesh go into one 4-point contact manifold in the order the
+    triangles are visited, and once it is full each new point replaces one chosen by area, so the
+    order decides which contacts survive. RocketSim builds each file into a btBvhTriangleMeshShape
+    with quantized AABBs; we replay btQuantizedBvh's build (quantisation, variance split axis,
+    mean partition, subtree headers) in float32 to get the same leaf order. A query visits, subtree
+    header by header, the leaves whose boxes overlap it, in this order.
+    """
+    f32 = np.float32
+    tris = vertices[indices].astype(f32)  # [T, 3, 3], Bullet units
+    lo, hi = vertices.min(0).astype(f32), vertices.max(0).astype(f32)
+    one = f32(1.0)
+    # btQuantizedBvh::setQuantizationValues(lo, hi, margin 1)
+    bmin, bmax = lo - one, hi + one
+    quant = f32(65533.0) / (bmax - bmin)
+    bmin = np.minimum(bmin, _unquantize(_quantize(bmin, bmin, quant, False), bmin, quant) - one)
+    quant = f32(65533.0) / (bmax - bmin)
+    bmax = np.maximum(bmax, _unquantize(_quantize(bmax, bmin, quant, True), bmin, quant) + one)
+    quant = f32(65533.0) / (bmax - bmin)
+    # Leaf boxes (QuantizedNodeTriangleCallback), widened where thinner than 0.002.
+    tmin, tmax = tris.min(1), tris.max(1)
+    thin = (tmax - tmin) < f32(0.002)
+    tmax = np.where(thin, tmax + f32(0.001), tmax)
+    tmin = np.where(thin, tmin - f32(0.001), tmin)
+    centers = f32(0.5) * (_unquantize(_quantize(tmax, bmin, quant, True), bmin, quant)
+                          + _unquantize(_quantize(tmin, bmin, quant, False), bmin, quant))
+    leaves = np.arange(len(tris))  # leaf slot -> triangle; partitioned in place like Bullet's array
+    nodes: list[int] = []  # node array: triangle index for a leaf, -1 for an internal node
+    headers: list[tuple[int, int]] = []  # (root node index, node count)
+
+    def subtree_size(node: int) -> int:
+        return 1 if nodes[node] >= 0 else sizes[node]
+
+    sizes: dict[int, int] = {}
+
+    def mean(start: int, end: int) -> np.ndarray:
+        total = np.add.accumulate(centers[leaves[start:end]], axis=0, dtype=f32)[-1]  # sequential, float32
+        return total * (one / f32(end - start))
+
+    def build(start: int, end: int) -> None:
+        count = end - start
+        cur = len(nodes)
+        if count == 1:
+            nodes.append(int(leaves[start]))
+            return
+        means = mean(start, end)  # calcSplittingAxis
+        diff = centers[leaves[start:end]] - means
+        variance = np.add.accumulate(diff * diff, axis=0, dtype=f32)[-1] * (one / (f32(count) - one))
+        axis = (2 if variance[1] < variance[2] else 1) if variance[0] < variance[1] else (2 if variance[0] < variance[2] else 0)
+        split_value = mean(start, end)[axis]  # sortAndCalcSplittingIndex
+        split = start
+        for i in range(start, end):
+            if centers[leaves[i], axis] > split_value:
+                leaves[i], leaves[split] = leaves[split], leaves[i]
+                split += 1
+        balanced = count // 3
+        if split <= start + balanced or split >= end - 1 - balanced:
+            split = start + (count >> 1)
+        nodes.append(-1)
+        left = len(nodes)
+        build(start, split)
+        right = len(nodes)
+        build(split, end)
+        sizes[cur] = len(nodes) - cur
+        if sizes[cur] > _BVH_SUBTREE_MAX_NODES:  # updateSubtreeHeaders
+            for child in (left, right):
+                if subtree_size(child) <= _BVH_SUBTREE_MAX_NODES:
+                    headers.append((child, subtree_size(child)))
+
+    build(0, len(tris))
+    if not headers:
+        headers.append((0, subtree_size(0)))
+    order = [nodes[k] for root, size in headers for k in range(root, root + size) if nodes[k] >= 0]
+    return np.asarray(order, np.int64)
+
+
+def _quantize(point: np.ndarray, bmin: np.ndarray, quant: np.ndarray, is_max: bool) -> np.ndarray:
+    v = (point - bmin) * quant
+    if is_max:
+        return (np.trunc(v + np.float32(1.0)).astype(np.int64) & 0xFFFF) | 1
+    return np.trunc(v).astype(np.int64) & 0xFFFE
+
+
+def _unquantize(q: np.ndarray, bmin: np.ndarray, quant: np.ndarray) -> np.ndarray:
+    return q.astype(np.float32) / quant + bmin
+
+
 # --- The arena mesh on a device -------------------------------------------------------------------
 
 GRID_CELL_SIZE = 128.0  # UU. With a 112-UU query radius the fullest cell lists 234 triangles.
@@ -232,18 +323,20 @@ class ArenaMesh:
     tri_verts             triangle vertices, in file order (mesh 0 first)             [T, 3, 3]
     tri_normals           unit winding normal, (v1 - v0) x (v2 - v0) normalised       [T, 3]
     tri_mesh              index of the .cmf file each triangle came from              [T]
+    tri_order             Bullet's visiting order: mesh index * 2^16 + BVH rank       [T]
     edge_angle            internal-edge angle per edge v0v1, v1v2, v2v0 (2*pi: none)  [T, 3]
     edge_flags            btTriangleInfo flags (convex / swap-normal bits per edge)   [T]
     plane_normals         RocketSim's planes: unit normal into the field              [P, 3]
     plane_offsets         plane = {x : normal . x = offset}                           [P]
     cell_start            CSR offsets into cell_tris, one per grid cell, plus one     [G + 1]
-    cell_tris             triangle ids of every cell, ascending within a cell         [L]
+    cell_tris             triangle ids of every cell, in Bullet's visiting order      [L]
     ====================  ==========================================================  ===========
     """
 
     tri_verts: torch.Tensor
     tri_normals: torch.Tensor
     tri_mesh: torch.Tensor
+    tri_order: torch.Tensor
     edge_angle: torch.Tensor
     edge_flags: torch.Tensor
     plane_normals: torch.Tensor
@@ -313,7 +406,7 @@ def _load_cpu(folder: str, query_radius: float, cell_size: float) -> ArenaMesh:
                    if p.stem.split("_")[1].isdigit() else 1 << 30)
     if not files:
         raise MeshesNotFoundError(f"no mesh_*.cmf in {folder}; {_INSTALL_HINT}.")
-    tri_verts, mesh_ids, angles, flags = [], [], [], []
+    tri_verts, mesh_ids, orders, angles, flags = [], [], [], [], []
     for k, path in enumerate(files):
         vertices, indices = read_cmf(path)
         digest = cmf_hash(vertices, indices)
@@ -324,18 +417,22 @@ def _load_cpu(folder: str, query_radius: float, cell_size: float) -> ArenaMesh:
         verts_uu = (vertices.astype(np.float64) * C.BT_TO_UU).astype(np.float32)
         tri_verts.append(verts_uu[indices])
         mesh_ids.append(np.full(len(indices), k, np.int32))
+        rank = np.empty(len(indices), np.int64)
+        rank[bvh_visit_order(vertices, indices)] = np.arange(len(indices))
+        orders.append(k * (1 << 16) + rank)
         a, f = internal_edge_info(vertices, indices)
         angles.append(a)
         flags.append(f)
     tv = np.concatenate(tri_verts)
     normals = np.cross(tv[:, 1].astype(np.float64) - tv[:, 0], tv[:, 2].astype(np.float64) - tv[:, 0])
     normals = (normals / np.linalg.norm(normals, axis=1, keepdims=True)).astype(np.float32)
-    start, tris, origin, dims, max_count = build_grid(tv, query_radius, cell_size)
+    tri_order = np.concatenate(orders)
+    start, tris, origin, dims, max_count = build_grid(tv, query_radius, cell_size, tri_order)
     planes_n = np.array([n for n, _ in C.ARENA_PLANES], np.float32)
     planes_d = np.array([d for _, d in C.ARENA_PLANES], np.float32)
     return ArenaMesh(
         tri_verts=torch.from_numpy(tv), tri_normals=torch.from_numpy(normals),
-        tri_mesh=torch.from_numpy(np.concatenate(mesh_ids)),
+        tri_mesh=torch.from_numpy(np.concatenate(mesh_ids)), tri_order=torch.from_numpy(tri_order.astype(np.int32)),
         edge_angle=torch.from_numpy(np.concatenate(angles)), edge_flags=torch.from_numpy(np.concatenate(flags)),
         plane_normals=torch.from_numpy(planes_n), plane_offsets=torch.from_numpy(planes_d),
         cell_start=torch.from_numpy(start), cell_tris=torch.from_numpy(tris),
@@ -344,12 +441,13 @@ def _load_cpu(folder: str, query_radius: float, cell_size: float) -> ArenaMesh:
     )
 
 
-def build_grid(tri_verts: np.ndarray, query_radius: float, cell_size: float):
+def build_grid(tri_verts: np.ndarray, query_radius: float, cell_size: float, tri_order: np.ndarray | None = None):
     """CSR grid: each cell lists the triangles within ``query_radius`` of some point of the cell.
 
     A triangle goes into a cell when its distance to the cell centre is at most query_radius plus
     the cell's half diagonal (conservative: it never misses a triangle a query in the cell can
-    reach). Returns (cell_start [G+1] int32, cell_tris [L] int32, origin [3], dims [3], max count).
+    reach). Within a cell, triangles are listed by ``tri_order`` (default: by id). Returns
+    (cell_start [G+1] int32, cell_tris [L] int32, origin [3], dims [3], max count).
     """
     tv = tri_verts.astype(np.float64)
     lo = tv.reshape(-1, 3).min(0) - query_radius
@@ -370,7 +468,8 @@ def build_grid(tri_verts: np.ndarray, query_radius: float, cell_size: float):
     keep = np.linalg.norm(nearest - centres, axis=1) <= reach
     flat = (ijk[keep, 0] * dims[1] + ijk[keep, 1]) * dims[2] + ijk[keep, 2]
     tri_kept = tri_of[keep]
-    order = np.lexsort((tri_kept, flat))  # by cell, then ascending triangle id
+    key = tri_kept if tri_order is None else tri_order[tri_kept]
+    order = np.lexsort((key, flat))  # by cell, then visiting order
     flat, tri_kept = flat[order], tri_kept[order]
     per_cell = np.bincount(flat, minlength=int(dims.prod()))
     start = np.concatenate([[0], np.cumsum(per_cell)]).astype(np.int32)
@@ -430,26 +529,33 @@ _INF = float("inf")
 _DEGENERATE_L2 = float(np.finfo(np.float32).eps) ** 2 * C.BT_TO_UU**4
 
 
+# Contact "objects": what Bullet keeps one contact manifold for. Mesh files 0..15, then the planes.
+PLANE_OBJECT_BASE = C.SOCCAR_MESH_COUNT
+
+
 @dataclasses.dataclass
 class SphereContacts:
-    """Contacts of N spheres with the arena: every feature whose gap is below the query's ``gap``.
+    """New contacts of N spheres with the arena: every feature whose gap is below the query's ``gap``.
 
-    All contacts are summarised (``count``, ``normal_sum``); the ``max_contacts`` deepest are kept in
-    slots, deepest first (ties: planes, then triangles by id). Empty slots have feature -1, depth +inf.
+    Listed in the order Bullet generates them (planes, then each mesh file's triangles in its BVH
+    visiting order); the first ``max_contacts`` are kept. Empty slots have object and feature -1.
+    Fields follow btManifoldPoint: the normal points from the feature into the sphere.
     """
 
     count: torch.Tensor
-    """Number of contacts per sphere [N] int32."""
-    normal_sum: torch.Tensor
-    """Sum of the contact normals (after internal-edge smoothing) [N, 3]."""
+    """Number of contacts found per sphere (may exceed the slots) [N] int32."""
+    object: torch.Tensor
+    """Which contact manifold the point belongs to: mesh file, or PLANE_OBJECT_BASE + plane [N, K] int32."""
+    feature: torch.Tensor
+    """Triangle id, or num_triangles + plane index [N, K] int32."""
     normal: torch.Tensor
     """Contact normal into the sphere, after internal-edge smoothing [N, K, 3]."""
-    geometric_normal: torch.Tensor
-    """From the closest feature point to the centre, before smoothing [N, K, 3]."""
+    point: torch.Tensor
+    """Contact point on the feature (m_positionWorldOnB), UU [N, K, 3]."""
+    offset: torch.Tensor
+    """Contact point on the sphere minus its centre (m_positionWorldOnA - centre), UU [N, K, 3]."""
     depth: torch.Tensor
-    """Signed gap: centre distance minus radius, negative when penetrating, UU [N, K]."""
-    feature: torch.Tensor
-    """Triangle id, or num_triangles + plane index, or -1 for an empty slot [N, K] int32."""
+    """Signed gap along the normal, negative when penetrating, UU [N, K]."""
 
 
 def _closest_point_bullet(p, a, b, c):
@@ -516,6 +622,7 @@ def adjust_internal_edge_contacts(normal, point, v0, v1, v2, tri_normal, edge_an
     near a flat or concave edge, the triangle's face normal (so a ball rolling over a seam of a smooth
     surface does not bump); near a convex edge, the normal clamped into the edge's wedge.
     ``normal`` points from the triangle into the other body, ``point`` is on the triangle.
+    Returns (normal, changed): ``changed`` marks where Bullet rewrote the normal.
     """
     seg_a = torch.stack((v0, v1, v2), -2)
     seg_b = torch.stack((v1, v2, v0), -2)
@@ -549,7 +656,7 @@ def adjust_internal_edge_contacts(normal, point, v0, v1, v2, tri_normal, edge_an
     use_clamp = near & ~concave & clamp & (dot(clamped, tri_normal) > 0)
     out = torch.where(use_clamp[..., None], clamped, normal)
     use_face = concave & (dot(tri_normal, n_in) >= 0)  # single-sided: only from the front
-    return torch.where(use_face[..., None], tri_normal.expand_as(out), out)
+    return torch.where(use_face[..., None], tri_normal.expand_as(out), out), use_clamp | use_face
 
 
 def _cell_candidates(mesh: ArenaMesh, points: torch.Tensor):
@@ -565,38 +672,75 @@ def _cell_candidates(mesh: ArenaMesh, points: torch.Tensor):
 
 
 def sphere_contacts_reference(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float,
-                              max_contacts: int = 4) -> SphereContacts:
+                              max_contacts: int = 16) -> SphereContacts:
     """PyTorch reference of `sphere_contacts` (what CPU runs use; the kernel must match it)."""
     n = centers.shape[0]
+    device = centers.device
     # Planes (btConvexPlaneCollisionAlgorithm): the sphere's support point against the plane.
     plane_depth = centers @ mesh.plane_normals.T - mesh.plane_offsets - radius  # [N, P]
     plane_has = plane_depth < gap
     plane_normal = mesh.plane_normals.expand(n, -1, -1)
+    plane_offset = plane_normal * -radius
+    plane_point = centers[:, None, :] + plane_offset - plane_normal * plane_depth[..., None]
     # Triangles of the centre's cell (btConvexConcaveCollisionAlgorithm + SphereTriangleDetector).
     ids, valid = _cell_candidates(mesh, centers)
     v = mesh.tri_verts[ids]  # [N, M, 3, 3]
     c = centers[:, None, :]
-    has, point, geo_normal, depth = sphere_triangle_contact(c, v[..., 0, :], v[..., 1, :], v[..., 2, :], radius, gap)
+    v0, v1, v2 = v[..., 0, :], v[..., 1, :], v[..., 2, :]
+    has, point, geo_normal, depth = sphere_triangle_contact(c, v0, v1, v2, radius, gap)
     has = has & valid
-    normal = adjust_internal_edge_contacts(geo_normal, point, v[..., 0, :], v[..., 1, :], v[..., 2, :],
-                                           mesh.tri_normals[ids], mesh.edge_angle[ids], mesh.edge_flags[ids])
-    # All features, planes first.
+    # btManifoldResult::addContactPoint: the point on the sphere is the surface point + normal * depth.
+    offset = (point + geo_normal * depth[..., None]) - c
+    # The contact-added callback smooths normals over internal edges and re-derives the surface point.
+    normal, changed = adjust_internal_edge_contacts(geo_normal, point, v0, v1, v2, mesh.tri_normals[ids],
+                                                    mesh.edge_angle[ids], mesh.edge_flags[ids])
+    point = torch.where(changed[..., None], (c + offset) - normal * depth[..., None], point)
+    # Every feature in Bullet's order: planes, then the cell list (already in visiting order).
     all_has = torch.cat((plane_has, has), 1)
+    plane_ids = torch.arange(mesh.num_planes, device=device).expand(n, -1)
+    all_object = torch.cat((PLANE_OBJECT_BASE + plane_ids, mesh.tri_mesh[ids].to(torch.int64)), 1)
+    all_feature = torch.cat((mesh.num_triangles + plane_ids, ids), 1)
     all_normal = torch.cat((plane_normal, normal), 1)
-    all_geo = torch.cat((plane_normal, geo_normal), 1)
+    all_point = torch.cat((plane_point, point), 1)
+    all_offset = torch.cat((plane_offset, offset), 1)
     all_depth = torch.cat((plane_depth, depth), 1)
-    plane_ids = mesh.num_triangles + torch.arange(mesh.num_planes, device=centers.device).expand(n, -1)
-    all_feature = torch.cat((plane_ids, ids), 1)
-    count = all_has.sum(1).to(torch.int32)
-    normal_sum = torch.where(all_has[..., None], all_normal, 0).sum(1)
-    key = torch.where(all_has, all_depth, _INF)
-    order = torch.sort(key, dim=1, stable=True).indices[:, :max_contacts]
+    # Compact the contacts to the front, keeping their order (a stable sort on "no contact").
+    order = torch.sort((~all_has).to(torch.int8), dim=1, stable=True).indices[:, :max_contacts]
     slot_has = all_has.gather(1, order)
     take3 = order[..., None].expand(-1, -1, 3)
+
+    def pick(x, fill):
+        x = x.gather(1, take3) if x.dim() == 3 else x.gather(1, order)
+        return torch.where(slot_has[..., None] if x.dim() == 3 else slot_has, x, fill)
+
     return SphereContacts(
-        count=count, normal_sum=normal_sum,
-        normal=torch.where(slot_has[..., None], all_normal.gather(1, take3), 0),
-        geometric_normal=torch.where(slot_has[..., None], all_geo.gather(1, take3), 0),
-        depth=torch.where(slot_has, all_depth.gather(1, order), _INF),
-        feature=torch.where(slot_has, all_feature.gather(1, order), -1).to(torch.int32),
+        count=all_has.sum(1).to(torch.int32),
+        object=pick(all_object, -1).to(torch.int32), feature=pick(all_feature, -1).to(torch.int32),
+        normal=pick(all_normal, 0.0), point=pick(all_point, 0.0), offset=pick(all_offset, 0.0),
+        depth=pick(all_depth, 0.0),
     )
+
+
+def _use_kernels(tensor: torch.Tensor, use_kernels: bool | None) -> bool:
+    if use_kernels is None:
+        if not tensor.is_cuda:
+            return False
+        from nitro.envs.soccar import kernels  # lazy: Triton only on CUDA paths
+        return kernels.available()
+    return use_kernels
+
+
+def sphere_contacts(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float,
+                    max_contacts: int = 16, use_kernels: bool | None = None) -> SphereContacts:
+    """Contacts of spheres [N, 3] (UU) of ``radius`` with every arena feature closer than ``gap``.
+
+    Runs the Triton kernel on CUDA (when Triton is importable) and the PyTorch reference otherwise;
+    ``use_kernels`` forces one or the other.
+    """
+    if radius + gap > mesh.query_radius:
+        raise ValueError(f"sphere reach radius + gap = {radius + gap} UU exceeds the grid's query radius "
+                         f"{mesh.query_radius} UU; load the mesh with a larger query_radius")
+    if _use_kernels(centers, use_kernels):
+        from nitro.envs.soccar import kernels
+        return kernels.sphere_contacts(mesh, centers, radius, gap, max_contacts)
+    return sphere_contacts_reference(mesh, centers, radius, gap, max_contacts)
