@@ -3,6 +3,7 @@ learning, eval and export tests share (training it once keeps the suite short)."
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -15,15 +16,23 @@ QUIET = ["run.console=false", "run.tensorboard=false", "run.device=cpu"]
 """CPU, no TensorBoard writer, no console: what every in-process test run uses."""
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread per test. The tensors here are small, where a second thread only adds
+@contextlib.contextmanager
+def single_thread():
+    """One intra-op thread. The tensors here are small, where a second thread only adds
     synchronization; and when other processes share the two cores, OpenMP's spinning threads slow an
     update down a hundredfold (measured: 18 s vs 0.26 s per CartPole update)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    with single_thread():
+        yield
 
 
 def tiny_config(target: str = "cartpole", *overrides: str) -> C.TrainConfig:
@@ -38,7 +47,8 @@ def cartpole_run(tmp_path_factory):
     """The ``cartpole`` preset trained once on CPU: (run_dir, last metrics, wall seconds of train())."""
     cfg = C.load("cartpole", QUIET)
     run_dir = tmp_path_factory.mktemp("cartpole_run")
-    trainer = Trainer(cfg, run_dir)
-    start = time.perf_counter()
-    metrics = trainer.train()
+    with single_thread():  # session fixtures are set up before the per-test one_thread
+        trainer = Trainer(cfg, run_dir)
+        start = time.perf_counter()
+        metrics = trainer.train()
     return run_dir, metrics, time.perf_counter() - start

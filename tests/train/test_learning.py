@@ -1,0 +1,70 @@
+"""It learns, on CPU, with the issue's thresholds: CartPole (preset) reaches mean return >= 475 within
+2 minutes; an LSTM policy learns CartPole well above chance in a short budget; Pendulum (continuous
+actions, preset) reaches >= -400."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+
+import pytest
+from conftest import QUIET
+
+from nitro.train import config as C
+from nitro.train.evaluate import evaluate
+from nitro.train.ppo import Trainer
+
+CARTPOLE_SOLVED = 475.0
+"""The issue's (and Gymnasium's) solved threshold for CartPole-v1 (episodes are capped at 500)."""
+CARTPOLE_WALL_SECONDS = 120.0
+"""The issue's budget on 2 CPU cores. The preset normally stops at the target after ~250k steps,
+~10 s of training here."""
+
+
+def test_cartpole_preset_solves_within_two_minutes(cartpole_run):
+    run_dir, metrics, seconds = cartpole_run
+    assert seconds < CARTPOLE_WALL_SECONDS, f"train() took {seconds:.1f} s"
+    # the preset stops at ppo.target_return=475 on the mean return of the episodes of the last log
+    assert metrics["episode/return"] >= CARTPOLE_SOLVED, metrics
+    assert metrics["global_step"] < C.load("cartpole").ppo.total_steps  # it stopped early: solved
+    # the best checkpoint, played deterministically on 20 fresh episodes, balances too
+    result = evaluate(run_dir, episodes=20, device="cpu")
+    assert result["mean_return"] >= CARTPOLE_SOLVED, result
+
+
+LSTM_STEPS = 250_000
+LSTM_THRESHOLD = 150.0
+"""A uniformly random CartPole policy averages ~22; the LSTM policy (32 units, BPTT 8) averages
+~185 over its last 5 logs at 250k steps (~8 s here) and passes 300 by 330k steps; 150 leaves room
+for another platform's rounding."""
+
+
+def test_lstm_cartpole_learns(tmp_path):
+    cfg = C.load("cartpole", [*QUIET, "policy.lstm=32", "policy.bptt=8", f"ppo.total_steps={LSTM_STEPS}",
+                              "ppo.target_return=none"])
+    returns = []
+    metrics = Trainer(cfg, tmp_path).train(on_log=lambda m: returns.append(m.get("episode/return")))
+    assert metrics["global_step"] >= LSTM_STEPS - cfg.env.num_envs * cfg.ppo.num_steps
+    recent = [r for r in returns if r is not None][-5:]
+    assert sum(recent) / len(recent) >= LSTM_THRESHOLD, returns
+
+
+PENDULUM_THRESHOLD = -400.0
+"""The issue's threshold. A random policy scores ~-1200; the tuned preset passes -400 after ~1M steps
+(~50 s on this 2-core machine, so not marked slow) and reaches ~-185 by 1.6M steps."""
+PENDULUM_BUDGET = 3_000_000
+"""Env steps before the test gives up (~3x what it needs)."""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nitro.envs.classic.pendulum") is None,
+                    reason="Pendulum-v1 (nitro/envs/classic/pendulum.py) is not written yet")
+def test_pendulum_preset_reaches_minus_400(tmp_path):
+    # the preset itself, stopping as soon as a log's mean episode return reaches the threshold
+    cfg = C.load("pendulum", [*QUIET, f"ppo.target_return={PENDULUM_THRESHOLD}",
+                              f"ppo.total_steps={PENDULUM_BUDGET}"])
+    start = time.perf_counter()
+    metrics = Trainer(cfg, tmp_path).train()
+    assert metrics.get("episode/return", -float("inf")) >= PENDULUM_THRESHOLD, (metrics, time.perf_counter() - start)
+    # the deterministic policy (the Gaussian's mean) does at least as well on fresh episodes
+    result = evaluate(tmp_path, episodes=64, device="cpu")
+    assert result["mean_return"] >= PENDULUM_THRESHOLD, result
