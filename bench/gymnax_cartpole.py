@@ -35,7 +35,10 @@ def main() -> None:
                 key, state, _, _ = carry
                 key, k_act, k_step = jax.random.split(key, 3)
                 action = jax.random.randint(k_act, (n,), 0, 2)
-                _, state, reward, done, _ = step(jax.random.split(k_step, n), state, action, params)
+                # gymnax 1.x: (obs, state, reward, terminated, truncated, info)
+                _, state, reward, terminated, truncated, _ = step(jax.random.split(k_step, n), state, action,
+                                                                 params)
+                done = terminated | truncated
                 return (key, state, reward, done), None
 
             return jax.lax.scan(body, (key, state, reward, done), None, length=args.steps)[0]

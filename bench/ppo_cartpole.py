@@ -67,7 +67,7 @@ def throughput(n: int, extra: list[str], repeats: int) -> dict:
         t_collect = _time(collect.replay, repeats, tr.device)
         t_update = _time(update.replay, repeats, tr.device)
         body = env_bench._body(tr.env, n)
-        key = rng.key(0, tr.device)
+        key = rng.env_keys(rng.key(0, tr.device), n)
         state = tr.env.reset(key, n, tr.device)
         probe = body((state, key))
         env_loop = fast.Loop(body, (state, key, *probe[2:]), tr.T, "graph")

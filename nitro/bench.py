@@ -53,7 +53,7 @@ def bench_env(env_id: str, num_envs: int, steps: int, device: str | torch.device
     """Steps per second of ``env_id`` at ``num_envs`` envs, ``steps`` steps per timed call."""
     device = torch.device(device)
     env = nitro.make_env(env_id, **params)
-    key = rng.key(seed, device)
+    key = rng.env_keys(rng.key(seed, device), num_envs)
     state = env.reset(key, num_envs, device)
     probe = _body(env, num_envs)((state, key))  # shapes of the carried outputs
     carry = (state, key, *probe[2:])

@@ -21,7 +21,8 @@ ATOL = 1e-5
 @pytest.mark.parametrize("mode", ["compile", "graph"])
 def test_cartpole_fast_path_matches_eager(mode):
     env = nitro.make_env("CartPole-v1")
-    n, key = 65536, rng.key(3, "cuda")
+    n = 65536
+    key = rng.env_keys(rng.key(3, "cuda"), n)
     state = env.reset(key, n, torch.device("cuda"))
     body = bench._body(env, n)
     probe = body((state, key))

@@ -37,11 +37,12 @@ class Env(Generic[S, P]):
         self.params: P = params if params is not None else self.Params()
 
     def reset(self, key: torch.Tensor, num_envs: int, device: torch.device) -> S:
-        """Fresh episode states for ``num_envs`` envs; env ``i`` draws only from its own stream."""
+        """Fresh episode states for ``num_envs`` envs; ``key`` holds one stream per env ([N] int32)."""
         raise NotImplementedError
 
     def step(self, state: S, action: torch.Tensor, key: torch.Tensor):
-        """One raw transition: (state, obs, reward, terminated, truncated), no reset."""
+        """One raw transition: (state, obs, reward, terminated, truncated), no reset; ``key`` [N] is
+        there for stochastic dynamics."""
         raise NotImplementedError
 
     def observe(self, state: S) -> torch.Tensor:
@@ -71,7 +72,9 @@ class Transition(NamedTuple):
 
 
 def autoreset_step(env: Env, state, action: torch.Tensor, key: torch.Tensor) -> Transition:
-    """Step every env, then start a new episode in those that terminated or were truncated."""
+    """Step every env, then start a new episode in those that terminated or were truncated.
+
+    ``key`` [N] holds each env's stream for this step (the caller advances it)."""
     k_step, k_reset = rng.split(key)
     next_state, final_obs, reward, terminated, truncated = env.step(state, action, k_step)
     done = terminated | truncated

@@ -1,80 +1,112 @@
-"""Counter-based random numbers that live on the device and need no generator state.
+"""Counter-based random numbers: pure integer hashes of (key, element index), no generator state.
 
-A key is an int64 tensor of shape [2] holding two 32-bit words (seed, counter). Every draw is a
-pure hash of (key, element index), so:
+A key is an int32 tensor of 32-bit words: a 0-d key is one stream; a key of shape [N] is one stream
+per env (what env steps, resets and policies use). Every draw is a pure function of its key and the
+element's index, so:
 
-- a run is reproducible from its seed, on any device (integer hashing is exact everywhere);
-- env ``i`` draws from element indices ``i * d ... i * d + d - 1``, so its stream does not depend on
-  how many other envs there are;
-- draws fuse into compiled kernels and CUDA graphs: no generator offsets, no host round-trips.
+- a run is reproducible from its seed on any device (integer hashing is exact everywhere);
+- env ``i``'s stream depends on its own key only, never on how many envs run beside it;
+- draws fuse into the kernels that use them, and CUDA graphs need no generator bookkeeping.
 
-The mixer is the "lowbias32" integer hash (two xor-shift-multiply rounds), applied twice with the key
-folded in between; its avalanche is more than enough for reset noise and random actions.
+The mixer is the "lowbias32" integer hash (xor-shift-multiply, two rounds) in wrapping int32
+arithmetic; right shifts are masked so they act on the unsigned bit pattern.
 """
 
 from __future__ import annotations
 
 import torch
 
-MASK32 = 0xFFFFFFFF
 _M1 = 0x7FEB352D
-_M2 = 0x846CA68B
-_GOLDEN = 0x9E3779B9
+_M2 = 0x846CA68B - (1 << 32)  # as int32
+_GOLDEN = 0x9E3779B9 - (1 << 32)
+
+
+def _as_i32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >= 1 << 31 else x
 
 
 def _mix(x: torch.Tensor) -> torch.Tensor:
-    """lowbias32 on int64 tensors holding 32-bit values (products stay below 2^63)."""
-    x = x & MASK32
-    x = ((x ^ (x >> 16)) * _M1) & MASK32
-    x = ((x ^ (x >> 15)) * _M2) & MASK32
-    return x ^ (x >> 16)
+    """lowbias32 over int32 bit patterns (multiplication wraps modulo 2^32)."""
+    x = x ^ ((x >> 16) & 0xFFFF)
+    x = x * _M1
+    x = x ^ ((x >> 15) & 0x1FFFF)
+    x = x * _M2
+    return x ^ ((x >> 16) & 0xFFFF)
+
+
+def _mix_int(x: int) -> int:
+    """``_mix`` of a Python int, as an int32 value (for constants folded into keys)."""
+    x &= 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * _M1) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * (_M2 & 0xFFFFFFFF)) & 0xFFFFFFFF
+    return _as_i32(x ^ (x >> 16))
 
 
 def key(seed: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """A fresh key for ``seed`` (any Python int; reduced to 32 bits)."""
-    if not isinstance(seed, int):
+    """The 0-d key of ``seed`` (any Python int; reduced to 32 bits)."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    return torch.tensor([seed & MASK32, 0], dtype=torch.int64, device=device)
+    return _mix(torch.tensor(_as_i32(seed), dtype=torch.int32, device=device) ^ 0x2545F491)
 
 
 def fold_in(key: torch.Tensor, data: int | torch.Tensor) -> torch.Tensor:
-    """A new key derived from ``key`` and ``data`` (an int or an int64 scalar tensor)."""
-    data = (data * _GOLDEN) & MASK32
-    word = _mix(key[1] + _mix(key[0] ^ data))
-    return torch.stack([key[0], word])
+    """A new key (same shape) derived from ``key`` and ``data`` (an int or a broadcastable int tensor)."""
+    if isinstance(data, int):
+        return _mix(key ^ _mix_int(data * 0x9E3779B9 + 0x6A09E667))
+    return _mix(key ^ _mix(data.to(torch.int32) * _GOLDEN + 0x6A09E667))
 
 
 def split(key: torch.Tensor, n: int = 2) -> list[torch.Tensor]:
-    """``n`` independent keys derived from ``key``."""
+    """``n`` independent keys derived from ``key`` (the usual way to advance a stream: use some of
+    them now and keep the last for the next step)."""
     return [fold_in(key, i + 1) for i in range(n)]
 
 
+def env_keys(key: torch.Tensor, num_envs: int) -> torch.Tensor:
+    """Per-env keys [num_envs] from a 0-d key; key ``i`` does not depend on ``num_envs``."""
+    return fold_in(key, torch.arange(num_envs, dtype=torch.int32, device=key.device))
+
+
 def bits(key: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
-    """Uniform 32-bit words as int64, one per element of ``shape`` (row-major element index)."""
+    """Uniform 32-bit words (int32 bit patterns) of ``shape``.
+
+    A 0-d key numbers the elements of ``shape`` row-major; a key of shape [N] must lead ``shape`` and
+    gives row ``i`` its own stream numbered over the trailing dims."""
+    if tuple(key.shape) != tuple(shape[: key.dim()]):
+        raise ValueError(f"key of shape {list(key.shape)} must lead the draw shape {list(shape)}")
+    trailing = shape[key.dim():]
     numel = 1
-    for s in shape:
+    for s in trailing:
         numel *= s
-    index = torch.arange(numel, dtype=torch.int64, device=key.device).view(shape)
-    k0 = _mix(key[0] ^ _GOLDEN)
-    k1 = _mix(key[1] + k0)
-    return _mix(_mix(index ^ k0) + k1)
+    index = torch.arange(numel, dtype=torch.int32, device=key.device).view(trailing)
+    k = key.view(*key.shape, *(1,) * len(trailing))
+    return _mix(_mix(index * _GOLDEN + _mix(k)) ^ k)
+
+
+def _unit(words: torch.Tensor) -> torch.Tensor:
+    """The top 24 bits as an integer in [0, 2^24)."""
+    return (words >> 8) & 0xFFFFFF
 
 
 def uniform(key: torch.Tensor, shape: tuple[int, ...], low=0.0, high=1.0, dtype=torch.float32):
-    """Uniform floats in [low, high) from the top 24 bits of each word."""
-    u = (bits(key, shape) >> 8).to(dtype) * (1.0 / (1 << 24))
+    """Uniform floats in [low, high) with 24 random bits each."""
+    u = _unit(bits(key, shape)).to(dtype) * (1.0 / (1 << 24))
     return low + (high - low) * u
 
 
 def randint(key: torch.Tensor, shape: tuple[int, ...], high, low=0) -> torch.Tensor:
-    """Integers in [low, high) (int64); ``high``/``low`` may be tensors broadcastable to ``shape``."""
-    u = (bits(key, shape) >> 8).to(torch.float64) * (1.0 / (1 << 24))
-    return (low + torch.floor(u * (high - low))).to(torch.int64)
+    """Integers in [low, high) (int64), exactly floor(u * (high - low)) + low for a 24-bit u;
+    ``high``/``low`` may be tensors broadcastable to ``shape``."""
+    span = high - low
+    return low + ((_unit(bits(key, shape)).to(torch.int64) * span) >> 24)
 
 
 def normal(key: torch.Tensor, shape: tuple[int, ...], dtype=torch.float32) -> torch.Tensor:
     """Standard normal floats by Box-Muller over two uniform streams."""
     k1, k2 = split(key)
-    u1 = 1.0 - uniform(k1, shape, dtype=torch.float32)  # (0, 1]: log is finite
-    u2 = uniform(k2, shape, dtype=torch.float32)
+    u1 = 1.0 - uniform(k1, shape)  # (0, 1]: the log stays finite
+    u2 = uniform(k2, shape)
     return (torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2 * torch.pi * u2)).to(dtype)

@@ -27,21 +27,21 @@ class VecEnv:
         self.single_action_space = env.action_space
         self.seed = seed
         self.state = None
-        self._key = rng.key(seed, self.device)
-        self._t = 0
+        self._keys = rng.env_keys(rng.key(seed, self.device), num_envs)
 
     @property
     def params(self):
         return self.env.params
 
     def _next_key(self) -> torch.Tensor:
-        self._t += 1
-        return rng.fold_in(self._key, self._t)
+        """Per-env keys for this call; each env's stream advances by one."""
+        use, self._keys = rng.split(self._keys)
+        return use
 
     def reset(self, seed: int | None = None):
         """Start every env afresh; returns (obs [N, ...], info)."""
         if seed is not None:
-            self.seed, self._key, self._t = seed, rng.key(seed, self.device), 0
+            self.seed, self._keys = seed, rng.env_keys(rng.key(seed, self.device), self.num_envs)
         self.state = self.env.reset(self._next_key(), self.num_envs, self.device)
         return self.env.observe(self.state), {}
 

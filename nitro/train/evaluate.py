@@ -40,8 +40,8 @@ def evaluate(run: str | Path, episodes: int = 100, deterministic: bool = True, c
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     cfg, env, policy, rms = load_policy(run, checkpoint, device)
-    key = rng.key(seed, device)
-    state = env.reset(rng.fold_in(key, 0), episodes, torch.device(device))
+    keys = rng.env_keys(rng.key(seed, device), episodes)
+    state = env.reset(rng.fold_in(keys, 0), episodes, torch.device(device))
     obs = env.observe(state).float()
     hidden = policy.initial_hidden(episodes, device)
     first = torch.ones(episodes, dtype=torch.bool, device=device)
@@ -49,7 +49,7 @@ def evaluate(run: str | Path, episodes: int = 100, deterministic: bool = True, c
     lengths = torch.zeros(episodes, dtype=torch.int64, device=device)
     running = torch.ones(episodes, dtype=torch.bool, device=device)
     for t in range(max_steps):
-        k = rng.fold_in(key, t + 1)
+        k = rng.fold_in(keys, t + 1)
         out, _, hidden = policy(rms.normalize(obs) if rms else obs, hidden, first)
         mask = env.action_mask(state)
         if mask is not None:

@@ -38,7 +38,7 @@ class TrainingDiverged(RuntimeError):
 
 @dataclass
 class Carry:
-    """What a rollout step hands to the next; every tensor has the env axis first (except key)."""
+    """What a rollout step hands to the next; every tensor has the env axis first."""
 
     env_state: Any
     obs: torch.Tensor
@@ -48,7 +48,7 @@ class Carry:
     hidden: tuple
     """LSTM (h, c) before obs, or ()."""
     key: torch.Tensor
-    """[2] random key of the next step."""
+    """[N] per-env random keys of the next step."""
     ep_return: torch.Tensor
     ep_length: torch.Tensor
     disc_return: torch.Tensor
@@ -113,10 +113,11 @@ class Trainer:
         self.num_updates = max(1, p.total_steps // (self.N * self.T * self.dist.world_size))
 
         key = rng.key(self.seed, d)
-        state = self.env.reset(rng.fold_in(key, 1), self.N, d)
+        env_keys = rng.env_keys(key, self.N)
+        state = self.env.reset(rng.fold_in(env_keys, 1), self.N, d)
         zeros = torch.zeros(self.N, device=d)
         self.carry = Carry(state, self.env.observe(state).float(), torch.ones(self.N, dtype=torch.bool, device=d),
-                           self.policy.initial_hidden(self.N, d), rng.fold_in(key, 2), zeros,
+                           self.policy.initial_hidden(self.N, d), rng.fold_in(env_keys, 2), zeros,
                            torch.zeros(self.N, dtype=torch.int32, device=d), zeros.clone())
         self.learn_key = rng.fold_in(key, 3)
         self.buf = self._buffers()
