@@ -1,0 +1,91 @@
+"""The commands: ``nitro train --help-config``, clear errors with exit code 2 for bad overrides, and
+``nitro eval RUN --episodes 20`` printing JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from nitro.cli import main
+from nitro.train import config as C
+
+
+def test_help_config_lists_every_key_with_default_and_doc(capsys):
+    assert main(["train", "--help-config"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    keys = [line.split()[0] for line in lines]
+    want = [f"{s.name}.{f.name}" for s in dataclasses.fields(C.TrainConfig)
+            for f in dataclasses.fields(type(getattr(C.TrainConfig(), s.name)))]
+    assert keys == want
+    lr = next(line for line in lines if line.startswith("ppo.lr "))
+    assert "0.00025" in lr and "Adam learning rate." in lr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "cartpole", "ppo.lrr=3e-4"], "error: unknown config key 'ppo.lrr' (did you mean ppo.lr?); valid keys under ppo:"),
+    (["train", "cartpole", "ppo.lr=fast"], "error: ppo.lr: expected float, got 'fast'"),
+    (["train", "cartpole", "env.num_envs"], "error: override 'env.num_envs' must look like section.key=value"),
+    (["train", "cartpole", "ppo.minibatches=3"], "is not divisible by ppo.minibatches=3"),
+    (["train", "cartpol"], "error: unknown env id 'cartpol'."),
+    (["train"], "error: give an env or preset"),
+    (["train", "--resume", "/nonexistent/run"], "is not a run directory (no config.yaml)"),
+])
+def test_bad_arguments_exit_2_with_a_clear_message(capsys, args, message):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_env_param_exits_2_listing_valid_params(capsys, tmp_path):
+    assert main(["train", "cartpole", "env.params.bogus=1", f"run.dir={tmp_path}", "run.console=false"]) == 2
+    err = capsys.readouterr().err
+    assert "CartPole-v1 has no parameter(s) bogus; valid parameters:" in err and "max_episode_steps" in err
+
+
+def _nitro_command() -> list[str]:
+    exe = shutil.which("nitro", path=os.path.dirname(sys.executable))
+    return [exe] if exe else [sys.executable, "-m", "nitro.cli"]
+
+
+def test_the_installed_command_exits_2_on_a_bad_override():
+    proc = subprocess.run([*_nitro_command(), "train", "cartpole", "ppo.lrr=3e-4"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert "unknown config key 'ppo.lrr' (did you mean ppo.lr?)" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_eval_prints_json(cartpole_run, capsys):
+    run_dir = cartpole_run[0]
+    assert main(["eval", str(run_dir), "--episodes", "20", "--device", "cpu"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["episodes"] == 20 and result["deterministic"] is True and result["env"] == "CartPole-v1"
+    assert result["min_return"] <= result["mean_return"] <= result["max_return"] <= 500
+    assert result["mean_length"] == result["mean_return"]  # CartPole pays 1 per step
+    assert result["mean_return"] >= 475  # the solved run (see test_learning)
+
+    assert main(["eval", str(run_dir), "--episodes", "20", "--sample", "--checkpoint", "latest", "--device", "cpu"]) == 0
+    sampled = json.loads(capsys.readouterr().out)
+    assert sampled["deterministic"] is False and sampled["episodes"] == 20
+    # the same seed gives the same episodes
+    assert main(["eval", str(run_dir), "--episodes", "20", "--sample", "--checkpoint", "latest", "--device", "cpu"]) == 0
+    assert json.loads(capsys.readouterr().out) == sampled
+
+
+def test_train_prints_a_json_summary_and_writes_the_run(tmp_path, capsys):
+    assert main(["train", "cartpole", f"run.dir={tmp_path}", "run.name=cli", "run.console=false",
+                 "run.tensorboard=false", "run.device=cpu", "env.num_envs=8", "ppo.num_steps=16",
+                 "ppo.minibatches=2", "ppo.total_steps=256", "ppo.target_return=none"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["run"] == str(tmp_path / "cli") and summary["global_step"] == 256
+    assert {p.name for p in (tmp_path / "cli").iterdir()} >= {"config.yaml", "metrics.jsonl", "checkpoints"}
+    metrics = [json.loads(line) for line in (tmp_path / "cli" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["update"] for m in metrics] == [1, 2]
+    for key in ("perf/sps", "loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clipfrac",
+                "loss/explained_variance", "loss/grad_norm", "lr"):
+        assert key in metrics[-1], key
