@@ -6,9 +6,8 @@ changes). Per tick, for the ball alone:
 
 1. `update_sleeping`: a ball with exactly zero linear and angular velocity sleeps (the kickoff freeze).
 2. Bullet step: gravity is queued as a force, `apply_damping` scales the velocity by (1 - drag)^dt,
-   `world_contacts` finds the arena features within the contact gap of the ball *where it is now*,
-   `build_contact_manifolds` files them into Bullet's 4-point manifolds (one per arena object),
-   `solve_world_contact` solves RocketSim's single averaged
+   `world_contacts` finds the arena features within the contact gap of the ball *where it is now*
+   and files them into Bullet's 4-point manifolds (one per arena object), `solve_world_contact` solves RocketSim's single averaged
    ball-world contact over all held points (restitution, friction, 10 sequential-impulse
    iterations), `split_impulse_push` moves penetrating balls back out (position only), and
    `integrate` writes the velocities back (gravity enters here) and advances the position.
@@ -27,18 +26,14 @@ import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.mesh import ArenaMesh, SphereContacts, cross, dot, sphere_contacts
+from nitro.envs.soccar.collide import MANIFOLD_POINTS, ContactManifolds, sphere_manifolds
+from nitro.envs.soccar.mesh import ArenaMesh, cross, dot, eager_cpu_width
 from nitro.envs.soccar.mutators import MutatorConfig
 from nitro.envs.soccar.state import BallState
 
-MANIFOLD_SLOTS = 4  # arena objects (mesh files, planes) a ball touches at once, at most
-MANIFOLD_POINTS = 4  # points per manifold (Bullet's MANIFOLD_CACHE_SIZE)
-# New contacts considered per tick, in Bullet's order. A ball touching a smooth surface finds 1-6;
-# only balls pressed deep into the dense goal net find more, and there Bullet keeps just 4 per mesh.
-MAX_NEW_CONTACTS = 16
 # Penetrating points that take part in the split-impulse recovery, in manifold order. Points of one
 # manifold mostly share a normal, and Gauss-Seidel resolves a repeated normal on its first point.
-MAX_PUSH_POINTS = 4
+MAX_PUSH_POINTS = 8
 
 
 def damping_factor(drag: float, dt: float) -> float:
@@ -56,98 +51,13 @@ def apply_damping(vel: torch.Tensor, factor: float) -> torch.Tensor:
     return vel * factor
 
 
-def world_contacts(mesh: ArenaMesh, pos: torch.Tensor, mutators: MutatorConfig) -> SphereContacts:
-    """New ball-arena contacts at the tick's starting position (Bullet detects before it integrates)."""
-    return sphere_contacts(mesh, pos, mutators.ball_radius, mutators.ball_contact_gap, MAX_NEW_CONTACTS)
+def world_contacts(mesh: ArenaMesh, pos: torch.Tensor, mutators: MutatorConfig) -> ContactManifolds:
+    """The ball's contact manifolds with the arena at the tick's starting position.
 
-
-def _sort_cached_points(offset: torch.Tensor, depth: torch.Tensor, new_offset: torch.Tensor,
-                        new_depth: torch.Tensor) -> torch.Tensor:
-    """btPersistentManifold::sortCachedPoints: which of 4 held points a new one replaces [N].
-
-    The deepest point (if deeper than the new one) is kept; of the others, the one whose
-    replacement leaves the largest contact area (on the ball's side) goes.
+    Bullet detects contacts before it integrates, against every feature within the contact gap, and
+    files them into one 4-point manifold per arena object (see `collide.sphere_manifolds`).
     """
-    deepest = torch.full_like(new_depth, -1, dtype=torch.int64)
-    best = new_depth
-    for i in range(4):  # KEEP_DEEPEST_POINT: strict <, so the first of equal depths wins
-        deeper = depth[:, i] < best
-        deepest = torch.where(deeper, i, deepest)
-        best = torch.where(deeper, depth[:, i], best)
-    p0, p1, p2, p3 = offset.unbind(1)
-    a = new_offset
-    areas = torch.stack([
-        dot(cross(a - p1, p3 - p2), cross(a - p1, p3 - p2)),
-        dot(cross(a - p0, p3 - p2), cross(a - p0, p3 - p2)),
-        dot(cross(a - p0, p3 - p1), cross(a - p0, p3 - p1)),
-        dot(cross(a - p0, p2 - p1), cross(a - p0, p2 - p1)),
-    ], 1)
-    areas = torch.where(torch.arange(4, device=areas.device) == deepest[:, None], 0.0, areas)
-    return torch.argmax(areas, dim=1)  # closestAxis4: the first largest wins
-
-
-@dataclasses.dataclass
-class ContactManifolds:
-    """The ball's contact manifolds of one tick: up to 4 points per arena object touched.
-
-    Bullet keeps one manifold per pair of touching objects, of at most 4 points. RocketSim's
-    broadphase removes and re-adds every pair each tick, so the manifolds start empty every tick
-    (nothing persists: no warm starting, no old points). Slots are in the order Bullet's solver
-    visits the manifolds; -1 marks a free slot.
-    """
-
-    object: torch.Tensor
-    """Arena object of each slot: mesh file, or PLANE_OBJECT_BASE + plane; -1 when free [N, S] int32."""
-    count: torch.Tensor
-    """Points held per slot [N, S] int32."""
-    offset: torch.Tensor
-    """Point on the ball minus the ball centre, UU [N, S, 4, 3]."""
-    point: torch.Tensor
-    """Point on the arena, UU [N, S, 4, 3]."""
-    normal: torch.Tensor
-    """Normal from the arena into the ball [N, S, 4, 3]."""
-    depth: torch.Tensor
-    """Gap along the normal, negative when penetrating, UU [N, S, 4]."""
-
-
-def build_contact_manifolds(contacts: SphereContacts) -> ContactManifolds:
-    """File this tick's contacts into Bullet's per-object manifolds (btPersistentManifold).
-
-    Contacts arrive in Bullet's order. Each is appended to its object's manifold, or, once that
-    holds 4 points, replaces the one `_sort_cached_points` picks (RocketSim never merges nearby
-    points). So of the many triangles a ball can touch in the dense goal net, only 4 per mesh file
-    count, chosen by Bullet's visiting order. Objects beyond MANIFOLD_SLOTS are ignored.
-    """
-    n = contacts.object.shape[0]
-    device = contacts.object.device
-    rows = torch.arange(n, device=device)
-    slots = torch.arange(MANIFOLD_SLOTS, device=device)
-    points = torch.arange(MANIFOLD_POINTS, device=device)
-    obj = torch.full((n, MANIFOLD_SLOTS), -1, dtype=torch.int32, device=device)
-    count = torch.zeros(n, MANIFOLD_SLOTS, dtype=torch.int32, device=device)
-    offset = torch.zeros(n, MANIFOLD_SLOTS, MANIFOLD_POINTS, 3, device=device)
-    point, normal = torch.zeros_like(offset), torch.zeros_like(offset)
-    depth = torch.zeros(n, MANIFOLD_SLOTS, MANIFOLD_POINTS, device=device)
-    for k in range(contacts.object.shape[1]):  # btManifoldResult::addContactPoint, in Bullet's order
-        new_obj = contacts.object[:, k]
-        match = obj == new_obj[:, None]
-        free = obj < 0
-        has_slot = match.any(1)
-        slot = torch.where(has_slot, torch.argmax(match.to(torch.int8), 1), torch.argmax(free.to(torch.int8), 1))
-        ok = (new_obj >= 0) & (has_slot | free.any(1))
-        held = count[rows, slot]
-        full = held >= MANIFOLD_POINTS
-        replaced = _sort_cached_points(offset[rows, slot], depth[rows, slot], contacts.offset[:, k], contacts.depth[:, k])
-        index = torch.where(full, replaced, held.to(torch.int64))
-        at_slot = ok[:, None] & (slots == slot[:, None])  # [N, S]
-        at_point = at_slot[:, :, None] & (points == index[:, None, None])  # [N, S, 4]
-        obj = torch.where(at_slot, new_obj[:, None], obj)
-        count = torch.where(at_slot & ~full[:, None], count + 1, count)
-        offset = torch.where(at_point[..., None], contacts.offset[:, k, None, None, :], offset)
-        point = torch.where(at_point[..., None], contacts.point[:, k, None, None, :], point)
-        normal = torch.where(at_point[..., None], contacts.normal[:, k, None, None, :], normal)
-        depth = torch.where(at_point, contacts.depth[:, k, None, None], depth)
-    return ContactManifolds(object=obj, count=count, offset=offset, point=point, normal=normal, depth=depth)
+    return sphere_manifolds(mesh, pos, mutators.ball_radius, mutators.ball_contact_gap)
 
 
 def _plane_space(n: torch.Tensor) -> torch.Tensor:
@@ -249,7 +159,8 @@ def split_impulse_push(manifolds: ContactManifolds, dt: float, mutators: Mutator
     held = torch.arange(MANIFOLD_POINTS, device=manifolds.depth.device) < manifolds.count[..., None]
     penetrating = (held & (manifolds.depth < 0)).reshape(n, -1)
     # The first MAX_PUSH_POINTS penetrating points, in manifold order.
-    order = torch.sort((~penetrating).to(torch.int8), dim=1, stable=True).indices[:, :MAX_PUSH_POINTS]
+    width = eager_cpu_width(penetrating.sum(1), MAX_PUSH_POINTS)
+    order = torch.sort((~penetrating).to(torch.int8), dim=1, stable=True).indices[:, :width]
     active = penetrating.gather(1, order)
     take3 = order[..., None].expand(-1, -1, 3)
     normal = manifolds.normal.reshape(n, -1, 3).gather(1, take3)
@@ -292,8 +203,7 @@ def physics_step(ball: BallState, sleeping: torch.Tensor, mesh: ArenaMesh, dt: f
                  mutators: MutatorConfig) -> BallState:
     """The ball's part of btDiscreteDynamicsWorld::stepSimulation (one substep of ``dt`` seconds)."""
     vel = apply_damping(ball.vel, damping_factor(mutators.ball_drag, dt))
-    contacts = world_contacts(mesh, ball.pos, mutators)
-    manifolds = build_contact_manifolds(contacts)
+    manifolds = world_contacts(mesh, ball.pos, mutators)
     dv, dw = solve_world_contact(vel, ball.ang_vel, manifolds, dt, mutators)
     push = split_impulse_push(manifolds, dt, mutators)
     pos, vel, ang_vel = integrate(ball.pos, vel, ball.ang_vel, dv, dw, push, dt, mutators)

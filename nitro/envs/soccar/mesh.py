@@ -659,12 +659,21 @@ def adjust_internal_edge_contacts(normal, point, v0, v1, v2, tri_normal, edge_an
     return torch.where(use_face[..., None], tri_normal.expand_as(out), out), use_clamp | use_face
 
 
+def eager_cpu_width(values: torch.Tensor, static: int) -> int:
+    """A padding width for ragged per-env lists: ``static`` (the worst case), or on eager CPU runs the
+    batch's own maximum, which there costs no device synchronisation and saves most of the work.
+    CUDA and compiled code always get the static width, so they never sync or recompile."""
+    if values.device.type != "cpu" or torch.compiler.is_compiling() or values.numel() == 0:
+        return static
+    return min(static, max(1, int(values.max())))
+
+
 def _cell_candidates(mesh: ArenaMesh, points: torch.Tensor):
-    """Triangle ids listed in each point's cell, padded to the fullest cell: (ids [N, M], valid [N, M])."""
+    """Triangle ids listed in each point's cell, padded to the longest list: (ids [N, M], valid [N, M])."""
     cell = mesh.cell_index(points)
     start = mesh.cell_start[cell].to(torch.int64)
     length = mesh.cell_start[cell + 1].to(torch.int64) - start
-    j = torch.arange(mesh.max_cell_count, device=points.device)
+    j = torch.arange(eager_cpu_width(length, mesh.max_cell_count), device=points.device)
     valid = j < length[:, None]
     flat = torch.where(valid, start[:, None] + j, 0)
     ids = mesh.cell_tris[flat.clamp(max=max(mesh.cell_tris.numel() - 1, 0))].to(torch.int64)
