@@ -103,10 +103,13 @@ class ActionDist:
 
     def to_env(self, action: torch.Tensor) -> torch.Tensor:
         """What the env receives: Gaussian samples clipped to the Box (as SB3 does); the stored
-        action stays unclipped so its log-prob is exact."""
+        action stays unclipped so its log-prob is exact. Discrete actions are stored as indices
+        0..n-1 and shifted by the space's ``start``."""
         if self.kind == "gaussian":
             low, high = self.space.bounds(action.device)
             return torch.clamp(action, low, high).to(self.space.dtype)
+        if isinstance(self.space, Discrete):
+            return action + self.space.start
         return action
 
 

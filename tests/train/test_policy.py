@@ -178,3 +178,15 @@ def test_rollout_buffers_carry_no_autograd_graph(target):
     trainer.compute_advantages()
     trainer.learn()  # epochs x minibatches backward passes
     assert torch.isfinite(trainer.opt.flat).all()
+
+
+def test_discrete_start_is_applied_for_the_env():
+    """Indices 0..n-1 are what the policy stores and scores; the env gets them shifted by ``start``
+    (Gymnasium's ``Discrete(n, start)``), so its own action check passes."""
+    space = Discrete(3, start=-1)
+    dist = ActionDist(space)
+    index = dist.sample(torch.zeros(B, 3), dist.noise(rng.key(0), B))
+    assert index.min() >= 0 and index.max() <= 2
+    env_action = dist.to_env(index)
+    assert torch.equal(env_action, index - 1)
+    space.check(env_action, B, "cpu")
