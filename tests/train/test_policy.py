@@ -190,3 +190,28 @@ def test_discrete_start_is_applied_for_the_env():
     env_action = dist.to_env(index)
     assert torch.equal(env_action, index - 1)
     space.check(env_action, B, "cpu")
+
+
+@pytest.mark.parametrize("target,overrides", [
+    ("cartpole", ["policy.shared=true", "policy.layer_norm=true", "policy.activation=relu"]),
+    ("cartpole", ["policy.activation=gelu", "policy.hidden=[32, 32, 32]"]),
+    ("cartpole", ["run.precision=bf16"]),
+    ("cartpole", ["run.precision=bf16", "policy.lstm=8", "policy.bptt=8"]),
+    ("pendulum", ["run.precision=bf16"]),
+    ("pendulum", ["policy.log_std=state_dependent", "policy.shared=true"]),
+    ("pendulum", ["policy.lstm=8", "policy.bptt=4", "policy.log_std=state_dependent"]),
+    ("pendulum", ["policy.hidden=[]"]),
+    ("acrobot", ["ppo.clip_vloss=false", "ppo.norm_adv=false"]),
+    ("MountainCarContinuous-v0", ["ppo.lr_schedule=constant", "policy.init_log_std=-0.5"]),
+])
+def test_policy_options_train(target, overrides):
+    """Each option combination runs 8 updates end to end, keeps fp32 master weights, stays finite and
+    actually changes the parameters."""
+    trainer = Trainer(tiny_config(target, *overrides))
+    start = trainer.opt.flat.clone()
+    metrics = trainer.train()
+    assert trainer.update == 8 and metrics["global_step"] == 8 * 8 * 16
+    assert trainer.opt.flat.dtype == torch.float32 and torch.isfinite(trainer.opt.flat).all()
+    assert not torch.equal(trainer.opt.flat, start)
+    for key in ("loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/grad_norm"):
+        assert torch.isfinite(torch.tensor(metrics[key])), key
