@@ -71,19 +71,20 @@ def env_keys(key: torch.Tensor, num_envs: int) -> torch.Tensor:
 
 
 def bits(key: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
-    """Uniform 32-bit words (int32 bit patterns) of ``shape``.
+    """Uniform 32-bit words (int32 bit patterns) of ``shape``: one hash of (key, element index).
 
     A 0-d key numbers the elements of ``shape`` row-major; a key of shape [N] must lead ``shape`` and
     gives row ``i`` its own stream numbered over the trailing dims."""
     if tuple(key.shape) != tuple(shape[: key.dim()]):
         raise ValueError(f"key of shape {list(key.shape)} must lead the draw shape {list(shape)}")
     trailing = shape[key.dim():]
+    if not trailing:  # one word per key: keys are already hashed, one more round decorrelates
+        return _mix(key + _GOLDEN)
     numel = 1
     for s in trailing:
         numel *= s
-    index = torch.arange(numel, dtype=torch.int32, device=key.device).view(trailing)
-    k = key.view(*key.shape, *(1,) * len(trailing))
-    return _mix(_mix(index * _GOLDEN + _mix(k)) ^ k)
+    index = torch.arange(1, numel + 1, dtype=torch.int32, device=key.device).view(trailing)
+    return _mix(key.view(*key.shape, *(1,) * len(trailing)) + index * _GOLDEN)
 
 
 def _unit(words: torch.Tensor) -> torch.Tensor:

@@ -43,8 +43,13 @@ class CartPoleParams:
 
 @dataclass
 class CartPoleState:
-    physics: torch.Tensor
-    """[N, 4] float32: x, x_dot, theta, theta_dot (Gymnasium's ``self.state``; also the observation)."""
+    """Gymnasium's ``self.state`` split into [N] float32 fields (one coalesced stream each), plus the
+    step count of the TimeLimit wrapper."""
+
+    x: torch.Tensor
+    x_dot: torch.Tensor
+    theta: torch.Tensor
+    theta_dot: torch.Tensor
     elapsed: torch.Tensor
     """[N] int32: steps taken in the episode."""
 
@@ -61,14 +66,15 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
 
     def reset(self, key, num_envs, device):
         p = self.params
-        physics = rng.uniform(key, (num_envs, 4), p.reset_low, p.reset_high)
-        return CartPoleState(physics, torch.zeros(num_envs, dtype=torch.int32, device=physics.device))
+        x, x_dot, theta, theta_dot = (rng.uniform(k, (num_envs,), p.reset_low, p.reset_high)
+                                      for k in rng.split(key, 4))
+        return CartPoleState(x, x_dot, theta, theta_dot, torch.zeros(num_envs, dtype=torch.int32, device=x.device))
 
     def step(self, state, action, key):
         p = self.params
         total_mass = p.masspole + p.masscart
         polemass_length = p.masspole * p.length
-        x, x_dot, theta, theta_dot = state.physics.unbind(-1)
+        x, x_dot, theta, theta_dot = state.x, state.x_dot, state.theta, state.theta_dot
 
         force = torch.where(action == 1, p.force_mag, -p.force_mag)
         costheta, sintheta = torch.cos(theta), torch.sin(theta)
@@ -87,7 +93,6 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
             theta_dot = theta_dot + p.tau * thetaacc
             theta = theta + p.tau * theta_dot
 
-        physics = torch.stack([x, x_dot, theta, theta_dot], -1)
         elapsed = state.elapsed + 1
         terminated = (x.abs() > p.x_threshold) | (theta.abs() > p.theta_threshold_radians)
         truncated = elapsed >= p.max_episode_steps
@@ -96,7 +101,8 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
             reward = torch.where(terminated, -1.0, 0.0)
         else:
             reward = torch.ones_like(x)
-        return CartPoleState(physics, elapsed), physics, reward, terminated, truncated
+        next_state = CartPoleState(x, x_dot, theta, theta_dot, elapsed)
+        return next_state, self.observe(next_state), reward, terminated, truncated
 
     def observe(self, state):
-        return state.physics
+        return torch.stack([state.x, state.x_dot, state.theta, state.theta_dot], -1)
