@@ -78,7 +78,11 @@ def rocketsim():
     if _ROCKETSIM is None:
         import RocketSim as rs
 
-        rs.init(str(find_soccar_meshes().parent))  # must precede the first Arena of the process
+        try:
+            rs.init(str(find_soccar_meshes().parent))  # must precede the first Arena of the process
+        except RuntimeError as error:  # this module imported twice under two names: already done
+            if "Already inited" not in str(error):
+                raise
         _ROCKETSIM = rs
     return _ROCKETSIM
 
@@ -174,9 +178,10 @@ def _pack(family, pos, vel, spin):
 
 
 def free_flight(rng, n):
-    """Mid-air, thrown gently upward: no surface within the first 2 s (checked by the sweep)."""
-    pos = np.stack([rng.uniform(-2500, 2500, n), rng.uniform(-3500, 3500, n), rng.uniform(500, 900, n)], 1)
-    vel = np.stack([rng.uniform(-300, 300, n), rng.uniform(-300, 300, n), rng.uniform(450, 700, n)], 1)
+    """Mid-air, tossed gently upward: no surface within 2 s (z stays in ~[270, 1280], |x| < 3100,
+    |y| < 4100)."""
+    pos = np.stack([rng.uniform(-2500, 2500, n), rng.uniform(-3500, 3500, n), rng.uniform(600, 900, n)], 1)
+    vel = np.stack([rng.uniform(-300, 300, n), rng.uniform(-300, 300, n), rng.uniform(500, 700, n)], 1)
     return _pack("free flight", pos, vel, _spin(rng, n))
 
 

@@ -753,3 +753,192 @@ def sphere_contacts(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: 
         from nitro.envs.soccar import kernels
         return kernels.sphere_contacts(mesh, centers, radius, gap, max_contacts)
     return sphere_contacts_reference(mesh, centers, radius, gap, max_contacts)
+
+
+# --- Ray casts ------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class RayHits:
+    """Closest hit of each segment start -> end with the arena (btCollisionWorld::rayTest)."""
+
+    hit: torch.Tensor
+    """The segment hits something [N] bool."""
+    fraction: torch.Tensor
+    """Hit position along the segment, 0 at start, 1 at end (1 when no hit) [N]."""
+    normal: torch.Tensor
+    """Unit surface normal facing the segment's start (zero when no hit) [N, 3]."""
+    feature: torch.Tensor
+    """Triangle id, or num_triangles + plane index; -1 when no hit [N] int32."""
+
+
+def ray_triangle_fraction(start, end, v0, v1, v2):
+    """btTriangleRaycastCallback::processTriangle, broadcast: (hit [...], fraction [...], normal [..., 3]).
+
+    Two-sided; the edge test is tolerant by 1e-4 of |n|^2, as Bullet's. The normal faces ``start``.
+    """
+    n = cross(v1 - v0, v2 - v0)
+    plane = dot(v0, n)
+    dist_a = dot(n, start) - plane
+    dist_b = dot(n, end) - plane
+    crosses = dist_a * dist_b < 0
+    fraction = dist_a / torch.where(crosses, dist_a - dist_b, 1)
+    point = start * (1 - fraction)[..., None] + end * fraction[..., None]  # setInterpolate3
+    tolerance = dot(n, n) * -0.0001
+    p0, p1, p2 = v0 - point, v1 - point, v2 - point
+    inside = ((dot(cross(p0, p1), n) >= tolerance) & (dot(cross(p1, p2), n) >= tolerance)
+              & (dot(cross(p2, p0), n) >= tolerance))
+    unit = n / torch.linalg.vector_norm(n, dim=-1, keepdim=True)
+    normal = torch.where((dist_a <= 0)[..., None], -unit, unit)
+    return crosses & inside, torch.where(crosses, fraction, 1.0), normal
+
+
+def ray_cast_reference(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor) -> RayHits:
+    """PyTorch reference of `ray_cast`: closest hit over the start point's cell list and the planes."""
+    n = start.shape[0]
+    ids, valid = _cell_candidates(mesh, start)
+    v = mesh.tri_verts[ids]
+    s, e = start[:, None, :], end[:, None, :]
+    hit, fraction, normal = ray_triangle_fraction(s, e, v[..., 0, :], v[..., 1, :], v[..., 2, :])
+    hit = hit & valid
+    # Planes: Bullet casts against two triangles covering the plane; same hit, same flipped normal.
+    pn = mesh.plane_normals.expand(n, -1, -1)
+    da = start @ mesh.plane_normals.T - mesh.plane_offsets
+    db = end @ mesh.plane_normals.T - mesh.plane_offsets
+    p_hit = da * db < 0
+    p_fraction = torch.where(p_hit, da / torch.where(p_hit, da - db, 1), 1.0)
+    p_normal = torch.where((da <= 0)[..., None], -pn, pn)
+    # Meshes are visited before the planes (creation order); the first of equal fractions is kept.
+    all_hit = torch.cat((hit, p_hit), 1)
+    all_fraction = torch.where(all_hit, torch.cat((fraction, p_fraction), 1), _INF)
+    plane_ids = mesh.num_triangles + torch.arange(mesh.num_planes, device=start.device).expand(n, -1)
+    all_feature = torch.cat((ids, plane_ids), 1)
+    best = torch.argmin(all_fraction, dim=1, keepdim=True)
+    any_hit = all_hit.any(1)
+    return RayHits(
+        hit=any_hit, fraction=torch.where(any_hit, all_fraction.gather(1, best)[:, 0], 1.0),
+        normal=torch.where(any_hit[:, None], torch.cat((normal, p_normal), 1).gather(1, best[..., None].expand(-1, -1, 3))[:, 0], 0.0),
+        feature=torch.where(any_hit, all_feature.gather(1, best)[:, 0], -1).to(torch.int32),
+    )
+
+
+def ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, use_kernels: bool | None = None) -> RayHits:
+    """Closest hit of segments start [N, 3] -> end [N, 3] (UU) with the arena's triangles and planes.
+
+    Segments must be at most ``mesh.query_radius`` long: a query reads the grid cell of its start,
+    which lists every triangle within that distance (wheel rays are about 50 UU).
+    """
+    if _use_kernels(start, use_kernels):
+        from nitro.envs.soccar import kernels
+        return kernels.ray_cast(mesh, start, end)
+    return ray_cast_reference(mesh, start, end)
+
+
+# --- Box contacts ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class BoxContacts:
+    """Contacts of N oriented boxes with the arena, deepest first; empty slots have feature -1.
+
+    Each triangle or plane in reach is tested by separating axes (the triangle normal, the box's
+    three axes and their nine cross products with the triangle's edges): ``depth`` is the largest
+    separation over those axes (negative: the penetration depth; positive: a lower bound of the gap)
+    and ``normal`` that axis, pointing from the feature into the box.
+    """
+
+    count: torch.Tensor
+    """Features within the gap [N] int32."""
+    normal: torch.Tensor
+    """Separating axis with the least penetration, from the feature into the box [N, K, 3]."""
+    depth: torch.Tensor
+    """Separation along the normal, UU, negative when penetrating [N, K]."""
+    point: torch.Tensor
+    """The box's deepest point along -normal (its support point), UU [N, K, 3]."""
+    feature: torch.Tensor
+    """Triangle id, or num_triangles + plane index; -1 for an empty slot [N, K] int32."""
+
+
+def _box_support(center, axes, half, direction):
+    """Box vertex furthest along ``direction`` [..., 3]; ``axes`` [..., 3, 3] has the axes as columns."""
+    along = torch.einsum("...ij,...i->...j", axes, direction)  # direction in box coordinates
+    signs = torch.where(along >= 0, 1.0, -1.0)
+    return center + torch.einsum("...ij,...j->...i", axes, signs * half)
+
+
+def box_triangle_separation(center, axes, half, v0, v1, v2):
+    """SAT between an oriented box and a triangle, broadcast: (separation [...], normal [..., 3]).
+
+    ``axes`` [..., 3, 3] holds the box axes as columns, ``half`` [..., 3] its half extents.
+    """
+    batch = torch.broadcast_shapes(center.shape[:-1], axes.shape[:-2], half.shape[:-1], v0.shape[:-1])
+    center, half = center.expand(*batch, 3), half.expand(*batch, 3)
+    axes = axes.expand(*batch, 3, 3)
+    v0, v1, v2 = v0.expand(*batch, 3), v1.expand(*batch, 3), v2.expand(*batch, 3)
+    edges = torch.stack((v1 - v0, v2 - v1, v0 - v2), -2)  # [..., 3, 3]
+    box_axes = axes.transpose(-1, -2)  # rows = axes
+    tri_n = cross(v1 - v0, v2 - v0)[..., None, :]
+    crosses = cross(box_axes[..., :, None, :], edges[..., None, :, :]).flatten(-3, -2)  # [..., 9, 3]
+    candidates = torch.cat((tri_n, box_axes, crosses), -2)  # [..., 13, 3]
+    length = torch.linalg.vector_norm(candidates, dim=-1)
+    usable = length > 1e-6 * length.amax(-1, keepdim=True)  # parallel edge pairs give no axis
+    u = candidates / torch.where(usable, length, 1)[..., None]
+    radius = (dot(box_axes[..., None, :, :], u[..., :, None, :]).abs() * half[..., None, :]).sum(-1)
+    centre = dot(center[..., None, :], u)
+    proj = torch.stack([dot(v[..., None, :], u) for v in (v0, v1, v2)], -1)  # [..., 13, 3]
+    below = proj.amin(-1) - (centre + radius)  # box entirely on the negative side
+    above = (centre - radius) - proj.amax(-1)  # box entirely on the positive side
+    sep = torch.maximum(below, above)
+    sep = torch.where(usable, sep, -_INF)
+    best = torch.argmax(sep, dim=-1, keepdim=True)
+    separation = sep.gather(-1, best)[..., 0]
+    axis = u.gather(-2, best[..., None].expand(*best.shape[:-1], 1, 3))[..., 0, :]
+    flip = (below.gather(-1, best) > above.gather(-1, best))[..., 0]
+    return separation, torch.where(flip[..., None], -axis, axis)
+
+
+def box_contacts_reference(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.Tensor, half_extents: torch.Tensor,
+                           gap: float, max_contacts: int = 8) -> BoxContacts:
+    """PyTorch reference of `box_contacts`."""
+    n = centers.shape[0]
+    half = half_extents.expand(n, 3)
+    ids, valid = _cell_candidates(mesh, centers)
+    v = mesh.tri_verts[ids]
+    c, a, h = centers[:, None, :], axes[:, None], half[:, None, :]
+    sep, normal = box_triangle_separation(c, a, h, v[..., 0, :], v[..., 1, :], v[..., 2, :])
+    has = valid & (sep < gap)
+    pn = mesh.plane_normals.expand(n, -1, -1)
+    p_radius = (torch.einsum("nij,npi->npj", axes, pn).abs() * half[:, None, :]).sum(-1)
+    p_sep = centers @ mesh.plane_normals.T - mesh.plane_offsets - p_radius
+    p_has = p_sep < gap
+    all_has = torch.cat((p_has, has), 1)
+    all_sep = torch.cat((p_sep, sep), 1)
+    all_normal = torch.cat((pn, normal), 1)
+    plane_ids = mesh.num_triangles + torch.arange(mesh.num_planes, device=centers.device).expand(n, -1)
+    all_feature = torch.cat((plane_ids, ids), 1)
+    key = torch.where(all_has, all_sep, _INF)
+    order = torch.sort(key, dim=1, stable=True).indices[:, :max_contacts]
+    slot = all_has.gather(1, order)
+    normal_k = all_normal.gather(1, order[..., None].expand(-1, -1, 3))
+    point = _box_support(centers[:, None, :], axes[:, None], half[:, None, :], -normal_k)
+    return BoxContacts(
+        count=all_has.sum(1).to(torch.int32),
+        normal=torch.where(slot[..., None], normal_k, 0.0),
+        depth=torch.where(slot, all_sep.gather(1, order), 0.0),
+        point=torch.where(slot[..., None], point, 0.0),
+        feature=torch.where(slot, all_feature.gather(1, order), -1).to(torch.int32),
+    )
+
+
+def box_contacts(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.Tensor, half_extents: torch.Tensor,
+                 gap: float, max_contacts: int = 8, use_kernels: bool | None = None) -> BoxContacts:
+    """Contacts of oriented boxes with the arena (car bodies).
+
+    ``centers`` [N, 3] UU, ``axes`` [N, 3, 3] with the box axes as columns (a rotation matrix),
+    ``half_extents`` [3] or [N, 3] UU. The box's half diagonal plus ``gap`` must be within the grid's
+    query radius. Returns the ``max_contacts`` deepest features whose separation is below ``gap``.
+    """
+    if _use_kernels(centers, use_kernels):
+        from nitro.envs.soccar import kernels
+        return kernels.box_contacts(mesh, centers, axes, half_extents, gap, max_contacts)
+    return box_contacts_reference(mesh, centers, axes, half_extents, gap, max_contacts)

@@ -1,0 +1,132 @@
+"""The Arena shell: construction, validation errors, set_ball / reset_kickoff semantics, stepping."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.arena import Arena, tick
+from nitro.envs.soccar.state import CarState
+
+
+def _arena(n=4, **kwargs):
+    return Arena(n, blue=0, orange=0, **kwargs)
+
+
+def test_fresh_arena_matches_a_fresh_rocketsim_arena(mesh):
+    a = _arena(3)
+    assert a.ball.pos.shape == (3, 3) and a.ball.pos.dtype == torch.float32
+    assert torch.equal(a.ball.pos, torch.tensor([[0.0, 0.0, C.BALL_REST_Z]] * 3))
+    assert a.ball.vel.abs().max() == 0 and a.ball.ang_vel.abs().max() == 0
+    assert a.cars.pos.shape == (3, 0, 3) and a.cars.rot_mat.shape == (3, 0, 3, 3)
+    assert a.pads.is_active.shape == (3, C.BOOST_PAD_COUNT) and bool(a.pads.is_active.all())
+    assert a.tick_time == pytest.approx(1 / 120)
+    a.step(ticks=5)  # the resting ball sleeps
+    assert torch.equal(a.ball.pos[:, 2], torch.full((3,), C.BALL_REST_Z))
+    assert a.state.tick_count.tolist() == [5, 5, 5]
+
+
+def test_cars_are_not_simulated_yet(mesh):
+    with pytest.raises(NotImplementedError, match="blue=0, orange=0"):
+        Arena(2)  # the contract's default is a 1v1
+    with pytest.raises(NotImplementedError, match="Soccar cars"):
+        Arena(2, blue=1, orange=0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"num_envs": 0}, "num_envs must be a positive int"),
+    ({"num_envs": 2.5}, "num_envs must be a positive int"),
+    ({"num_envs": 2, "blue": -1}, "blue must be a non-negative int"),
+    ({"num_envs": 2, "tick_rate": 240}, r"tick_rate must be in \[15, 120\]"),
+    ({"num_envs": 2, "mode": "fast"}, "mode must be one of"),
+    ({"num_envs": 2, "mode": "graph", "device": "cpu"}, "needs a CUDA device"),
+])
+def test_constructor_errors(mesh, kwargs, message):
+    kwargs = {"blue": 0, "orange": 0, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        Arena(**kwargs)
+
+
+def test_set_ball_selected_envs_and_broadcast(mesh):
+    a = _arena(4)
+    a.set_ball(pos=torch.tensor([[1.0, 2.0, 300.0], [4.0, 5.0, 600.0]]), env_ids=[1, 3])
+    assert a.ball.pos[1].tolist() == [1.0, 2.0, 300.0] and a.ball.pos[3].tolist() == [4.0, 5.0, 600.0]
+    assert a.ball.pos[0].tolist() == [0.0, 0.0, pytest.approx(C.BALL_REST_Z)]
+    a.set_ball(vel=[0.0, 0.0, 10.0])  # one row for every env; pos unchanged
+    assert a.ball.vel[:, 2].tolist() == [10.0] * 4 and a.ball.pos[1, 2] == 300.0
+    mask = torch.tensor([True, False, False, True])
+    a.set_ball(ang_vel=[1.0, 0.0, 0.0], env_ids=mask)
+    assert a.ball.ang_vel[:, 0].tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
+def test_set_ball_resets_hidden_state(mesh):
+    a = _arena(2)
+    a.state.ball.velocity_impulse_cache = torch.ones(2, 3)
+    a.set_ball(pos=[0.0, 0.0, 500.0], env_ids=[0])
+    assert a.ball.velocity_impulse_cache[0].abs().max() == 0 and a.ball.velocity_impulse_cache[1].min() == 1
+    assert a.ball.tick_count_since_update[0] == 0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"pos": torch.zeros(3, 3)}, r"shape \(4, 3\)"),
+    ({"pos": torch.zeros(4, 3, dtype=torch.float64)}, "must be float32"),
+    ({"vel": torch.tensor([float("nan"), 0.0, 0.0])}, "NaN or infinite"),
+    ({"pos": torch.zeros(2, 3), "env_ids": [0, 4]}, r"env_ids must be in \[0, 4\)"),
+    ({"pos": torch.zeros(2, 3), "env_ids": torch.tensor([True, False])}, "mask must have shape"),
+    ({"pos": torch.zeros(1, 3), "env_ids": [0.5]}, "integer"),
+])
+def test_set_ball_errors(mesh, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _arena(4).set_ball(**kwargs)
+
+
+def test_step_errors(mesh):
+    a = _arena(2)
+    a.step(torch.zeros(2, 0, 8))  # ball-only arenas take an [N, 0, 8] tensor or None
+    with pytest.raises(ValueError, match=r"shape \(2, 0, 8\)"):
+        a.step(torch.zeros(2, 1, 8))
+    with pytest.raises(ValueError, match="float32"):
+        a.step(torch.zeros(2, 0, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match="ticks must be a positive int"):
+        a.step(ticks=0)
+
+
+def test_reset_kickoff(mesh):
+    a = _arena(3)
+    a.set_ball(pos=[100.0, 200.0, 300.0], vel=[1.0, 2.0, 3.0])
+    a.state.pads.is_active[:] = False
+    a.reset_kickoff(env_ids=[2])
+    assert a.ball.pos[2].tolist() == [0.0, 0.0, pytest.approx(C.BALL_REST_Z)] and a.ball.vel[2].abs().max() == 0
+    assert a.ball.pos[0, 0] == 100.0
+    assert a.pads.is_active[2].all() and not a.pads.is_active[0].any()
+
+
+def test_step_ticks_equals_single_ticks(mesh):
+    one, many = _arena(3), _arena(3)
+    start = dict(pos=torch.tensor([[0.0, 0.0, 400.0], [3000.0, 4500.0, 300.0], [0.0, -4800.0, 200.0]]),
+                 vel=torch.tensor([[300.0, 0.0, -900.0], [1500.0, 1500.0, 0.0], [0.0, -2000.0, 0.0]]))
+    one.set_ball(**start)
+    many.set_ball(**start)
+    for _ in range(40):
+        one.step()
+    many.step(ticks=40)
+    assert torch.equal(one.ball.pos, many.ball.pos) and torch.equal(one.ball.vel, many.ball.vel)
+
+
+def test_tick_is_a_pure_function(mesh):
+    a = _arena(2)
+    a.set_ball(pos=[0.0, 0.0, 300.0], vel=[0.0, 0.0, -500.0])
+    before = a.state
+    after, goal = tick(before, a.world)
+    assert after is not before and goal.shape == (2,) and goal.dtype == torch.int8
+    assert before.ball.pos[0, 2] == 300.0  # the input state is not modified
+
+
+def test_car_state_placeholder_names():
+    cars = CarState.empty(2, 3, torch.device("cpu"))
+    for name in ("is_on_ground", "has_jumped", "has_double_jumped", "has_flipped", "is_jumping", "is_flipping",
+                 "is_supersonic", "is_demoed", "jump_time", "flip_time", "air_time", "air_time_since_jump",
+                 "supersonic_time", "handbrake_val", "demo_respawn_timer", "boost"):
+        assert getattr(cars, name).shape == (2, 3)
+    assert cars.rot_mat.shape == (2, 3, 3, 3)
