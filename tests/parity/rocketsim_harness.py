@@ -218,22 +218,28 @@ def corners(rng, n):
 
 
 def curved_transitions(rng, n):
-    """Into the floor-wall and wall-ceiling fillets along the side and back walls."""
-    kind = rng.integers(0, 3, n)
+    """Into the fillets: side wall-floor (rolling in fast or aimed low), side wall-ceiling, and the
+    back wall-floor curve beside the goals."""
+    kind = np.arange(n) % 4
     side = rng.choice([-1.0, 1.0], n)
     start = np.stack([side * rng.uniform(2000, 3300, n), rng.uniform(-3000, 3000, n), rng.uniform(150, 600, n)], 1)
     target = np.stack([side * rng.uniform(3950, 4096, n), start[:, 1] + rng.uniform(-400, 400, n),
                        rng.uniform(0, 250, n)], 1)
-    # kind 1: rolling fast along the floor into the side-wall fillet
-    roll = kind == 1
+    roll = kind == 1  # rolling fast along the floor into the side-wall fillet
     start[roll, 2] = R + 1.0
     target[roll, 2] = R
-    # kind 2: up high, into the wall-ceiling fillet
-    high = kind == 2
+    high = kind == 2  # up high, into the wall-ceiling fillet (meshes 8, 9, 14, 15 span |y| < 3840)
+    start[high, 1] = rng.uniform(-3000, 3000, high.sum())
     start[high, 2] = rng.uniform(1200, 1700, high.sum())
-    target[high, 2] = rng.uniform(1900, 2048, high.sum())
+    target[high, 1] = start[high, 1] + rng.uniform(-300, 300, high.sum())
+    target[high, 2] = rng.uniform(1950, 2048, high.sum())
+    back = kind == 3  # toward the floor curve under the back wall, beside the goal mouth
+    yside = rng.choice([-1.0, 1.0], back.sum())
+    xb = rng.choice([-1.0, 1.0], back.sum()) * rng.uniform(1200, 2800, back.sum())
+    start[back] = np.stack([xb * 0.9, yside * rng.uniform(3000, 4200, back.sum()), np.full(back.sum(), R + 1.0)], 1)
+    target[back] = np.stack([xb, yside * 5120.0, np.full(back.sum(), R)], 1)
     vel = _aim(rng, start, target, 1200, 2600)
-    vel[roll, 2] = 0.0
+    vel[roll | back, 2] = 0.0
     return _pack("curved transitions", start, vel, _spin(rng, n))
 
 
