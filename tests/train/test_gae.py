@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import tiny_config
 
-from nitro.core import rng
+from nitro.core import rng, tree
 from nitro.train.ppo import Trainer, gae
 
 ATOL = 1e-5
@@ -127,18 +127,15 @@ def test_rollout_step_bootstraps_truncated_episodes_from_final_obs(obs_norm, rew
     trainer = _trainer_for_bootstrap(obs_norm, reward_scale)
     env, c = trainer.env, trainer.carry
     c.env_state.elapsed[:2] = env.params.max_episode_steps - 1
-    c.env_state.physics[1:3, 2] = 0.5  # theta = 0.5 rad > 12 degrees: terminates whatever the action
+    c.env_state.theta[1:3] = 0.5  # 0.5 rad > 12 degrees: terminates whatever the action
     c.obs = env.observe(c.env_state).float()
-    state_before = c.env_state.physics.clone(), c.env_state.elapsed.clone()
+    state_before = tree.clone(c.env_state)
 
     carry, record, _ = trainer._rollout_step(c)
     obs, action, logprob, value, reward, done, first, mask = record
 
     # the raw transition, recomputed independently (CartPole's step is deterministic given the action)
-    from nitro.envs.classic.cartpole import CartPoleState
-
-    raw_state, final_obs, raw_reward, terminated, truncated = env.step(
-        CartPoleState(*state_before), action, rng.key(0))
+    raw_state, final_obs, raw_reward, terminated, truncated = env.step(state_before, action, rng.key(0))
     assert truncated[:2].all() and terminated[1:3].all() and not terminated[0] and not truncated[2:].any()
     assert not terminated[3:].any()
     norm = trainer.obs_rms.normalize if obs_norm else (lambda x: x)

@@ -58,9 +58,17 @@ class AcrobotParams:
 
 @dataclass
 class AcrobotState:
-    physics: torch.Tensor
-    """[N, 4] float32: theta1, theta2 (rad, wrapped to [-pi, pi]), dtheta1, dtheta2 (rad/s):
-    Gymnasium's ``self.state``."""
+    """Gymnasium's ``self.state`` split into [N] float32 fields, plus the step count of the TimeLimit
+    wrapper."""
+
+    theta1: torch.Tensor
+    """(rad) wrapped to [-pi, pi]."""
+    theta2: torch.Tensor
+    """(rad) wrapped to [-pi, pi]."""
+    dtheta1: torch.Tensor
+    """(rad/s)"""
+    dtheta2: torch.Tensor
+    """(rad/s)"""
     elapsed: torch.Tensor
     """[N] int32: steps taken in the episode."""
 
@@ -78,18 +86,26 @@ def bound(x: torch.Tensor, m: float, M: float) -> torch.Tensor:
     return x.clamp(m, M)
 
 
-def rk4(derivs, y0: torch.Tensor, t: tuple[float, ...]) -> torch.Tensor:
-    """Gymnasium's ``rk4`` over a batch: integrate ``y0`` [N, D] through the times ``t``; the last value's
-    first 4 columns (the torque column is carried unchanged)."""
+Fields = tuple[torch.Tensor, ...]
+
+
+def _axpy(y: Fields, a: float, k: Fields) -> Fields:
+    """``y + a * k``, component by component."""
+    return tuple(yi + a * ki for yi, ki in zip(y, k))
+
+
+def rk4(derivs, y0: Fields, t: tuple[float, ...]) -> Fields:
+    """Gymnasium's ``rk4`` over a batch: integrate ``y0`` (a tuple of [N] components) through the times
+    ``t``; the last value's first 4 components (the torque component is carried unchanged)."""
     for this, nxt in zip(t[:-1], t[1:]):
         dt = nxt - this
         dt2 = dt / 2.0
         k1 = derivs(y0)
-        k2 = derivs(y0 + dt2 * k1)
-        k3 = derivs(y0 + dt2 * k2)
-        k4 = derivs(y0 + dt * k3)
-        y0 = y0 + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return y0[:, :4]
+        k2 = derivs(_axpy(y0, dt2, k1))
+        k3 = derivs(_axpy(y0, dt2, k2))
+        k4 = derivs(_axpy(y0, dt, k3))
+        y0 = tuple(y + dt / 6.0 * (a + 2 * b + 2 * c + d) for y, a, b, c, d in zip(y0, k1, k2, k3, k4))
+    return y0[:4]
 
 
 class Acrobot(Env[AcrobotState, AcrobotParams]):
@@ -105,51 +121,52 @@ class Acrobot(Env[AcrobotState, AcrobotParams]):
 
     def reset(self, key, num_envs, device):
         p = self.params
-        physics = rng.uniform(key, (num_envs, 4), p.reset_low, p.reset_high)
-        return AcrobotState(physics, torch.zeros(num_envs, dtype=torch.int32, device=physics.device))
+        theta1, theta2, dtheta1, dtheta2 = (rng.uniform(k, (num_envs,), p.reset_low, p.reset_high)
+                                            for k in rng.split(key, 4))
+        elapsed = torch.zeros(num_envs, dtype=torch.int32, device=theta1.device)
+        return AcrobotState(theta1, theta2, dtheta1, dtheta2, elapsed)
 
     def step(self, state, action, key):
         p = self.params
-        s = state.physics
+        s = (state.theta1, state.theta2, state.dtheta1, state.dtheta2)
         t0, t1, t2 = p.avail_torque
-        torque = torch.where(action == 0, t0, torch.where(action == 1, t1, t2)).to(s.dtype)
+        torque = torch.where(action == 0, t0, torch.where(action == 1, t1, t2)).to(state.theta1.dtype)
         if p.torque_noise_max > 0:
             torque = torque + rng.uniform(key, torque.shape, -p.torque_noise_max, p.torque_noise_max)
 
         # augment the state with the torque so it can be passed to _dsdt
-        s_augmented = torch.cat([s, torque[:, None]], -1)
+        s_augmented = (*s, torque)
         ns = rk4(self._dsdt, s_augmented, (0.0, p.dt))
-        physics = torch.stack([
-            wrap(ns[:, 0], -pi, pi),
-            wrap(ns[:, 1], -pi, pi),
-            bound(ns[:, 2], -p.max_vel_1, p.max_vel_1),
-            bound(ns[:, 3], -p.max_vel_2, p.max_vel_2),
-        ], -1)
-
-        next_state = AcrobotState(physics, state.elapsed + 1)
+        next_state = AcrobotState(
+            wrap(ns[0], -pi, pi),
+            wrap(ns[1], -pi, pi),
+            bound(ns[2], -p.max_vel_1, p.max_vel_1),
+            bound(ns[3], -p.max_vel_2, p.max_vel_2),
+            state.elapsed + 1,
+        )
         terminated = self._terminal(next_state)
         reward = torch.where(terminated, 0.0, -1.0)
         truncated = next_state.elapsed >= p.max_episode_steps
         return next_state, self.observe(next_state), reward, terminated, truncated
 
     def observe(self, state):
-        s0, s1, s2, s3 = state.physics.unbind(-1)
+        s0, s1, s2, s3 = state.theta1, state.theta2, state.dtheta1, state.dtheta2
         return torch.stack([torch.cos(s0), torch.sin(s0), torch.cos(s1), torch.sin(s1), s2, s3], -1)
 
     def _terminal(self, state) -> torch.Tensor:
         """The free end is more than one link length above the pivot."""
-        s0, s1 = state.physics[:, 0], state.physics[:, 1]
+        s0, s1 = state.theta1, state.theta2
         return -torch.cos(s0) - torch.cos(s1 + s0) > 1.0
 
-    def _dsdt(self, s_augmented: torch.Tensor) -> torch.Tensor:
-        """Time derivative of [theta1, theta2, dtheta1, dtheta2, torque] [N, 5]."""
+    def _dsdt(self, s_augmented: Fields) -> Fields:
+        """Time derivative of (theta1, theta2, dtheta1, dtheta2, torque), each [N]."""
         p = self.params
         m1, m2 = p.link_mass_1, p.link_mass_2
         l1 = p.link_length_1
         lc1, lc2 = p.link_com_pos_1, p.link_com_pos_2
         I1 = I2 = p.link_moi
         g = p.g
-        theta1, theta2, dtheta1, dtheta2, a = s_augmented.unbind(-1)
+        theta1, theta2, dtheta1, dtheta2, a = s_augmented
         d1 = m1 * lc1**2 + m2 * (l1**2 + lc2**2 + 2 * l1 * lc2 * torch.cos(theta2)) + I1 + I2
         d2 = m2 * (lc2**2 + l1 * lc2 * torch.cos(theta2)) + I2
         phi2 = m2 * lc2 * g * torch.cos(theta1 + theta2 - pi / 2.0)
@@ -168,4 +185,4 @@ class Acrobot(Env[AcrobotState, AcrobotParams]):
                 m2 * lc2**2 + I2 - d2**2 / d1
             )
         ddtheta1 = -(d2 * ddtheta2 + phi1) / d1
-        return torch.stack([dtheta1, dtheta2, ddtheta1, ddtheta2, torch.zeros_like(a)], -1)
+        return dtheta1, dtheta2, ddtheta1, ddtheta2, torch.zeros_like(a)

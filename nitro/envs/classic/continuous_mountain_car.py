@@ -37,8 +37,11 @@ class Continuous_MountainCarParams:
 
 @dataclass
 class Continuous_MountainCarState:
-    physics: torch.Tensor
-    """[N, 2] float32: position, velocity (Gymnasium's ``self.state``; also the observation)."""
+    """Gymnasium's ``self.state`` (also the observation) split into [N] float32 fields, plus the step count
+    of the TimeLimit wrapper."""
+
+    position: torch.Tensor
+    velocity: torch.Tensor
     elapsed: torch.Tensor
     """[N] int32: steps taken in the episode."""
 
@@ -55,13 +58,13 @@ class Continuous_MountainCar(Env[Continuous_MountainCarState, Continuous_Mountai
     def reset(self, key, num_envs, device):
         p = self.params
         position = rng.uniform(key, (num_envs,), p.reset_low, p.reset_high)
-        physics = torch.stack([position, torch.zeros_like(position)], -1)
-        elapsed = torch.zeros(num_envs, dtype=torch.int32, device=physics.device)
-        return Continuous_MountainCarState(physics, elapsed)
+        velocity = torch.zeros_like(position)
+        elapsed = torch.zeros(num_envs, dtype=torch.int32, device=position.device)
+        return Continuous_MountainCarState(position, velocity, elapsed)
 
     def step(self, state, action, key):
         p = self.params
-        position, velocity = state.physics.unbind(-1)
+        position, velocity = state.position, state.velocity
         action = action[:, 0].to(velocity.dtype)
 
         force = action.clamp(p.min_action, p.max_action)
@@ -76,10 +79,10 @@ class Continuous_MountainCar(Env[Continuous_MountainCarState, Continuous_Mountai
         # Gymnasium charges the action cost on the unclipped action
         reward = torch.where(terminated, 100.0, 0.0) - action**2 * 0.1
 
-        physics = torch.stack([position, velocity], -1)
         elapsed = state.elapsed + 1
         truncated = elapsed >= p.max_episode_steps
-        return Continuous_MountainCarState(physics, elapsed), physics, reward, terminated, truncated
+        next_state = Continuous_MountainCarState(position, velocity, elapsed)
+        return next_state, self.observe(next_state), reward, terminated, truncated
 
     def observe(self, state):
-        return state.physics
+        return torch.stack([state.position, state.velocity], -1)

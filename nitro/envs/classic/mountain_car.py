@@ -32,8 +32,11 @@ class MountainCarParams:
 
 @dataclass
 class MountainCarState:
-    physics: torch.Tensor
-    """[N, 2] float32: position, velocity (Gymnasium's ``self.state``; also the observation)."""
+    """Gymnasium's ``self.state`` (also the observation) split into [N] float32 fields, plus the step count
+    of the TimeLimit wrapper."""
+
+    position: torch.Tensor
+    velocity: torch.Tensor
     elapsed: torch.Tensor
     """[N] int32: steps taken in the episode."""
 
@@ -51,12 +54,13 @@ class MountainCar(Env[MountainCarState, MountainCarParams]):
     def reset(self, key, num_envs, device):
         p = self.params
         position = rng.uniform(key, (num_envs,), p.reset_low, p.reset_high)
-        physics = torch.stack([position, torch.zeros_like(position)], -1)
-        return MountainCarState(physics, torch.zeros(num_envs, dtype=torch.int32, device=physics.device))
+        velocity = torch.zeros_like(position)
+        elapsed = torch.zeros(num_envs, dtype=torch.int32, device=position.device)
+        return MountainCarState(position, velocity, elapsed)
 
     def step(self, state, action, key):
         p = self.params
-        position, velocity = state.physics.unbind(-1)
+        position, velocity = state.position, state.velocity
 
         push = (action - 1).to(velocity.dtype)
         velocity = velocity + push * p.force + torch.cos(3 * position) * (-p.gravity)
@@ -69,11 +73,11 @@ class MountainCar(Env[MountainCarState, MountainCarParams]):
         terminated = (position >= p.goal_position) & (velocity >= p.goal_velocity)
         reward = torch.full_like(position, -1.0)
 
-        physics = torch.stack([position, velocity], -1)
         elapsed = state.elapsed + 1
         truncated = elapsed >= p.max_episode_steps
-        return MountainCarState(physics, elapsed), physics, reward, terminated, truncated
+        next_state = MountainCarState(position, velocity, elapsed)
+        return next_state, self.observe(next_state), reward, terminated, truncated
 
     def observe(self, state):
-        return state.physics
+        return torch.stack([state.position, state.velocity], -1)
 

@@ -34,8 +34,13 @@ class PendulumParams:
 
 @dataclass
 class PendulumState:
-    physics: torch.Tensor
-    """[N, 2] float32: th (rad, not wrapped, as Gymnasium), thdot (rad/s): Gymnasium's ``self.state``."""
+    """Gymnasium's ``self.state`` split into [N] float32 fields, plus the step count of the TimeLimit
+    wrapper."""
+
+    th: torch.Tensor
+    """(rad) not wrapped, as in Gymnasium."""
+    thdot: torch.Tensor
+    """(rad/s)"""
     elapsed: torch.Tensor
     """[N] int32: steps taken in the episode."""
 
@@ -56,13 +61,14 @@ class Pendulum(Env[PendulumState, PendulumParams]):
 
     def reset(self, key, num_envs, device):
         p = self.params
-        high = torch.tensor([p.x_init, p.y_init], device=key.device)
-        physics = rng.uniform(key, (num_envs, 2), -high, high)
-        return PendulumState(physics, torch.zeros(num_envs, dtype=torch.int32, device=physics.device))
+        k_th, k_thdot = rng.split(key, 2)
+        th = rng.uniform(k_th, (num_envs,), -p.x_init, p.x_init)
+        thdot = rng.uniform(k_thdot, (num_envs,), -p.y_init, p.y_init)
+        return PendulumState(th, thdot, torch.zeros(num_envs, dtype=torch.int32, device=th.device))
 
     def step(self, state, action, key):
         p = self.params
-        th, thdot = state.physics.unbind(-1)
+        th, thdot = state.th, state.thdot
 
         u = action[:, 0].to(th.dtype).clamp(-p.max_torque, p.max_torque)
         costs = angle_normalize(th) ** 2 + 0.1 * thdot**2 + 0.001 * (u**2)
@@ -71,13 +77,11 @@ class Pendulum(Env[PendulumState, PendulumParams]):
         newthdot = newthdot.clamp(-p.max_speed, p.max_speed)
         newth = th + newthdot * p.dt
 
-        physics = torch.stack([newth, newthdot], -1)
         elapsed = state.elapsed + 1
         terminated = torch.zeros_like(elapsed, dtype=torch.bool)
         truncated = elapsed >= p.max_episode_steps
-        next_state = PendulumState(physics, elapsed)
+        next_state = PendulumState(newth, newthdot, elapsed)
         return next_state, self.observe(next_state), -costs, terminated, truncated
 
     def observe(self, state):
-        theta, thetadot = state.physics.unbind(-1)
-        return torch.stack([torch.cos(theta), torch.sin(theta), thetadot], -1)
+        return torch.stack([torch.cos(state.th), torch.sin(state.th), state.thdot], -1)

@@ -1,9 +1,10 @@
 """Gymnasium env state <-> nitro state, per classic-control env (the field mapping of the parity tests).
 
-Every nitro classic env keeps Gymnasium's ``self.state`` as the columns of ``physics`` [N, D] (same order,
-float32 instead of float64) and the step count of Gymnasium's ``TimeLimit`` wrapper as ``elapsed`` [N].
-``COLUMNS`` names those columns as Gymnasium's source does. Gymnasium envs here are the ``TimeLimit``-wrapped
-ones that ``gymnasium.make(id)`` returns.
+Every nitro classic env keeps each entry of Gymnasium's ``self.state`` as a field [N] (float32 instead of
+float64) named as Gymnasium's source names it, and the step count of Gymnasium's ``TimeLimit`` wrapper as
+``elapsed`` [N]. ``Translation.columns`` lists those fields in Gymnasium's order; ``physics_of`` and
+``make_state`` convert between a state and its ``physics`` [N, D] matrix (columns in that order). Gymnasium
+envs here are the ``TimeLimit``-wrapped ones that ``gymnasium.make(id)`` returns.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def _acrobot_margin(u, s) -> float:
 class Translation:
     state_cls: type
     columns: tuple[str, ...]
-    """Names of ``physics``'s columns = the entries of Gymnasium's ``self.state``, in its order."""
+    """The state's field names = the entries of Gymnasium's ``self.state``, in its order (the columns of
+    ``physics_of``)."""
     termination_margin: Callable[[object, np.ndarray], float]
     """Distance of a Gymnasium state from its env's termination boundary (inf if it never terminates)."""
     termination_bonus: float
@@ -70,6 +72,19 @@ TRANSLATIONS: dict[str, Translation] = {
 }
 
 
+def physics_of(state) -> torch.Tensor:
+    """The state's Gymnasium fields as one [N, D] matrix, columns in Gymnasium's order."""
+    columns = next(t.columns for t in TRANSLATIONS.values() if isinstance(state, t.state_cls))
+    return torch.stack([getattr(state, c) for c in columns], -1)
+
+
+def make_state(env_id: str, physics: torch.Tensor, elapsed: torch.Tensor):
+    """The nitro state of ``env_id`` whose Gymnasium fields are the columns of ``physics`` [N, D]."""
+    t = TRANSLATIONS[env_id]
+    assert physics.shape[-1] == len(t.columns)
+    return t.state_cls(**{c: physics[:, j].contiguous() for j, c in enumerate(t.columns)}, elapsed=elapsed)
+
+
 def _time_limit(env: gymnasium.Env) -> gymnasium.wrappers.TimeLimit:
     assert isinstance(env, gymnasium.wrappers.TimeLimit), f"expected gymnasium.make's TimeLimit, got {env}"
     return env
@@ -81,13 +96,13 @@ def gym_to_nitro(env_id: str, envs: list[gymnasium.Env], device="cpu"):
     physics = np.stack([np.asarray(e.unwrapped.state, dtype=np.float64) for e in envs])
     assert physics.shape[1] == len(t.columns)
     elapsed = np.array([_time_limit(e)._elapsed_steps for e in envs], dtype=np.int32)
-    return t.state_cls(torch.as_tensor(physics, dtype=torch.float32, device=device),
-                       torch.as_tensor(elapsed, device=device))
+    return make_state(env_id, torch.as_tensor(physics, dtype=torch.float32, device=device),
+                      torch.as_tensor(elapsed, device=device))
 
 
 def nitro_to_gym(env_id: str, state, envs: list[gymnasium.Env]) -> None:
     """Write row ``i`` of the nitro ``state`` into Gymnasium env ``envs[i]`` (as float64, like Gymnasium)."""
-    physics = state.physics.detach().cpu().double().numpy()
+    physics = physics_of(state).detach().cpu().double().numpy()
     elapsed = state.elapsed.cpu().numpy()
     for i, e in enumerate(envs):
         e.unwrapped.state = physics[i].copy()

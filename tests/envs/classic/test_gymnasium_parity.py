@@ -8,6 +8,7 @@ so truncation is its ``TimeLimit``; nitro truncates inside ``env.step``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import nitro
 from nitro.core import rng, tree
 from nitro.core.env import autoreset_step
 
-from state_translate import TRANSLATIONS, gym_to_nitro, nitro_to_gym, termination_margin
+from state_translate import TRANSLATIONS, gym_to_nitro, nitro_to_gym, physics_of, termination_margin
 
 ENV_IDS = list(TRANSLATIONS)
 SEED = 20240611  # fixed: every draw below (actions, resets, nitro keys) is reproducible
@@ -219,7 +220,8 @@ ALPHA = 1e-3
 Z = 3.29
 """Two-sided normal quantile for ALPHA."""
 
-# Gymnasium's documented reset distribution per column of ``physics``: (low, high) uniform, or a constant.
+# Gymnasium's documented reset distribution per state field (``physics_of``'s columns): (low, high) uniform,
+# or a constant.
 RESET_DISTRIBUTIONS = {
     "CartPole-v1": [(-0.05, 0.05)] * 4,
     "MountainCar-v0": [(-0.6, -0.4), 0.0],
@@ -233,8 +235,11 @@ RESET_DISTRIBUTIONS = {
 def test_reset_distribution(env_id):
     env = nitro.make_env(env_id)
     state = env.reset(rng.key(SEED), RESET_SAMPLES, "cpu")
-    assert state.physics.dtype == torch.float32 and torch.all(state.elapsed == 0)
-    physics = state.physics.double().numpy()
+    assert all(getattr(state, c).shape == (RESET_SAMPLES,) and getattr(state, c).dtype == torch.float32
+               for c in TRANSLATIONS[env_id].columns)
+    assert state.elapsed.shape == (RESET_SAMPLES,) and state.elapsed.dtype == torch.int32
+    assert torch.all(state.elapsed == 0)
+    physics = physics_of(state).double().numpy()
     ref = make_gym(env_id)
     ref.reset(seed=SEED)
     ref_physics = []
@@ -279,7 +284,8 @@ def test_reset_states_step_like_gymnasium(env_id):
     for ref in refs:
         ref.reset(seed=SEED)
     nitro_to_gym(env_id, state, refs)
-    assert torch.equal(gym_to_nitro(env_id, refs).physics, state.physics)  # the mapping round-trips
+    # the mapping round-trips
+    assert torch.equal(physics_of(gym_to_nitro(env_id, refs)), physics_of(state))
     actions = sample_actions(refs[0].action_space, np.random.default_rng(SEED), 8, 1.0)
     _, obs, reward, terminated, truncated = env.step(state, torch.as_tensor(actions), rng.key(SEED))
     for i, ref in enumerate(refs):
@@ -297,7 +303,7 @@ def test_autoreset_resets_exactly_the_done_envs(env_id):
     state = env.reset(rng.key(SEED), n, "cpu")
     # every third env one step from the time limit, so some envs truncate and the others carry on
     elapsed = torch.where(torch.arange(n) % 3 == 0, env.params.max_episode_steps - 1, 5).to(torch.int32)
-    state = type(state)(state.physics, elapsed)
+    state = dataclasses.replace(state, elapsed=elapsed)
     action = env.action_space.sample(rng.key(SEED + 1), n)
     key = rng.key(SEED + 2)
 
@@ -317,7 +323,7 @@ def test_autoreset_resets_exactly_the_done_envs(env_id):
     # done envs start afresh: step count 0, state inside the reset distribution, obs = observe(new state)
     assert torch.all(t.state.elapsed[done] == 0)
     for j, dist in enumerate(RESET_DISTRIBUTIONS[env_id]):
-        col = t.state.physics[done, j]
+        col = physics_of(t.state)[done, j]
         if isinstance(dist, tuple):
             assert torch.all((col >= dist[0]) & (col <= dist[1]))
         else:
