@@ -28,9 +28,11 @@ def test_help_config_lists_every_key_with_default_and_doc(capsys):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["train", "cartpole", "ppo.lrr=3e-4"], "error: unknown config key 'ppo.lrr' (did you mean ppo.lr?); valid keys under ppo:"),
+    (["train", "cartpole", "ppo.lrr=3e-4"],
+     "error: unknown config key 'ppo.lrr' (did you mean ppo.lr?); valid keys under ppo:"),
     (["train", "cartpole", "ppo.lr=fast"], "error: ppo.lr: expected float, got 'fast'"),
-    (["train", "cartpole", "env.num_envs"], "error: override 'env.num_envs' must look like section.key=value"),
+    (["train", "cartpole", "env.num_envs"],
+     "error: override 'env.num_envs' must look like section.key=value"),
     (["train", "cartpole", "ppo.minibatches=3"], "is not divisible by ppo.minibatches=3"),
     (["train", "cartpol"], "error: unknown env id 'cartpol'."),
     (["train"], "error: give an env or preset"),
@@ -54,10 +56,11 @@ def _nitro_command() -> list[str]:
 
 
 def test_the_installed_command_exits_2_on_a_bad_override():
-    proc = subprocess.run([*_nitro_command(), "train", "cartpole", "ppo.lrr=3e-4"], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([*_nitro_command(), "train", "cartpole", "ppo.lrr=3e-4"], capture_output=True,
+                          text=True, timeout=60)
     assert proc.returncode == 2
-    assert "unknown config key 'ppo.lrr' (did you mean ppo.lr?)" in proc.stderr and "Traceback" not in proc.stderr
+    assert "unknown config key 'ppo.lrr' (did you mean ppo.lr?)" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_eval_prints_json(cartpole_run, capsys):
@@ -69,11 +72,13 @@ def test_eval_prints_json(cartpole_run, capsys):
     assert result["mean_length"] == result["mean_return"]  # CartPole pays 1 per step
     assert result["mean_return"] >= 475  # the solved run (see test_learning)
 
-    assert main(["eval", str(run_dir), "--episodes", "20", "--sample", "--checkpoint", "latest", "--device", "cpu"]) == 0
+    assert main(["eval", str(run_dir), "--episodes", "20", "--sample", "--checkpoint", "latest",
+                 "--device", "cpu"]) == 0
     sampled = json.loads(capsys.readouterr().out)
     assert sampled["deterministic"] is False and sampled["episodes"] == 20
     # the same seed gives the same episodes
-    assert main(["eval", str(run_dir), "--episodes", "20", "--sample", "--checkpoint", "latest", "--device", "cpu"]) == 0
+    assert main(["eval", str(run_dir), "--episodes", "20", "--sample", "--checkpoint", "latest",
+                 "--device", "cpu"]) == 0
     assert json.loads(capsys.readouterr().out) == sampled
 
 

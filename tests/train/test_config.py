@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 import yaml
-from conftest import tiny_config
+from train_helpers import tiny_config
 
 from nitro.core.registry import spec
 from nitro.train import config as C
@@ -15,8 +15,9 @@ from nitro.train.ppo import Trainer
 
 
 def test_overrides_convert_to_field_types():
-    cfg = C.load("cartpole", ["ppo.lr=3e-4", "env.num_envs=65_536", "ppo.total_steps=1e6", "ppo.norm_adv=false",
-                              "ppo.obs_norm=True", "ppo.reward_scale=yes", "policy.hidden=[32, 16]",
+    cfg = C.load("cartpole", ["ppo.lr=3e-4", "env.num_envs=65_536", "ppo.total_steps=1e6",
+                              "ppo.norm_adv=false", "ppo.obs_norm=True", "ppo.reward_scale=yes",
+                              "policy.hidden=[32, 16]",
                               "ppo.target_return=none", "ppo.gamma=1", "run.name=123", "ppo.epochs=8"])
     assert cfg.ppo.lr == 3e-4 and type(cfg.ppo.lr) is float  # YAML 1.1 reads "3e-4" as a string
     assert cfg.env.num_envs == 65536 and type(cfg.env.num_envs) is int
@@ -31,7 +32,8 @@ def test_overrides_convert_to_field_types():
 
 
 def test_env_params_keep_yaml_types():
-    cfg = C.load("cartpole", ["env.params.max_episode_steps=100", "env.params.kinematics_integrator=semi-implicit euler"])
+    cfg = C.load("cartpole", ["env.params.max_episode_steps=100",
+                              "env.params.kinematics_integrator=semi-implicit euler"])
     assert cfg.env.params == {"max_episode_steps": 100, "kinematics_integrator": "semi-implicit euler"}
 
 

@@ -12,7 +12,7 @@ import sys
 
 import torch
 import torch.multiprocessing as mp
-from conftest import tiny_config
+from train_helpers import tiny_config
 
 from nitro.train import checkpoint
 
@@ -68,10 +68,11 @@ def test_two_spawned_trainers_stay_in_sync(tmp_path):
 
 def test_torchrun_two_processes_complete(tmp_path):
     steps = UPDATES * N * T * WORLD
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={WORLD}", "--master-addr=127.0.0.1",
-           f"--master-port={_free_port()}", "-m", "nitro.cli", "train", "cartpole", "run.device=cpu",
-           "run.console=false", "run.tensorboard=false", f"run.dir={tmp_path}", "run.name=ddp", f"env.num_envs={N}",
-           f"ppo.num_steps={T}", "ppo.minibatches=2", f"ppo.total_steps={steps}", "ppo.target_return=none"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={WORLD}",
+           "--master-addr=127.0.0.1", f"--master-port={_free_port()}", "-m", "nitro.cli", "train", "cartpole",
+           "run.device=cpu", "run.console=false", "run.tensorboard=false", f"run.dir={tmp_path}",
+           "run.name=ddp", f"env.num_envs={N}", f"ppo.num_steps={T}", "ppo.minibatches=2",
+           f"ppo.total_steps={steps}", "ppo.target_return=none"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -7,7 +7,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
-from conftest import tiny_config
+from train_helpers import tiny_config
 
 from nitro.cli import main
 from nitro.train.evaluate import load_policy
@@ -66,6 +66,7 @@ def test_pendulum_onnx_matches_torch_with_obs_norm(tmp_path, capsys):
 
 
 def test_lstm_export_says_it_is_unsupported(tmp_path):
-    Trainer(tiny_config("cartpole", "policy.lstm=8", "policy.bptt=8", "ppo.total_steps=128"), tmp_path).train()
+    cfg = tiny_config("cartpole", "policy.lstm=8", "policy.bptt=8", "ppo.total_steps=128")
+    Trainer(cfg, tmp_path).train()
     with pytest.raises(NotImplementedError, match="policy.lstm=0"):
         export_onnx(tmp_path)

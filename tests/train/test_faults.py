@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import tiny_config
+from train_helpers import tiny_config
 
 from nitro.train import checkpoint
 from nitro.train.ppo import Trainer, TrainingDiverged
@@ -41,7 +41,8 @@ def _inf_reward(trainer):
 
     def bad_step(state, action, key):
         state, obs, reward, terminated, truncated = step(state, action, key)
-        return state, obs, torch.where(torch.arange(reward.shape[0]) == 0, torch.inf, reward), terminated, truncated
+        reward = torch.where(torch.arange(reward.shape[0]) == 0, torch.inf, reward)  # env 0 only
+        return state, obs, reward, terminated, truncated
 
     trainer.env.step = bad_step
 

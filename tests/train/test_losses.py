@@ -94,7 +94,8 @@ def test_on_policy_ratio_is_one():
     # equals -mean(A) = -(1 + 1 - 1 - 1 + 2) / 5 = -0.4.
     _, old_logprob, adv = _policy_case()
     value, old_value, ret = _values()
-    pg_loss, _, approx_kl, clipfrac = ppo_losses(old_logprob, old_logprob, adv, value, old_value, ret, CLIP, True)
+    pg_loss, _, approx_kl, clipfrac = ppo_losses(old_logprob, old_logprob, adv, value, old_value, ret, CLIP,
+                                                 True)
     assert pg_loss.item() == pytest.approx(-0.4, abs=ATOL)
     assert approx_kl.item() == 0.0 and clipfrac.item() == 0.0
     assert math.isfinite(pg_loss.item())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from conftest import QUIET
+from train_helpers import QUIET
 
 from nitro.core import rng
 from nitro.core.env import Env, autoreset_step
@@ -49,7 +49,8 @@ class MaskedBandit(Env[MaskedBanditState, MaskedBanditParams]):
         return (u < 0.5) | (u == u.max(-1, keepdim=True).values)
 
     def reset(self, key, num_envs, device):
-        return MaskedBanditState(self._draw(key, num_envs), torch.zeros(num_envs, dtype=torch.int32, device=device))
+        elapsed = torch.zeros(num_envs, dtype=torch.int32, device=device)
+        return MaskedBanditState(self._draw(key, num_envs), elapsed)
 
     def step(self, state, action, key):
         idx = torch.arange(ACTIONS, device=action.device)
@@ -89,7 +90,8 @@ class MaskedMultiBandit(Env[MaskedBanditState, MaskedBanditParams]):
         return torch.cat(blocks, -1)
 
     def reset(self, key, num_envs, device):
-        return MaskedBanditState(self._draw(key, num_envs), torch.zeros(num_envs, dtype=torch.int32, device=device))
+        elapsed = torch.zeros(num_envs, dtype=torch.int32, device=device)
+        return MaskedBanditState(self._draw(key, num_envs), elapsed)
 
     def step(self, state, action, key):
         reward = torch.zeros(action.shape[0])
@@ -179,8 +181,9 @@ def test_masked_actions_never_taken_and_policy_learns(tmp_path):
 
 def test_masked_multidiscrete_through_the_trainer(tmp_path):
     updates = 20
-    cfg = C.load(MULTI_ID, [*QUIET, "env.num_envs=64", "ppo.num_steps=8", f"ppo.total_steps={updates * 64 * 8}",
-                            "ppo.lr=3e-3", "ppo.ent_coef=0.003", "ppo.gamma=0.5", "ppo.lr_schedule=constant"])
+    cfg = C.load(MULTI_ID, [*QUIET, "env.num_envs=64", "ppo.num_steps=8",
+                            f"ppo.total_steps={updates * 64 * 8}", "ppo.lr=3e-3", "ppo.ent_coef=0.003",
+                            "ppo.gamma=0.5", "ppo.lr_schedule=constant"])
     trainer = Trainer(cfg, tmp_path)
     b = trainer.buf
     assert b.actions.shape == (8, 64, 2) and b.masks.shape == (8, 64, sum(NVEC))

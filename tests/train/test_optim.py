@@ -45,7 +45,8 @@ def test_flat_adam_equals_torch_adam(lr, betas, eps):
         for p, q in zip(ours.parameters(), ref.parameters()):
             torch.testing.assert_close(p, q, rtol=RTOL, atol=ATOL)
     state = [adam.state[q] for q in ref.parameters()]
-    torch.testing.assert_close(flat.exp_avg, torch.cat([s["exp_avg"].flatten() for s in state]), rtol=RTOL, atol=ATOL)
+    torch.testing.assert_close(flat.exp_avg, torch.cat([s["exp_avg"].flatten() for s in state]),
+                               rtol=RTOL, atol=ATOL)
     torch.testing.assert_close(flat.exp_avg_sq, torch.cat([s["exp_avg_sq"].flatten() for s in state]),
                                rtol=RTOL, atol=ATOL)
     assert flat.step_count.item() == STEPS

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import tiny_config
+from train_helpers import tiny_config
 from torch.distributions import Categorical, Independent, Normal
 
 from nitro.core import rng

@@ -13,7 +13,7 @@ import time
 
 import pytest
 import torch
-from conftest import tiny_config
+from train_helpers import tiny_config
 
 from nitro.train import checkpoint
 from nitro.train.ppo import Trainer
@@ -29,7 +29,8 @@ class Interrupt(Exception):
 def _config(lstm: int):
     # obs_norm and reward_scale put the normalizers in play, the linear schedule the update counter,
     # the short episode limit auto-resets (the env state) mid-rollout
-    return tiny_config("cartpole", f"ppo.total_steps={UPDATES * 8 * 16}", f"run.checkpoint_every={CHECKPOINT_EVERY}",
+    return tiny_config("cartpole", f"ppo.total_steps={UPDATES * 8 * 16}",
+                       f"run.checkpoint_every={CHECKPOINT_EVERY}",
                        "ppo.obs_norm=true", "ppo.reward_scale=true", "ppo.lr_schedule=linear", "ppo.lr=1e-3",
                        "env.params.max_episode_steps=20", f"policy.lstm={lstm}", "policy.bptt=8")
 
@@ -53,7 +54,8 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, lstm):
     first = Trainer(_config(lstm), resumed_dir)
     with pytest.raises(Interrupt):
         first.train(on_log=stop_after_checkpoint)
-    assert [p.name for p in checkpoint.checkpoints(resumed_dir)] == [f"ckpt_{CHECKPOINT_EVERY:08d}.safetensors"]
+    saved = [p.name for p in checkpoint.checkpoints(resumed_dir)]
+    assert saved == [f"ckpt_{CHECKPOINT_EVERY:08d}.safetensors"]
 
     resumed = Trainer(_config(lstm), resumed_dir, resume=resumed_dir)
     assert resumed.update == CHECKPOINT_EVERY and resumed.global_step == CHECKPOINT_EVERY * 8 * 16
@@ -101,7 +103,7 @@ KILL_CHECKPOINT_EVERY = 10
 
 
 def _nitro(*args, **kwargs):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the in-process tests (see conftest.one_thread)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the in-process tests (see train_helpers.single_thread)
     return subprocess.Popen([sys.executable, "-m", "nitro.cli", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
