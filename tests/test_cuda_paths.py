@@ -12,9 +12,10 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available():
     pytest.skip("needs a CUDA device", allow_module_level=True)
 
-STEPS = 64
-# Inductor may fuse or reorder float32 arithmetic (e.g. FMA contraction), so compiled and eager agree
-# to rounding, not bit for bit; 1e-5 absolute is ~100 ulps of CartPole's O(0.1) state after 64 steps.
+STEPS = 8
+# Inductor may contract float32 arithmetic into FMAs, so compiled and eager agree to rounding, not bit
+# for bit. CartPole's upright pole is unstable (errors grow ~e^(4.4 t)); over 8 steps (0.16 s) a few-ulp
+# difference stays below 1e-5 absolute on its O(0.1) state.
 ATOL = 1e-5
 
 

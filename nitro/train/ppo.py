@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,8 +99,7 @@ class Trainer:
         self.graphed = _flag(cfg.run.graph, d)
         if self.graphed and d.type != "cuda":
             raise ValueError("run.graph=true needs a CUDA device; use run.graph=false on CPU")
-        self.autocast = (torch.autocast(d.type, dtype=torch.bfloat16) if cfg.run.precision == "bf16"
-                         else nullcontext())
+        self.bf16 = cfg.run.precision == "bf16"
 
         torch.manual_seed(self.seed)  # parameter init only; all sampling uses nitro.core.rng keys
         self.policy = ActorCritic(self.obs_dim, self.env.action_space, cfg.policy).to(d)
@@ -131,6 +129,7 @@ class Trainer:
         self.update, self.global_step = 0, 0
 
         self.rollout_step = fast.compile(self._rollout_step) if self.compiled else self._rollout_step
+        self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
 
         self.run_dir = Path(run_dir) if run_dir else None
         self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
@@ -156,6 +155,10 @@ class Trainer:
             hidden=hidden, advantages=f(), returns=f())
 
     # ------------------------------------------------------------------ collect
+    def _autocast(self):
+        """bf16 autocast for policy math when run.precision=bf16 (weights stay fp32)."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16)
+
     def _normalize(self, obs: torch.Tensor) -> torch.Tensor:
         return self.obs_rms.normalize(obs) if self.cfg.ppo.obs_norm else obs
 
@@ -165,7 +168,7 @@ class Trainer:
         k_act, k_env, k_next = rng.split(c.key, 3)
         obs = self._normalize(c.obs)
         mask = self.env.action_mask(c.env_state)
-        with torch.no_grad(), self.autocast:
+        with torch.no_grad(), self._autocast():
             out, value, hidden = self.policy(obs, c.hidden, c.first)
         # detach: a view of a parameter made under no_grad (the expanded log-std) still requires grad,
         # and stored actions must not carry a graph into the update
@@ -187,7 +190,7 @@ class Trainer:
         if p.reward_scale:
             reward = reward / torch.sqrt(self.ret_rms.var + 1e-8)
         # bootstrap truncated (not terminated) episodes from their final observation
-        with torch.no_grad(), self.autocast:
+        with torch.no_grad(), self._autocast():
             final_value = self.policy.value(self._normalize(t.final_obs.float()), hidden,
                                             torch.zeros_like(done)).float()
         reward = reward + p.gamma * final_value * (t.truncated & ~t.terminated)
@@ -224,7 +227,7 @@ class Trainer:
     def compute_advantages(self) -> None:
         """GAE(gamma, lambda) over the rollout, bootstrapped from the value of the last observation."""
         p, b, c = self.cfg.ppo, self.buf, self.carry
-        with torch.no_grad(), self.autocast:
+        with torch.no_grad(), self._autocast():
             next_value = self.policy.value(self._normalize(c.obs), c.hidden, c.first).float()
         b.advantages.copy_(gae(b.rewards, b.values, b.dones, next_value, p.gamma, p.gae_lambda))
         b.returns.copy_(b.advantages + b.values)
@@ -242,53 +245,59 @@ class Trainer:
     def learn(self) -> None:
         """Epochs x minibatches of PPO over the rollout. Minibatches are sets of sequences (env
         columns of length T, or BPTT chunks with an LSTM), so one path serves both policies."""
-        p, b, cfg = self.cfg.ppo, self.buf, self.cfg
-        L = cfg.policy.bptt if self.policy.recurrent else self.T
-        chunks = self.T // L
-        S = chunks * self.N
+        p, b = self.cfg.ppo, self.buf
+        L = self.cfg.policy.bptt if self.policy.recurrent else self.T
+        C, N = self.T // L, self.N
+        S = C * N
         mb = S // p.minibatches
-        steps_in_chunk = torch.arange(L, device=self.device).unsqueeze(1)
+
+        def sequences(x):  # [T, N, ...] -> [L, C * N, ...], sequence c * N + n = chunk c of env n
+            return x if C == 1 else x.view(C, L, N, *x.shape[2:]).transpose(0, 1).reshape(L, S, *x.shape[2:])
+
+        data = [sequences(x) for x in (b.obs, b.actions, b.logprobs, b.values, b.advantages, b.returns,
+                                       b.firsts)]
+        masks = sequences(b.masks) if b.masks is not None else None
+        hidden = tuple(h.reshape(S, -1) for h in b.hidden)
         for epoch in range(p.epochs):
             perm = torch.argsort(rng.uniform(rng.fold_in(self.learn_key, epoch + 1), (S,)))
             for m in range(p.minibatches):
                 ids = perm[m * mb : (m + 1) * mb]
-                chunk, env = ids // self.N, ids % self.N
-                t_idx, n_idx = chunk * L + steps_in_chunk, env.expand(L, mb)
-                take = lambda x: x[t_idx, n_idx]
-                hidden = tuple(h[chunk, env] for h in b.hidden)
-                mask = take(b.masks) if b.masks is not None else None
-                self._minibatch(take(b.obs), take(b.actions), take(b.logprobs), take(b.values),
-                                take(b.advantages), take(b.returns), take(b.firsts), mask, hidden)
+                batch = [x.index_select(1, ids) for x in data]
+                mask = masks.index_select(1, ids) if masks is not None else None
+                self._minibatch(batch, mask, tuple(h.index_select(0, ids) for h in hidden))
         self.learn_key.copy_(rng.fold_in(self.learn_key, 0))
 
-    def _minibatch(self, obs, actions, old_logprob, old_value, adv, ret, firsts, mask, hidden) -> None:
+    def _losses(self, batch, mask, hidden):
+        """PPO loss of one minibatch and its stats [pg, v, entropy, approx_kl, clipfrac]."""
         p = self.cfg.ppo
-        with self.autocast:
+        obs, actions, old_logprob, old_value, adv, ret, firsts = batch
+        with self._autocast():
             out, value = self.policy.forward_sequence(obs, hidden, firsts)
         out = tree.tree_map(lambda x: x.float(), out)
-        value = value.float()
         if mask is not None:
             out = self.dist_head.mask_logits(out, mask)
         logprob = self.dist_head.log_prob(out, actions)
         entropy = self.dist_head.entropy(out).mean()
         if p.norm_adv:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        pg_loss, v_loss, approx_kl, clipfrac = ppo_losses(logprob, old_logprob, adv, value, old_value, ret,
-                                                          p.clip_coef, p.clip_vloss)
+        pg_loss, v_loss, approx_kl, clipfrac = ppo_losses(logprob, old_logprob, adv, value.float(), old_value,
+                                                          ret, p.clip_coef, p.clip_vloss)
         loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
+        return loss, torch.stack([pg_loss, v_loss, entropy, approx_kl, clipfrac]).detach()
 
+    def _minibatch(self, batch, mask, hidden) -> None:
+        p = self.cfg.ppo
+        loss, stats = self.loss_fn(batch, mask, hidden)
         self.opt.zero_grad()
         loss.backward()
         grad = dist.all_reduce_mean_(self.opt.grad, self.dist)
         grad_norm = grad.norm()
         finite = torch.isfinite(grad_norm) & torch.isfinite(loss)
-        scale = torch.where(finite, (p.max_grad_norm / (grad_norm + 1e-6)).clamp(max=1.0), 0.0)
-        grad.mul_(scale)
+        grad.mul_(torch.where(finite, (p.max_grad_norm / (grad_norm + 1e-6)).clamp(max=1.0), 0.0))
         self.first_bad_update.copy_(torch.where(~finite & (self.first_bad_update < 0), self.update_index,
                                                 self.first_bad_update))
         self.opt.step(apply=finite)  # a non-finite minibatch changes nothing; the next log stops the run
-        self.loss_stats += torch.stack([pg_loss, v_loss, entropy, approx_kl, clipfrac, grad_norm,
-                                        torch.ones((), device=self.device)]).detach()
+        self.loss_stats += torch.cat([stats, grad_norm.detach().view(1), torch.ones(1, device=self.device)])
 
     # ------------------------------------------------------------------ one iteration
     def iteration(self) -> None:
