@@ -13,14 +13,18 @@ python3 -c "import torch, triton; print(torch.__version__, triton.__version__)" 
 for s in $STAGES; do
   echo "=== $s $(date +%T)"
   case $s in
-    tests)  timeout 120 python3 -m pytest -q -m gpu tests/test_cuda_paths.py -p no:cacheprovider 2>&1 | tail -25 ;;
+    tests)  timeout 120 python3 -m pytest -q -m gpu tests/test_cuda_paths.py -p no:cacheprovider --tb=line 2>&1 | tail -15 ;;
     envs)   timeout 260 python3 -m nitro.cli bench CartPole-v1 --num-envs 8192 65536 262144 1048576 4194304 16777216 \
               --steps 100 --mode eager compile graph --repeats 7 --out "$OUT/cartpole_env.json" ;;
+    code)   TORCH_LOGS=output_code timeout 120 python3 -m nitro.cli bench CartPole-v1 --num-envs 1048576 --steps 10 \
+              --mode compile --no-save > "$OUT/cartpole_code.txt" 2>&1; grep -c "def triton" "$OUT/cartpole_code.txt" ;;
     gymnax) timeout 150 python3 bench/gymnax_cartpole.py --num-envs 8192 65536 262144 1048576 4194304 16777216 \
               --steps 100 --out "$OUT/gymnax_cartpole.json" ;;
-    ppo)    timeout 300 python3 bench/ppo_cartpole.py throughput --num-envs 65536 262144 1048576 \
-              --variants "" "run.precision=bf16" --out "$OUT/ppo_throughput.json" ;;
-    solve)  timeout 240 python3 bench/ppo_cartpole.py solve --num-envs 16384 65536 --seeds 3 --variants "" \
+    ppo)    timeout 200 python3 bench/ppo_cartpole.py throughput --num-envs 65536 262144 1048576 \
+              --variants "run.precision=bf16" --out "$OUT/ppo_throughput.json"
+            timeout 150 python3 bench/ppo_cartpole.py throughput --num-envs 1048576 \
+              --variants "" "run.precision=bf16 run.compile=false" --out "$OUT/ppo_throughput_variants.json" ;;
+    solve)  timeout 240 python3 bench/ppo_cartpole.py solve --num-envs 16384 65536 --seeds 3 --variants "run.precision=bf16" \
               --out "$OUT/ppo_solve.json" ;;
     *) echo "unknown stage $s" ;;
   esac
