@@ -713,7 +713,15 @@ def sphere_contacts_reference(mesh: ArenaMesh, centers: torch.Tensor, radius: fl
     all_point = torch.cat((plane_point, point), 1)
     all_offset = torch.cat((plane_offset, offset), 1)
     all_depth = torch.cat((plane_depth, depth), 1)
-    # Compact the contacts to the front, keeping their order (a stable sort on "no contact").
+    # Compact the contacts to the front, keeping their order (a stable sort on "no contact"); pad
+    # to max_contacts slots when there are fewer candidates.
+    short = max_contacts - all_has.shape[1]
+    if short > 0:
+        def pad(x):
+            return torch.cat((x, x.new_zeros(n, short, *x.shape[2:])), 1)
+
+        all_has, all_object, all_feature, all_normal, all_point, all_offset, all_depth = (
+            pad(x) for x in (all_has, all_object, all_feature, all_normal, all_point, all_offset, all_depth))
     order = torch.sort((~all_has).to(torch.int8), dim=1, stable=True).indices[:, :max_contacts]
     slot_has = all_has.gather(1, order)
     take3 = order[..., None].expand(-1, -1, 3)
@@ -837,6 +845,10 @@ def ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, use_kernel
 # --- Box contacts ---------------------------------------------------------------------------------
 
 
+# |direction . axis| below which a box axis does not decide its support point (cos 89.9994 deg).
+BOX_SUPPORT_TIE = 1e-5
+
+
 @dataclasses.dataclass
 class BoxContacts:
     """Contacts of N oriented boxes with the arena, deepest first; empty slots have feature -1.
@@ -854,15 +866,16 @@ class BoxContacts:
     depth: torch.Tensor
     """Separation along the normal, UU, negative when penetrating [N, K]."""
     point: torch.Tensor
-    """The box's deepest point along -normal (its support point), UU [N, K, 3]."""
+    """The box's deepest point along -normal (its support point; face or edge centre on ties), UU [N, K, 3]."""
     feature: torch.Tensor
     """Triangle id, or num_triangles + plane index; -1 for an empty slot [N, K] int32."""
 
 
 def _box_support(center, axes, half, direction):
-    """Box vertex furthest along ``direction`` [..., 3]; ``axes`` [..., 3, 3] has the axes as columns."""
+    """The box's points furthest along ``direction`` [..., 3], averaged where a face or edge ties
+    (so a face-on contact reports the face centre); ``axes`` [..., 3, 3] has the axes as columns."""
     along = torch.einsum("...ij,...i->...j", axes, direction)  # direction in box coordinates
-    signs = torch.where(along >= 0, 1.0, -1.0)
+    signs = torch.where(along.abs() <= BOX_SUPPORT_TIE, 0.0, torch.sign(along))
     return center + torch.einsum("...ij,...j->...i", axes, signs * half)
 
 

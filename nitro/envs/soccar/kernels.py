@@ -1,0 +1,801 @@
+"""Triton kernels of the arena queries: each lane (env) loops over just its own grid cell's list.
+
+The PyTorch functions in `mesh.py` / `collide.py` are the reference these must match (a `gpu` test
+compares them at scale; `TRITON_INTERPRET=1` runs them on the CPU). They are registered with
+``torch.library.triton_op``, so ``torch.compile`` traces through them and CUDA graphs capture them.
+Triton ships with CUDA builds of PyTorch only, so this module is imported lazily, on CUDA paths.
+
+Kernels:
+- `sphere_manifolds`: Bullet's sphere-vs-arena contacts (planes, SphereTriangleDetector,
+  btAdjustInternalEdgeContacts), filed in Bullet's order into 4-point manifolds per arena object.
+- `ray_cast`: closest hit of a segment (btTriangleRaycastCallback).
+- `box_contacts`: oriented boxes against triangles and planes by separating axes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+try:  # Triton comes with CUDA builds of PyTorch; CPU installs use the PyTorch reference instead.
+    import triton
+    import triton.language as tl
+    from torch.library import triton_op, wrap_triton
+except ImportError:  # pragma: no cover - exercised on CPU-only installs
+    triton = None
+
+from nitro.envs.soccar import collide
+from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.mesh import PLANE_OBJECT_BASE, ArenaMesh, BoxContacts, RayHits
+
+BLOCK = 64  # envs per program
+_SIMD_EPSILON_UU2 = float(torch.finfo(torch.float32).eps) * C.BT_TO_UU**2
+_DEGENERATE_L2 = float(torch.finfo(torch.float32).eps) ** 2 * C.BT_TO_UU**4
+
+
+def available() -> bool:
+    """Triton can be imported (a CUDA build of PyTorch, or TRITON_INTERPRET=1 for CPU testing)."""
+    return triton is not None
+
+
+if triton is not None:
+
+    # --- small vector helpers (one lane = one env; x, y, z as separate tensors) ------------------
+
+    @triton.jit
+    def _dot(ax, ay, az, bx, by, bz):
+        return ax * bx + ay * by + az * bz
+
+    @triton.jit
+    def _cross(ax, ay, az, bx, by, bz):
+        return ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx
+
+    @triton.jit
+    def _atan2(y, x):
+        """atan2 from Cephes atanf (|error| ~1e-7 rad): libdevice's is missing in the interpreter."""
+        ax = tl.abs(x)
+        ay = tl.abs(y)
+        big = tl.maximum(ax, ay)
+        small = tl.minimum(ax, ay)
+        t = small / tl.where(big > 0, big, 1.0)
+        hi = t > 0.4142135623730950  # tan(pi / 8)
+        z = tl.where(hi, (t - 1.0) / (t + 1.0), t)
+        base = tl.where(hi, 0.7853981633974483, 0.0)
+        zz = z * z
+        r = base + ((((8.05374449538e-2 * zz - 1.38776856032e-1) * zz + 1.99777106478e-1) * zz
+                     - 3.33329491539e-1) * zz * z + z)
+        r = tl.where(ay > ax, 1.5707963267948966 - r, r)
+        r = tl.where(x < 0, 3.141592653589793 - r, r)
+        return tl.where(y < 0, -r, r)
+
+    @triton.jit
+    def _rotate(vx, vy, vz, kx, ky, kz, angle):
+        """Rotate v about axis k (any length) by angle, right-handed (Rodrigues)."""
+        inv = 1.0 / tl.sqrt(kx * kx + ky * ky + kz * kz)
+        kx, ky, kz = kx * inv, ky * inv, kz * inv
+        c = tl.cos(angle)
+        s = tl.sin(angle)
+        cx, cy, cz = _cross(kx, ky, kz, vx, vy, vz)
+        kv = _dot(kx, ky, kz, vx, vy, vz) * (1 - c)
+        return vx * c + cx * s + kx * kv, vy * c + cy * s + ky * kv, vz * c + cz * s + kz * kv
+
+    # --- sphere vs triangle (SphereTriangleDetector::collide, RocketSim's variant) ---------------
+
+    @triton.jit
+    def _closest_point(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
+        abx, aby, abz = bx - ax, by - ay, bz - az
+        acx, acy, acz = cx - ax, cy - ay, cz - az
+        d1 = _dot(abx, aby, abz, px - ax, py - ay, pz - az)
+        d2 = _dot(acx, acy, acz, px - ax, py - ay, pz - az)
+        d3 = _dot(abx, aby, abz, px - bx, py - by, pz - bz)
+        d4 = _dot(acx, acy, acz, px - bx, py - by, pz - bz)
+        d5 = _dot(abx, aby, abz, px - cx, py - cy, pz - cz)
+        d6 = _dot(acx, acy, acz, px - cx, py - cy, pz - cz)
+        va = d3 * d6 - d5 * d4
+        vb = d5 * d2 - d1 * d6
+        vc = d1 * d4 - d3 * d2
+        denom = 1.0 / (va + vb + vc)
+        v = vb * denom
+        w = vc * denom
+        ox, oy, oz = ax + v * abx + w * acx, ay + v * aby + w * acy, az + v * abz + w * acz
+        m6 = (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)
+        t6 = (d4 - d3) / tl.where(m6, (d4 - d3) + (d5 - d6), 1.0)
+        ox = tl.where(m6, bx + t6 * (cx - bx), ox)
+        oy = tl.where(m6, by + t6 * (cy - by), oy)
+        oz = tl.where(m6, bz + t6 * (cz - bz), oz)
+        m5 = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
+        t5 = d2 / tl.where(m5, d2 - d6, 1.0)
+        ox = tl.where(m5, ax + t5 * acx, ox)
+        oy = tl.where(m5, ay + t5 * acy, oy)
+        oz = tl.where(m5, az + t5 * acz, oz)
+        m4 = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
+        t4 = d1 / tl.where(m4, d1 - d3, 1.0)
+        ox = tl.where(m4, ax + t4 * abx, ox)
+        oy = tl.where(m4, ay + t4 * aby, oy)
+        oz = tl.where(m4, az + t4 * abz, oz)
+        m3 = (d6 >= 0) & (d5 <= d6)
+        ox, oy, oz = tl.where(m3, cx, ox), tl.where(m3, cy, oy), tl.where(m3, cz, oz)
+        m2 = (d3 >= 0) & (d4 <= d3)
+        ox, oy, oz = tl.where(m2, bx, ox), tl.where(m2, by, oy), tl.where(m2, bz, oz)
+        m1 = (d1 <= 0) & (d2 <= 0)
+        ox, oy, oz = tl.where(m1, ax, ox), tl.where(m1, ay, oy), tl.where(m1, az, oz)
+        return ox, oy, oz
+
+    @triton.jit
+    def _sphere_triangle(cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz, radius, reach,
+                         DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr):
+        e1x, e1y, e1z = bx - ax, by - ay, bz - az
+        e2x, e2y, e2z = qx - ax, qy - ay, qz - az
+        fx, fy, fz = _cross(e1x, e1y, e1z, e2x, e2y, e2z)
+        l2 = _dot(fx, fy, fz, fx, fy, fz)
+        inv = 1.0 / tl.sqrt(tl.where(l2 > 0, l2, 1.0))
+        nx, ny, nz = fx * inv, fy * inv, fz * inv
+        wx, wy, wz = cx - ax, cy - ay, cz - az
+        plane = _dot(wx, wy, wz, nx, ny, nz)
+        flip = plane < 0
+        nx, ny, nz = tl.where(flip, -nx, nx), tl.where(flip, -ny, ny), tl.where(flip, -nz, nz)
+        plane = tl.abs(plane)
+        g1x, g1y, g1z = _cross(e1x, e1y, e1z, wx, wy, wz)
+        g2x, g2y, g2z = _cross(wx, wy, wz, e2x, e2y, e2z)
+        l2s = tl.where(l2 > 0, l2, 1.0)
+        gamma = _dot(g1x, g1y, g1z, fx, fy, fz) / l2s
+        beta = _dot(g2x, g2y, g2z, fx, fy, fz) / l2s
+        alpha = 1 - gamma - beta
+        inside = (alpha >= 0) & (alpha <= 1) & (beta >= 0) & (beta <= 1) & (gamma >= 0) & (gamma <= 1)
+        kx, ky, kz = _closest_point(cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz)
+        px = tl.where(inside, cx - nx * plane, kx)
+        py = tl.where(inside, cy - ny * plane, ky)
+        pz = tl.where(inside, cz - nz * plane, kz)
+        tx, ty, tz = cx - px, cy - py, cz - pz
+        dist2 = _dot(tx, ty, tz, tx, ty, tz)
+        has = (l2 >= DEGENERATE_L2) & (plane < reach) & (dist2 < reach * reach)
+        tiny = dist2 <= SIMD_EPSILON
+        dist = tl.sqrt(dist2)
+        invd = 1.0 / tl.where(tiny, 1.0, dist)
+        gx = tl.where(tiny, nx, tx * invd)
+        gy = tl.where(tiny, ny, ty * invd)
+        gz = tl.where(tiny, nz, tz * invd)
+        depth = tl.where(tiny, -radius, dist - radius)
+        return has, px, py, pz, gx, gy, gz, depth
+
+    @triton.jit
+    def _edge_distance(px, py, pz, ax, ay, az, bx, by, bz):
+        dx, dy, dz = bx - ax, by - ay, bz - az
+        t = _dot(px - ax, py - ay, pz - az, dx, dy, dz) / _dot(dx, dy, dz, dx, dy, dz)
+        t = tl.minimum(tl.maximum(t, 0.0), 1.0)
+        ex, ey, ez = px - (ax + t * dx), py - (ay + t * dy), pz - (az + t * dz)
+        return tl.sqrt(_dot(ex, ey, ez, ex, ey, ez))
+
+    @triton.jit
+    def _adjust_internal_edge(gx, gy, gz, px, py, pz, ax, ay, az, bx, by, bz, qx, qy, qz,
+                              tnx, tny, tnz, ang0, ang1, ang2, flags,
+                              MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr):
+        """btAdjustInternalEdgeContacts, as `mesh.adjust_internal_edge_contacts`."""
+        d0 = _edge_distance(px, py, pz, ax, ay, az, bx, by, bz)
+        d1 = _edge_distance(px, py, pz, bx, by, bz, qx, qy, qz)
+        d2 = _edge_distance(px, py, pz, qx, qy, qz, ax, ay, az)
+        h0 = tl.abs(ang0) < MAX_ANGLE
+        h1 = tl.abs(ang1) < MAX_ANGLE
+        h2 = tl.abs(ang2) < MAX_ANGLE
+        big = 3.0e38
+        k0 = tl.where(h0, d0, big)
+        k1 = tl.where(h1, d1, big)
+        k2 = tl.where(h2, d2, big)
+        best = tl.where(k1 < k0, 1, 0)
+        bestd = tl.minimum(k0, k1)
+        best = tl.where(k2 < bestd, 2, best)
+        bestd = tl.minimum(bestd, k2)
+        hb = tl.where(best == 0, h0, tl.where(best == 1, h1, h2))
+        near = hb & (bestd < EDGE_DISTANCE)
+        angle = tl.where(best == 0, ang0, tl.where(best == 1, ang1, ang2))
+        convex = ((flags >> best) & 1) == 1
+        swap_b = ((flags >> (best + 3)) & 1) == 1
+        # edge vector v0 - v1, v1 - v2, v2 - v0
+        ex = tl.where(best == 0, ax - bx, tl.where(best == 1, bx - qx, qx - ax))
+        ey = tl.where(best == 0, ay - by, tl.where(best == 1, by - qy, qy - ay))
+        ez = tl.where(best == 0, az - bz, tl.where(best == 1, bz - qz, qz - az))
+        ninv = 1.0 / tl.sqrt(_dot(gx, gy, gz, gx, gy, gz))
+        nix, niy, niz = gx * ninv, gy * ninv, gz * ninv
+        sw = tl.where(convex, 1.0, -1.0)
+        nax, nay, naz = sw * tnx, sw * tny, sw * tnz
+        cbx, cby, cbz = _rotate(tnx, tny, tnz, ex, ey, ez, angle)
+        cbx = tl.where(swap_b, -cbx, cbx)
+        cby = tl.where(swap_b, -cby, cby)
+        cbz = tl.where(swap_b, -cbz, cbz)
+        back = (_dot(nix, niy, niz, nax, nay, naz) < 0) & (_dot(nix, niy, niz, sw * cbx, sw * cby, sw * cbz) < 0)
+        concave = near & ((angle == 0) | back)
+        ecx, ecy, ecz = _cross(ex, ey, ez, nax, nay, naz)
+        einv = 1.0 / tl.sqrt(_dot(ecx, ecy, ecz, ecx, ecy, ecz))
+        ecx, ecy, ecz = ecx * einv, ecy * einv, ecz * einv
+        cur = _atan2(_dot(gx, gy, gz, ecx, ecy, ecz), _dot(gx, gy, gz, nax, nay, naz))
+        clamp = tl.where(angle < 0, cur < angle, cur > angle)
+        clx, cly, clz = _rotate(gx, gy, gz, ex, ey, ez, angle - cur)
+        use_clamp = near & (~concave) & clamp & (_dot(clx, cly, clz, tnx, tny, tnz) > 0)
+        ox = tl.where(use_clamp, clx, gx)
+        oy = tl.where(use_clamp, cly, gy)
+        oz = tl.where(use_clamp, clz, gz)
+        use_face = concave & (_dot(tnx, tny, tnz, nix, niy, niz) >= 0)
+        ox = tl.where(use_face, tnx, ox)
+        oy = tl.where(use_face, tny, oy)
+        oz = tl.where(use_face, tnz, oz)
+        return ox, oy, oz, use_clamp | use_face
+
+    # --- the 4-point manifolds, held as [BLOCK, 16] arrays (slot * 4 + point) ----------------------
+
+    @triton.jit
+    def _pick(arr, col, index):
+        """arr[lane, index[lane]] for [BLOCK, W] arr."""
+        return tl.sum(tl.where(col[None, :] == index[:, None], arr, 0.0), axis=1)
+
+    @triton.jit
+    def _add_point(ok, new_obj, nox, noy, noz, npx, npy, npz, nnx, nny, nnz, nd,
+                   obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep):
+        """btPersistentManifold::addManifoldPoint into the slot of ``new_obj`` (sortCachedPoints when full)."""
+        scol = tl.arange(0, 4)
+        pcol = tl.arange(0, 16)
+        match = obj == new_obj[:, None]
+        free = obj < 0
+        has_slot = tl.max(match.to(tl.int32), axis=1) > 0
+        any_free = tl.max(free.to(tl.int32), axis=1) > 0
+        slot = tl.where(has_slot, tl.argmax(match.to(tl.int32), axis=1), tl.argmax(free.to(tl.int32), axis=1))
+        ok = ok & (has_slot | any_free)
+        held = tl.sum(tl.where(scol[None, :] == slot[:, None], cnt, 0), axis=1)
+        full = held >= 4
+        # sortCachedPoints over the slot's 4 points
+        base = slot * 4
+        o0x = _pick(ox, pcol, base)
+        o0y = _pick(oy, pcol, base)
+        o0z = _pick(oz, pcol, base)
+        o1x = _pick(ox, pcol, base + 1)
+        o1y = _pick(oy, pcol, base + 1)
+        o1z = _pick(oz, pcol, base + 1)
+        o2x = _pick(ox, pcol, base + 2)
+        o2y = _pick(oy, pcol, base + 2)
+        o2z = _pick(oz, pcol, base + 2)
+        o3x = _pick(ox, pcol, base + 3)
+        o3y = _pick(oy, pcol, base + 3)
+        o3z = _pick(oz, pcol, base + 3)
+        dd0 = _pick(dep, pcol, base)
+        dd1 = _pick(dep, pcol, base + 1)
+        dd2 = _pick(dep, pcol, base + 2)
+        dd3 = _pick(dep, pcol, base + 3)
+        deepest = tl.full(nd.shape, -1, tl.int32)
+        bestd = nd
+        deepest = tl.where(dd0 < bestd, 0, deepest)
+        bestd = tl.minimum(bestd, dd0)
+        deepest = tl.where(dd1 < bestd, 1, deepest)
+        bestd = tl.minimum(bestd, dd1)
+        deepest = tl.where(dd2 < bestd, 2, deepest)
+        bestd = tl.minimum(bestd, dd2)
+        deepest = tl.where(dd3 < bestd, 3, deepest)
+        ux, uy, uz = _cross(nox - o1x, noy - o1y, noz - o1z, o3x - o2x, o3y - o2y, o3z - o2z)
+        r0 = tl.where(deepest == 0, 0.0, _dot(ux, uy, uz, ux, uy, uz))
+        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o3x - o2x, o3y - o2y, o3z - o2z)
+        r1 = tl.where(deepest == 1, 0.0, _dot(ux, uy, uz, ux, uy, uz))
+        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o3x - o1x, o3y - o1y, o3z - o1z)
+        r2 = tl.where(deepest == 2, 0.0, _dot(ux, uy, uz, ux, uy, uz))
+        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o2x - o1x, o2y - o1y, o2z - o1z)
+        r3 = tl.where(deepest == 3, 0.0, _dot(ux, uy, uz, ux, uy, uz))
+        replaced = tl.where(r1 > r0, 1, 0)
+        rbest = tl.maximum(r0, r1)
+        replaced = tl.where(r2 > rbest, 2, replaced)
+        rbest = tl.maximum(rbest, r2)
+        replaced = tl.where(r3 > rbest, 3, replaced)
+        index = tl.where(full, replaced, held)
+        at_slot = ok[:, None] & (scol[None, :] == slot[:, None])
+        at_point = ok[:, None] & (pcol[None, :] == (base + index)[:, None])
+        obj = tl.where(at_slot, new_obj[:, None], obj)
+        cnt = tl.where(at_slot & (~full[:, None]), cnt + 1, cnt)
+        ox = tl.where(at_point, nox[:, None], ox)
+        oy = tl.where(at_point, noy[:, None], oy)
+        oz = tl.where(at_point, noz[:, None], oz)
+        px = tl.where(at_point, npx[:, None], px)
+        py = tl.where(at_point, npy[:, None], py)
+        pz = tl.where(at_point, npz[:, None], pz)
+        nx = tl.where(at_point, nnx[:, None], nx)
+        ny = tl.where(at_point, nny[:, None], ny)
+        nz = tl.where(at_point, nnz[:, None], nz)
+        dep = tl.where(at_point, nd[:, None], dep)
+        return obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep
+
+    @triton.jit
+    def _sphere_manifolds_kernel(
+        # queries
+        centers_ptr, n, radius, gap,
+        # arena
+        tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_n_ptr, plane_d_ptr,
+        cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+        # outputs
+        obj_out, cnt_out, offset_out, point_out, normal_out, depth_out,
+        NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr,
+        DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr,
+        EDGE_DISTANCE: tl.constexpr, BLOCK: tl.constexpr,
+    ):
+        lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        live = lane < n
+        cx = tl.load(centers_ptr + lane * 3, mask=live, other=0.0)
+        cy = tl.load(centers_ptr + lane * 3 + 1, mask=live, other=0.0)
+        cz = tl.load(centers_ptr + lane * 3 + 2, mask=live, other=0.0)
+        reach = radius + gap
+        obj = tl.full([BLOCK, 4], -1, tl.int32)
+        cnt = tl.zeros([BLOCK, 4], tl.int32)
+        ox = tl.zeros([BLOCK, 16], tl.float32)
+        oy = tl.zeros([BLOCK, 16], tl.float32)
+        oz = tl.zeros([BLOCK, 16], tl.float32)
+        px = tl.zeros([BLOCK, 16], tl.float32)
+        py = tl.zeros([BLOCK, 16], tl.float32)
+        pz = tl.zeros([BLOCK, 16], tl.float32)
+        nx = tl.zeros([BLOCK, 16], tl.float32)
+        ny = tl.zeros([BLOCK, 16], tl.float32)
+        nz = tl.zeros([BLOCK, 16], tl.float32)
+        dep = tl.zeros([BLOCK, 16], tl.float32)
+        found = tl.zeros([BLOCK], tl.int32)
+        # Planes first (btConvexPlaneCollisionAlgorithm), each its own object.
+        for p in tl.static_range(NUM_PLANES):
+            pnx = tl.load(plane_n_ptr + p * 3)
+            pny = tl.load(plane_n_ptr + p * 3 + 1)
+            pnz = tl.load(plane_n_ptr + p * 3 + 2)
+            pd = tl.load(plane_d_ptr + p)
+            d = (cx * pnx + cy * pny + cz * pnz) - pd - radius
+            has = live & (d < gap) & (found < MAX_CONTACTS)
+            found += has.to(tl.int32)
+            sox, soy, soz = -radius * pnx + cx * 0, -radius * pny + cx * 0, -radius * pnz + cx * 0
+            spx, spy, spz = cx + sox - pnx * d, cy + soy - pny * d, cz + soz - pnz * d
+            obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
+                has, tl.full([BLOCK], PLANE_BASE + p, tl.int32), sox, soy, soz, spx, spy, spz,
+                pnx + cx * 0, pny + cx * 0, pnz + cx * 0, d, obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep)
+        # The cell's triangles, in Bullet's visiting order.
+        ix = tl.minimum(tl.maximum(tl.floor((cx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
+        iy = tl.minimum(tl.maximum(tl.floor((cy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
+        iz = tl.minimum(tl.maximum(tl.floor((cz - oz0) / cell_size).to(tl.int32), 0), dim_z - 1)
+        cell = (ix * dim_y + iy) * dim_z + iz
+        start = tl.load(cell_start_ptr + cell, mask=live, other=0)
+        length = tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - start
+        longest = tl.max(length, axis=0)
+        j = 0
+        while j < longest:  # a while loop: Triton's interpreter cannot range() over a reduced value
+            valid = live & (j < length)
+            t = tl.load(cell_tris_ptr + start + j, mask=valid, other=0)
+            ax = tl.load(tri_ptr + t * 9, mask=valid, other=0.0)
+            ay = tl.load(tri_ptr + t * 9 + 1, mask=valid, other=0.0)
+            az = tl.load(tri_ptr + t * 9 + 2, mask=valid, other=0.0)
+            bx = tl.load(tri_ptr + t * 9 + 3, mask=valid, other=0.0)
+            by = tl.load(tri_ptr + t * 9 + 4, mask=valid, other=0.0)
+            bz = tl.load(tri_ptr + t * 9 + 5, mask=valid, other=0.0)
+            qx = tl.load(tri_ptr + t * 9 + 6, mask=valid, other=0.0)
+            qy = tl.load(tri_ptr + t * 9 + 7, mask=valid, other=0.0)
+            qz = tl.load(tri_ptr + t * 9 + 8, mask=valid, other=1.0)
+            has, spx, spy, spz, gx, gy, gz, d = _sphere_triangle(
+                cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz, radius, reach, DEGENERATE_L2, SIMD_EPSILON)
+            has = valid & has & (found < MAX_CONTACTS)
+            found += has.to(tl.int32)
+            # btManifoldResult::addContactPoint: point on the sphere = surface point + normal * depth
+            sox = (spx + gx * d) - cx
+            soy = (spy + gy * d) - cy
+            soz = (spz + gz * d) - cz
+            tnx = tl.load(tri_normal_ptr + t * 3, mask=valid, other=0.0)
+            tny = tl.load(tri_normal_ptr + t * 3 + 1, mask=valid, other=0.0)
+            tnz = tl.load(tri_normal_ptr + t * 3 + 2, mask=valid, other=1.0)
+            a0 = tl.load(edge_angle_ptr + t * 3, mask=valid, other=7.0)
+            a1 = tl.load(edge_angle_ptr + t * 3 + 1, mask=valid, other=7.0)
+            a2 = tl.load(edge_angle_ptr + t * 3 + 2, mask=valid, other=7.0)
+            fl = tl.load(edge_flags_ptr + t, mask=valid, other=0)
+            cnx, cny, cnz, changed = _adjust_internal_edge(
+                gx, gy, gz, spx, spy, spz, ax, ay, az, bx, by, bz, qx, qy, qz, tnx, tny, tnz, a0, a1, a2, fl,
+                MAX_ANGLE, EDGE_DISTANCE)
+            spx = tl.where(changed, (cx + sox) - cnx * d, spx)
+            spy = tl.where(changed, (cy + soy) - cny * d, spy)
+            spz = tl.where(changed, (cz + soz) - cnz * d, spz)
+            mesh_id = tl.load(tri_mesh_ptr + t, mask=valid, other=0)
+            obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
+                has, mesh_id, sox, soy, soz, spx, spy, spz, cnx, cny, cnz, d,
+                obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep)
+            j += 1
+        scol = tl.arange(0, 4)
+        pcol = tl.arange(0, 16)
+        smask = live[:, None] & (scol[None, :] < 4)
+        tl.store(obj_out + lane[:, None] * 4 + scol[None, :], obj, mask=smask)
+        tl.store(cnt_out + lane[:, None] * 4 + scol[None, :], cnt, mask=smask)
+        pmask = live[:, None] & (pcol[None, :] < 16)
+        base = lane[:, None] * 48 + pcol[None, :] * 3
+        tl.store(offset_out + base, ox, mask=pmask)
+        tl.store(offset_out + base + 1, oy, mask=pmask)
+        tl.store(offset_out + base + 2, oz, mask=pmask)
+        tl.store(point_out + base, px, mask=pmask)
+        tl.store(point_out + base + 1, py, mask=pmask)
+        tl.store(point_out + base + 2, pz, mask=pmask)
+        tl.store(normal_out + base, nx, mask=pmask)
+        tl.store(normal_out + base + 1, ny, mask=pmask)
+        tl.store(normal_out + base + 2, nz, mask=pmask)
+        tl.store(depth_out + lane[:, None] * 16 + pcol[None, :], dep, mask=pmask)
+
+
+if triton is not None:
+
+    # --- ray casts (btTriangleRaycastCallback) ------------------------------------------------------
+
+    @triton.jit
+    def _ray_cast_kernel(start_ptr, end_ptr, n, tri_ptr, plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr,
+                         ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z, num_tris,
+                         hit_out, fraction_out, normal_out, feature_out,
+                         NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr):
+        lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        live = lane < n
+        sx = tl.load(start_ptr + lane * 3, mask=live, other=0.0)
+        sy = tl.load(start_ptr + lane * 3 + 1, mask=live, other=0.0)
+        sz = tl.load(start_ptr + lane * 3 + 2, mask=live, other=0.0)
+        ex = tl.load(end_ptr + lane * 3, mask=live, other=0.0)
+        ey = tl.load(end_ptr + lane * 3 + 1, mask=live, other=0.0)
+        ez = tl.load(end_ptr + lane * 3 + 2, mask=live, other=0.0)
+        best = tl.full([BLOCK], 3.0e38, tl.float32)
+        feature = tl.full([BLOCK], -1, tl.int32)
+        bnx = tl.zeros([BLOCK], tl.float32)
+        bny = tl.zeros([BLOCK], tl.float32)
+        bnz = tl.zeros([BLOCK], tl.float32)
+        ix = tl.minimum(tl.maximum(tl.floor((sx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
+        iy = tl.minimum(tl.maximum(tl.floor((sy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
+        iz = tl.minimum(tl.maximum(tl.floor((sz - oz0) / cell_size).to(tl.int32), 0), dim_z - 1)
+        cell = (ix * dim_y + iy) * dim_z + iz
+        first = tl.load(cell_start_ptr + cell, mask=live, other=0)
+        length = tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - first
+        longest = tl.max(length, axis=0)
+        j = 0
+        while j < longest:
+            valid = live & (j < length)
+            t = tl.load(cell_tris_ptr + first + j, mask=valid, other=0)
+            ax = tl.load(tri_ptr + t * 9, mask=valid, other=0.0)
+            ay = tl.load(tri_ptr + t * 9 + 1, mask=valid, other=0.0)
+            az = tl.load(tri_ptr + t * 9 + 2, mask=valid, other=0.0)
+            bx = tl.load(tri_ptr + t * 9 + 3, mask=valid, other=0.0)
+            by = tl.load(tri_ptr + t * 9 + 4, mask=valid, other=0.0)
+            bz = tl.load(tri_ptr + t * 9 + 5, mask=valid, other=0.0)
+            qx = tl.load(tri_ptr + t * 9 + 6, mask=valid, other=0.0)
+            qy = tl.load(tri_ptr + t * 9 + 7, mask=valid, other=0.0)
+            qz = tl.load(tri_ptr + t * 9 + 8, mask=valid, other=1.0)
+            nx, ny, nz = _cross(bx - ax, by - ay, bz - az, qx - ax, qy - ay, qz - az)
+            plane = _dot(ax, ay, az, nx, ny, nz)
+            da = _dot(nx, ny, nz, sx, sy, sz) - plane
+            db = _dot(nx, ny, nz, ex, ey, ez) - plane
+            crosses = da * db < 0
+            f = da / tl.where(crosses, da - db, 1.0)
+            f = tl.where(crosses, f, 1.0)
+            px, py, pz = sx * (1 - f) + ex * f, sy * (1 - f) + ey * f, sz * (1 - f) + ez * f
+            tol = _dot(nx, ny, nz, nx, ny, nz) * -0.0001
+            c0x, c0y, c0z = _cross(ax - px, ay - py, az - pz, bx - px, by - py, bz - pz)
+            c1x, c1y, c1z = _cross(bx - px, by - py, bz - pz, qx - px, qy - py, qz - pz)
+            c2x, c2y, c2z = _cross(qx - px, qy - py, qz - pz, ax - px, ay - py, az - pz)
+            inside = ((_dot(c0x, c0y, c0z, nx, ny, nz) >= tol) & (_dot(c1x, c1y, c1z, nx, ny, nz) >= tol)
+                      & (_dot(c2x, c2y, c2z, nx, ny, nz) >= tol))
+            take = valid & crosses & inside & (f < best)
+            inv = 1.0 / tl.sqrt(tl.where(take, _dot(nx, ny, nz, nx, ny, nz), 1.0))
+            sign = tl.where(da <= 0, -inv, inv)
+            best = tl.where(take, f, best)
+            feature = tl.where(take, t, feature)
+            bnx = tl.where(take, nx * sign, bnx)
+            bny = tl.where(take, ny * sign, bny)
+            bnz = tl.where(take, nz * sign, bnz)
+            j += 1
+        for p in tl.static_range(NUM_PLANES):  # the planes come after the meshes (creation order)
+            pnx = tl.load(plane_n_ptr + p * 3)
+            pny = tl.load(plane_n_ptr + p * 3 + 1)
+            pnz = tl.load(plane_n_ptr + p * 3 + 2)
+            pd = tl.load(plane_d_ptr + p)
+            da = (sx * pnx + sy * pny + sz * pnz) - pd
+            db = (ex * pnx + ey * pny + ez * pnz) - pd
+            crosses = da * db < 0
+            f = da / tl.where(crosses, da - db, 1.0)
+            take = live & crosses & (f < best)
+            sign = tl.where(da <= 0, -1.0, 1.0)
+            best = tl.where(take, f, best)
+            feature = tl.where(take, num_tris + p, feature)
+            bnx = tl.where(take, pnx * sign, bnx)
+            bny = tl.where(take, pny * sign, bny)
+            bnz = tl.where(take, pnz * sign, bnz)
+        hit = feature >= 0
+        tl.store(hit_out + lane, hit.to(tl.int8), mask=live)
+        tl.store(fraction_out + lane, tl.where(hit, best, 1.0), mask=live)
+        tl.store(normal_out + lane * 3, bnx, mask=live)
+        tl.store(normal_out + lane * 3 + 1, bny, mask=live)
+        tl.store(normal_out + lane * 3 + 2, bnz, mask=live)
+        tl.store(feature_out + lane, feature, mask=live)
+
+    # --- box contacts (separating axes) -------------------------------------------------------------
+
+    @triton.jit
+    def _box_radius(ux, uy, uz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz):
+        return (tl.abs(_dot(a0x, a0y, a0z, ux, uy, uz)) * hx + tl.abs(_dot(a1x, a1y, a1z, ux, uy, uz)) * hy
+                + tl.abs(_dot(a2x, a2y, a2z, ux, uy, uz)) * hz)
+
+    @triton.jit
+    def _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
+                  ax, ay, az, bx, by, bz, qx, qy, qz, kx, ky, kz, scale, best, bnx, bny, bnz):
+        """Separation of box and triangle along candidate axis k; keep the largest (first wins)."""
+        length = tl.sqrt(_dot(kx, ky, kz, kx, ky, kz))
+        usable = length > 1e-6 * scale
+        inv = 1.0 / tl.where(usable, length, 1.0)
+        ux, uy, uz = kx * inv, ky * inv, kz * inv
+        radius = _box_radius(ux, uy, uz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz)
+        centre = _dot(cx, cy, cz, ux, uy, uz)
+        p0 = _dot(ax, ay, az, ux, uy, uz)
+        p1 = _dot(bx, by, bz, ux, uy, uz)
+        p2 = _dot(qx, qy, qz, ux, uy, uz)
+        below = tl.minimum(tl.minimum(p0, p1), p2) - (centre + radius)
+        above = (centre - radius) - tl.maximum(tl.maximum(p0, p1), p2)
+        sep = tl.maximum(below, above)
+        take = usable & (sep > best)
+        sign = tl.where(below > above, -1.0, 1.0)
+        return (tl.where(take, sep, best), tl.where(take, ux * sign, bnx), tl.where(take, uy * sign, bny),
+                tl.where(take, uz * sign, bnz))
+
+    @triton.jit
+    def _cross_len2(ax, ay, az, bx, by, bz):
+        x, y, z = _cross(ax, ay, az, bx, by, bz)
+        return x * x + y * y + z * z
+
+    @triton.jit
+    def _box_keep(ok, sep, nx, ny, nz, feature, arrival, key_sep, key_arr, kn_x, kn_y, kn_z, kf, K: tl.constexpr):
+        """Keep the K smallest (separation, arrival): replace the largest when full."""
+        col = tl.arange(0, K)
+        worst = tl.max(key_sep, axis=1)
+        is_worst = key_sep == worst[:, None]
+        worst_col = tl.argmax(tl.where(is_worst, key_arr, -1), axis=1)
+        put = ok & (sep < worst)
+        at = put[:, None] & (col[None, :] == worst_col[:, None])
+        key_sep = tl.where(at, sep[:, None], key_sep)
+        key_arr = tl.where(at, arrival[:, None], key_arr)
+        kn_x = tl.where(at, nx[:, None], kn_x)
+        kn_y = tl.where(at, ny[:, None], kn_y)
+        kn_z = tl.where(at, nz[:, None], kn_z)
+        kf = tl.where(at, feature[:, None], kf)
+        return key_sep, key_arr, kn_x, kn_y, kn_z, kf
+
+    @triton.jit
+    def _box_contacts_kernel(center_ptr, axes_ptr, half_ptr, half_stride, n, gap, tri_ptr, plane_n_ptr, plane_d_ptr,
+                             cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z, num_tris,
+                             count_out, sep_out, arrival_out, normal_out, feature_out,
+                             NUM_PLANES: tl.constexpr, K: tl.constexpr, BLOCK: tl.constexpr):
+        lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        live = lane < n
+        cx = tl.load(center_ptr + lane * 3, mask=live, other=0.0)
+        cy = tl.load(center_ptr + lane * 3 + 1, mask=live, other=0.0)
+        cz = tl.load(center_ptr + lane * 3 + 2, mask=live, other=0.0)
+        # axes [N, 3, 3] row-major with the box axes as columns: axis i = (m[0][i], m[1][i], m[2][i])
+        a0x = tl.load(axes_ptr + lane * 9 + 0, mask=live, other=1.0)
+        a0y = tl.load(axes_ptr + lane * 9 + 3, mask=live, other=0.0)
+        a0z = tl.load(axes_ptr + lane * 9 + 6, mask=live, other=0.0)
+        a1x = tl.load(axes_ptr + lane * 9 + 1, mask=live, other=0.0)
+        a1y = tl.load(axes_ptr + lane * 9 + 4, mask=live, other=1.0)
+        a1z = tl.load(axes_ptr + lane * 9 + 7, mask=live, other=0.0)
+        a2x = tl.load(axes_ptr + lane * 9 + 2, mask=live, other=0.0)
+        a2y = tl.load(axes_ptr + lane * 9 + 5, mask=live, other=0.0)
+        a2z = tl.load(axes_ptr + lane * 9 + 8, mask=live, other=1.0)
+        hx = tl.load(half_ptr + lane * half_stride, mask=live, other=1.0)
+        hy = tl.load(half_ptr + lane * half_stride + 1, mask=live, other=1.0)
+        hz = tl.load(half_ptr + lane * half_stride + 2, mask=live, other=1.0)
+        key_sep = tl.full([BLOCK, K], 3.0e38, tl.float32)
+        key_arr = tl.full([BLOCK, K], 1 << 30, tl.int32)
+        kn_x = tl.zeros([BLOCK, K], tl.float32)
+        kn_y = tl.zeros([BLOCK, K], tl.float32)
+        kn_z = tl.zeros([BLOCK, K], tl.float32)
+        kf = tl.full([BLOCK, K], -1, tl.int32)
+        count = tl.zeros([BLOCK], tl.int32)
+        for p in tl.static_range(NUM_PLANES):
+            pnx = tl.load(plane_n_ptr + p * 3)
+            pny = tl.load(plane_n_ptr + p * 3 + 1)
+            pnz = tl.load(plane_n_ptr + p * 3 + 2)
+            pd = tl.load(plane_d_ptr + p)
+            radius = _box_radius(pnx, pny, pnz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz)
+            sep = (cx * pnx + cy * pny + cz * pnz) - pd - radius
+            has = live & (sep < gap)
+            count += has.to(tl.int32)
+            key_sep, key_arr, kn_x, kn_y, kn_z, kf = _box_keep(
+                has, sep, pnx + cx * 0, pny + cx * 0, pnz + cx * 0, tl.full([BLOCK], num_tris + p, tl.int32),
+                tl.full([BLOCK], p, tl.int32), key_sep, key_arr, kn_x, kn_y, kn_z, kf, K)
+        ix = tl.minimum(tl.maximum(tl.floor((cx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
+        iy = tl.minimum(tl.maximum(tl.floor((cy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
+        iz = tl.minimum(tl.maximum(tl.floor((cz - oz0) / cell_size).to(tl.int32), 0), dim_z - 1)
+        cell = (ix * dim_y + iy) * dim_z + iz
+        first = tl.load(cell_start_ptr + cell, mask=live, other=0)
+        length = tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - first
+        longest = tl.max(length, axis=0)
+        j = 0
+        while j < longest:
+            valid = live & (j < length)
+            t = tl.load(cell_tris_ptr + first + j, mask=valid, other=0)
+            ax = tl.load(tri_ptr + t * 9, mask=valid, other=0.0)
+            ay = tl.load(tri_ptr + t * 9 + 1, mask=valid, other=0.0)
+            az = tl.load(tri_ptr + t * 9 + 2, mask=valid, other=0.0)
+            bx = tl.load(tri_ptr + t * 9 + 3, mask=valid, other=1.0)
+            by = tl.load(tri_ptr + t * 9 + 4, mask=valid, other=0.0)
+            bz = tl.load(tri_ptr + t * 9 + 5, mask=valid, other=0.0)
+            qx = tl.load(tri_ptr + t * 9 + 6, mask=valid, other=0.0)
+            qy = tl.load(tri_ptr + t * 9 + 7, mask=valid, other=1.0)
+            qz = tl.load(tri_ptr + t * 9 + 8, mask=valid, other=0.0)
+            e0x, e0y, e0z = bx - ax, by - ay, bz - az
+            e1x, e1y, e1z = qx - bx, qy - by, qz - bz
+            e2x, e2y, e2z = ax - qx, ay - qy, az - qz
+            tnx, tny, tnz = _cross(e0x, e0y, e0z, qx - ax, qy - ay, qz - az)
+            # the largest candidate length, for the "parallel edges give no axis" test
+            scale = tl.sqrt(tnx * tnx + tny * tny + tnz * tnz)
+            scale = tl.maximum(scale, 1.0)
+            scale = tl.maximum(scale, tl.sqrt(tl.maximum(tl.maximum(
+                _cross_len2(a0x, a0y, a0z, e0x, e0y, e0z), _cross_len2(a0x, a0y, a0z, e1x, e1y, e1z)),
+                _cross_len2(a0x, a0y, a0z, e2x, e2y, e2z))))
+            scale = tl.maximum(scale, tl.sqrt(tl.maximum(tl.maximum(
+                _cross_len2(a1x, a1y, a1z, e0x, e0y, e0z), _cross_len2(a1x, a1y, a1z, e1x, e1y, e1z)),
+                _cross_len2(a1x, a1y, a1z, e2x, e2y, e2z))))
+            scale = tl.maximum(scale, tl.sqrt(tl.maximum(tl.maximum(
+                _cross_len2(a2x, a2y, a2z, e0x, e0y, e0z), _cross_len2(a2x, a2y, a2z, e1x, e1y, e1z)),
+                _cross_len2(a2x, a2y, a2z, e2x, e2y, e2z))))
+            best = tl.full([BLOCK], -3.0e38, tl.float32)
+            bnx = tl.zeros([BLOCK], tl.float32)
+            bny = tl.zeros([BLOCK], tl.float32)
+            bnz = tl.zeros([BLOCK], tl.float32)
+            best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
+                                            ax, ay, az, bx, by, bz, qx, qy, qz, tnx, tny, tnz, scale, best, bnx, bny, bnz)
+            best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
+                                            ax, ay, az, bx, by, bz, qx, qy, qz, a0x, a0y, a0z, scale, best, bnx, bny, bnz)
+            best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
+                                            ax, ay, az, bx, by, bz, qx, qy, qz, a1x, a1y, a1z, scale, best, bnx, bny, bnz)
+            best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
+                                            ax, ay, az, bx, by, bz, qx, qy, qz, a2x, a2y, a2z, scale, best, bnx, bny, bnz)
+            for i in tl.static_range(3):
+                gx = a0x if i == 0 else (a1x if i == 1 else a2x)
+                gy = a0y if i == 0 else (a1y if i == 1 else a2y)
+                gz = a0z if i == 0 else (a1z if i == 1 else a2z)
+                kx, ky, kz = _cross(gx, gy, gz, e0x, e0y, e0z)
+                best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
+                                                ax, ay, az, bx, by, bz, qx, qy, qz, kx, ky, kz, scale, best, bnx, bny, bnz)
+                kx, ky, kz = _cross(gx, gy, gz, e1x, e1y, e1z)
+                best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
+                                                ax, ay, az, bx, by, bz, qx, qy, qz, kx, ky, kz, scale, best, bnx, bny, bnz)
+                kx, ky, kz = _cross(gx, gy, gz, e2x, e2y, e2z)
+                best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
+                                                ax, ay, az, bx, by, bz, qx, qy, qz, kx, ky, kz, scale, best, bnx, bny, bnz)
+            has = valid & (best < gap)
+            count += has.to(tl.int32)
+            key_sep, key_arr, kn_x, kn_y, kn_z, kf = _box_keep(
+                has, best, bnx, bny, bnz, t, tl.full([BLOCK], NUM_PLANES, tl.int32) + j,
+                key_sep, key_arr, kn_x, kn_y, kn_z, kf, K)
+            j += 1
+        col = tl.arange(0, K)
+        m = live[:, None] & (col[None, :] < K)
+        tl.store(count_out + lane, count, mask=live)
+        tl.store(sep_out + lane[:, None] * K + col[None, :], key_sep, mask=m)
+        tl.store(arrival_out + lane[:, None] * K + col[None, :], key_arr, mask=m)
+        tl.store(normal_out + (lane[:, None] * K + col[None, :]) * 3, kn_x, mask=m)
+        tl.store(normal_out + (lane[:, None] * K + col[None, :]) * 3 + 1, kn_y, mask=m)
+        tl.store(normal_out + (lane[:, None] * K + col[None, :]) * 3 + 2, kn_z, mask=m)
+        tl.store(feature_out + lane[:, None] * K + col[None, :], kf, mask=m)
+
+
+def _require_triton():
+    if triton is None:
+        raise RuntimeError("Triton is not installed: the arena query kernels need a CUDA build of PyTorch "
+                           "(which ships Triton), or `pip install triton` with TRITON_INTERPRET=1 for CPU tests")
+
+
+def _grid_args(mesh: ArenaMesh):
+    return (*mesh.grid_origin, mesh.cell_size, *mesh.grid_dims)
+
+
+@functools.lru_cache(maxsize=8)
+def _flat_tris(mesh: ArenaMesh) -> torch.Tensor:
+    return mesh.tri_verts.reshape(-1, 9).contiguous()
+
+
+if triton is not None:
+
+    @triton_op("nitro::soccar_sphere_manifolds", mutates_args={})
+    def _sphere_manifolds_op(centers: torch.Tensor, radius: float, gap: float, tri: torch.Tensor,
+                             tri_normals: torch.Tensor, tri_mesh: torch.Tensor, edge_angle: torch.Tensor,
+                             edge_flags: torch.Tensor, plane_normals: torch.Tensor, plane_offsets: torch.Tensor,
+                             cell_start: torch.Tensor, cell_tris: torch.Tensor, grid: list[float]
+                             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                        torch.Tensor]:
+        n = centers.shape[0]
+        dev = centers.device
+        obj = torch.empty(n, 4, dtype=torch.int32, device=dev)
+        cnt = torch.empty(n, 4, dtype=torch.int32, device=dev)
+        offset = torch.empty(n, 4, 4, 3, device=dev)
+        point = torch.empty(n, 4, 4, 3, device=dev)
+        normal = torch.empty(n, 4, 4, 3, device=dev)
+        depth = torch.empty(n, 4, 4, device=dev)
+        wrap_triton(_sphere_manifolds_kernel)[(triton.cdiv(n, BLOCK),)](
+            centers, n, radius, gap, tri, tri_normals, tri_mesh, edge_angle, edge_flags, plane_normals,
+            plane_offsets, cell_start, cell_tris, grid[0], grid[1], grid[2], grid[3], int(grid[4]), int(grid[5]),
+            int(grid[6]), obj, cnt, offset, point, normal, depth,
+            NUM_PLANES=4, PLANE_BASE=PLANE_OBJECT_BASE, MAX_CONTACTS=collide.MAX_NEW_CONTACTS,
+            DEGENERATE_L2=_DEGENERATE_L2, SIMD_EPSILON=_SIMD_EPSILON_UU2, MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
+            EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD, BLOCK=BLOCK)
+        return obj, cnt, offset, point, normal, depth
+
+
+def sphere_manifolds(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float) -> collide.ContactManifolds:
+    """Kernel version of `collide.sphere_manifolds` (same result as its PyTorch reference)."""
+    _require_triton()
+    if collide.MANIFOLD_SLOTS != 4 or collide.MANIFOLD_POINTS != 4:
+        raise NotImplementedError("the kernel holds 4 manifolds of 4 points")
+    grid = [float(x) for x in _grid_args(mesh)]
+    obj, cnt, offset, point, normal, depth = _sphere_manifolds_op(
+        centers.contiguous(), float(radius), float(gap), _flat_tris(mesh), mesh.tri_normals, mesh.tri_mesh,
+        mesh.edge_angle, mesh.edge_flags, mesh.plane_normals, mesh.plane_offsets, mesh.cell_start, mesh.cell_tris,
+        grid)
+    return collide.ContactManifolds(object=obj, count=cnt, offset=offset, point=point, normal=normal, depth=depth)
+
+
+
+if triton is not None:
+
+    @triton_op("nitro::soccar_ray_cast", mutates_args={})
+    def _ray_cast_op(start: torch.Tensor, end: torch.Tensor, tri: torch.Tensor, plane_normals: torch.Tensor,
+                     plane_offsets: torch.Tensor, cell_start: torch.Tensor, cell_tris: torch.Tensor, grid: list[float],
+                     num_tris: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        n = start.shape[0]
+        dev = start.device
+        hit = torch.empty(n, dtype=torch.int8, device=dev)
+        fraction = torch.empty(n, device=dev)
+        normal = torch.empty(n, 3, device=dev)
+        feature = torch.empty(n, dtype=torch.int32, device=dev)
+        wrap_triton(_ray_cast_kernel)[(triton.cdiv(n, BLOCK),)](
+            start, end, n, tri, plane_normals, plane_offsets, cell_start, cell_tris, grid[0], grid[1], grid[2],
+            grid[3], int(grid[4]), int(grid[5]), int(grid[6]), num_tris, hit, fraction, normal, feature,
+            NUM_PLANES=4, BLOCK=BLOCK)
+        return hit, fraction, normal, feature
+
+    @triton_op("nitro::soccar_box_contacts", mutates_args={})
+    def _box_contacts_op(centers: torch.Tensor, axes: torch.Tensor, half: torch.Tensor, gap: float, slots: int,
+                         tri: torch.Tensor, plane_normals: torch.Tensor, plane_offsets: torch.Tensor,
+                         cell_start: torch.Tensor, cell_tris: torch.Tensor, grid: list[float], num_tris: int
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        n = centers.shape[0]
+        dev = centers.device
+        count = torch.empty(n, dtype=torch.int32, device=dev)
+        sep = torch.empty(n, slots, device=dev)
+        arrival = torch.empty(n, slots, dtype=torch.int32, device=dev)
+        normal = torch.empty(n, slots, 3, device=dev)
+        feature = torch.empty(n, slots, dtype=torch.int32, device=dev)
+        wrap_triton(_box_contacts_kernel)[(triton.cdiv(n, BLOCK),)](
+            centers, axes, half, 3, n, gap, tri,
+            plane_normals, plane_offsets, cell_start, cell_tris, grid[0], grid[1], grid[2], grid[3], int(grid[4]),
+            int(grid[5]), int(grid[6]), num_tris, count, sep, arrival, normal, feature,
+            NUM_PLANES=4, K=slots, BLOCK=BLOCK)
+        return count, sep, arrival, normal, feature
+
+
+def ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor) -> RayHits:
+    """Kernel version of `mesh.ray_cast`."""
+    _require_triton()
+    hit, fraction, normal, feature = _ray_cast_op(
+        start.contiguous(), end.contiguous(), _flat_tris(mesh), mesh.plane_normals, mesh.plane_offsets,
+        mesh.cell_start, mesh.cell_tris, [float(x) for x in _grid_args(mesh)], mesh.num_triangles)
+    return RayHits(hit=hit.bool(), fraction=fraction, normal=normal, feature=feature)
+
+
+def box_contacts(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.Tensor, half_extents: torch.Tensor, gap: float,
+                 max_contacts: int) -> BoxContacts:
+    """Kernel version of `mesh.box_contacts` (the kernel keeps the deepest, this orders them)."""
+    _require_triton()
+    if max_contacts < 1 or max_contacts & (max_contacts - 1):
+        raise ValueError(f"the kernel keeps a power-of-two number of contacts, got max_contacts={max_contacts}")
+    n = centers.shape[0]
+    half = half_extents.reshape(-1, 3).expand(n, 3).contiguous() if half_extents.dim() == 2 else \
+        half_extents.reshape(1, 3).expand(n, 3).contiguous()
+    count, sep, arrival, normal, feature = _box_contacts_op(
+        centers.contiguous(), axes.contiguous(), half, float(gap), int(max_contacts), _flat_tris(mesh),
+        mesh.plane_normals, mesh.plane_offsets, mesh.cell_start, mesh.cell_tris,
+        [float(x) for x in _grid_args(mesh)], mesh.num_triangles)
+    # Order as the reference: by separation, ties by Bullet's order (planes, then the cell list).
+    order = torch.sort(arrival, dim=1, stable=True).indices
+    sep, feature, normal = sep.gather(1, order), feature.gather(1, order), normal.gather(1, order[..., None].expand(-1, -1, 3))
+    order = torch.sort(sep, dim=1, stable=True).indices
+    sep, feature = sep.gather(1, order), feature.gather(1, order)
+    normal = normal.gather(1, order[..., None].expand(-1, -1, 3))
+    slot = feature >= 0
+    from nitro.envs.soccar.mesh import _box_support
+
+    point = _box_support(centers[:, None, :], axes[:, None], half[:, None, :], -normal)
+    return BoxContacts(count=count, normal=torch.where(slot[..., None], normal, 0.0),
+                       depth=torch.where(slot, sep, 0.0), point=torch.where(slot[..., None], point, 0.0),
+                       feature=feature)
