@@ -40,7 +40,7 @@ def _train(args) -> int:
     import yaml
 
     from nitro.train import config as C
-    from nitro.train.ppo import Trainer, make_run_dir
+    from nitro.train.ppo import Trainer, run_dir_for
 
     if args.help_config:
         for key, default, doc in C.describe():
@@ -59,7 +59,7 @@ def _train(args) -> int:
         if not args.env:
             raise ValueError("give an env or preset (nitro envs lists them), or --resume RUN")
         cfg = C.load(args.env, args.overrides, args.config)
-        trainer = Trainer(cfg, make_run_dir(cfg) if _is_main() else None)
+        trainer = Trainer(cfg, run_dir_for(cfg) if _is_main() else None)
     metrics = trainer.train()
     if trainer.dist.is_main:
         summary = {k: metrics[k] for k in ("global_step", "episode/return", "perf/sps") if k in metrics}
@@ -77,11 +77,11 @@ def _is_main() -> bool:
 
 
 def _merged(overrides: list[str]) -> dict:
-    from nitro.train.config import _merge, parse_override
+    from nitro.train.config import merge, parse_override
 
     out: dict = {}
     for o in overrides:
-        _merge(out, parse_override(o))
+        merge(out, parse_override(o))
     return out
 
 

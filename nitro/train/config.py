@@ -145,6 +145,8 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if tp is bool:
             if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
                 return value.lower() in ("true", "yes", "1")
+            if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+                return bool(value)
             if not isinstance(value, bool):
                 raise TypeError
             return value
@@ -208,9 +210,9 @@ def parse_override(text: str) -> dict:
     return out
 
 
-def _merge(a: dict, b: dict) -> dict:
+def merge(a: dict, b: dict) -> dict:
     for k, v in b.items():
-        a[k] = _merge(a.get(k, {}), v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
+        a[k] = merge(a.get(k, {}), v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
     return a
 
 
@@ -238,7 +240,7 @@ def load(target: str | None = None, overrides: list[str] = (), config_file: str 
         apply(cfg, yaml.safe_load(path.read_text()) or {})
     updates: dict = {}
     for o in overrides:
-        _merge(updates, parse_override(o))
+        merge(updates, parse_override(o))
     apply(cfg, updates)
     validate(cfg)
     return cfg

@@ -24,7 +24,7 @@ class Deployed(nn.Module):
         if self.normalize:
             obs = ((obs - self.mean) / torch.sqrt(self.var + 1e-8)).clamp(-10, 10)
         out, value, _ = self.policy(obs)
-        return self.policy.dist.mode(out), value
+        return self.policy.dist.to_env(self.policy.dist.mode(out)), value
 
 
 def export_onnx(run: str | Path, out: str | Path | None = None, which: str = "best") -> Path:

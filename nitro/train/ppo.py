@@ -411,6 +411,8 @@ class Trainer:
 
         cfg = self.cfg
         main = self.dist.is_main
+        if self.run_dir and main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
         writer = MetricsWriter(self.run_dir, cfg.run.tensorboard) if self.run_dir and main else None
         console = Console(cfg.ppo.total_steps, cfg.env.id, cfg.run.console and main)
         if self.run_dir and main:
@@ -494,8 +496,7 @@ def gae(rewards, values, dones, next_value, gamma: float, lam: float) -> torch.T
     return adv
 
 
-def make_run_dir(cfg: TrainConfig) -> Path:
+def run_dir_for(cfg: TrainConfig) -> Path:
+    """Where a new run lives (created when training starts, so a failed set-up leaves nothing)."""
     name = cfg.run.name or f"{cfg.env.id.lower()}-{time.strftime('%Y%m%d-%H%M%S')}"
-    path = Path(cfg.run.dir) / name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return Path(cfg.run.dir) / name
