@@ -22,7 +22,7 @@ from nitro.core import tree
 from nitro.envs.soccar.state import BallState, BoostPadState, CarState, GameState
 
 NUM_CONTROLS = 8  # throttle, steer, pitch, yaw, roll, jump, boost, handbrake
-MODES = ("eager", "compile", "graph")
+MODES = ("eager", "compile", "graph", "fused")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +101,9 @@ class Arena:
     they are looked for; there is no substitute arena) and RocketSim's four planes.
 
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
-    step) or "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only).
+    step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
+    whole K-tick step in one Triton kernel, `kernels.ball_ticks_`; CUDA only, ball-only arenas; it
+    updates the state tensors in place).
     """
 
     def __init__(self, num_envs: int, blue: int = 1, orange: int = 1, car: str = "octane",
@@ -126,8 +128,8 @@ class Arena:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.device = torch.device(device) if device is not None else torch.device("cpu")
-        if mode == "graph" and self.device.type != "cuda":
-            raise ValueError("mode='graph' needs a CUDA device; use mode='compile' or 'eager' on CPU")
+        if mode in ("graph", "fused") and self.device.type != "cuda" and not _triton_interpreted(mode):
+            raise ValueError(f"mode={mode!r} needs a CUDA device; use mode='compile' or 'eager' on CPU")
         self.num_envs, self.num_cars, self.car, self.seed = num_envs, blue + orange, car, seed
         self.tick_rate = float(tick_rate)
         self.mode = mode
@@ -213,6 +215,11 @@ class Arena:
             raise ValueError(f"ticks must be a positive int, got {ticks!r}")
         self._check_controls(controls)
         events = ArenaEvents.none(self.num_envs, self.num_cars, self.device)
+        if self.mode == "fused":
+            from nitro.envs.soccar import kernels
+
+            kernels.ball_ticks_(self.state, events, self.world, ticks)
+            return events
         if self.mode == "eager":
             self.state, events = step_ticks(self.state, events, self.world, ticks)
             return events
@@ -299,6 +306,11 @@ class _Runner:
         elif self.loop.graph is not None:
             self._tree.copy_(carry[1], events)
         return self.loop()
+
+
+def _triton_interpreted(mode: str) -> bool:
+    """The fused kernel also runs on CPU tensors under TRITON_INTERPRET=1 (for tests)."""
+    return mode == "fused" and os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def _scatter(base: torch.Tensor, rows: torch.Tensor | None, values: torch.Tensor) -> torch.Tensor:

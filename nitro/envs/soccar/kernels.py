@@ -300,23 +300,13 @@ if triton is not None:
         return obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep
 
     @triton.jit
-    def _sphere_manifolds_kernel(
-        # queries
-        centers_ptr, n, radius, gap,
-        # arena
-        tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_n_ptr, plane_d_ptr,
-        cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-        # outputs
-        obj_out, cnt_out, offset_out, point_out, normal_out, depth_out,
-        NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr,
-        DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr,
-        EDGE_DISTANCE: tl.constexpr, BLOCK: tl.constexpr,
-    ):
-        lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        live = lane < n
-        cx = tl.load(centers_ptr + lane * 3, mask=live, other=0.0)
-        cy = tl.load(centers_ptr + lane * 3 + 1, mask=live, other=0.0)
-        cz = tl.load(centers_ptr + lane * 3 + 2, mask=live, other=0.0)
+    def _gather_manifolds(cx, cy, cz, live, radius, gap,
+                          tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_n_ptr,
+                          plane_d_ptr, cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+                          NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr,
+                          DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr,
+                          EDGE_DISTANCE: tl.constexpr, BLOCK: tl.constexpr):
+        """Every contact of each lane's sphere, in Bullet's order, filed into 4-point manifolds."""
         reach = radius + gap
         obj = tl.full([BLOCK, 4], -1, tl.int32)
         cnt = tl.zeros([BLOCK, 4], tl.int32)
@@ -340,18 +330,19 @@ if triton is not None:
             d = (cx * pnx + cy * pny + cz * pnz) - pd - radius
             has = live & (d < gap) & (found < MAX_CONTACTS)
             found += has.to(tl.int32)
-            sox, soy, soz = -radius * pnx + cx * 0, -radius * pny + cx * 0, -radius * pnz + cx * 0
-            spx, spy, spz = cx + sox - pnx * d, cy + soy - pny * d, cz + soz - pnz * d
-            obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
-                has, tl.full([BLOCK], PLANE_BASE + p, tl.int32), sox, soy, soz, spx, spy, spz,
-                pnx + cx * 0, pny + cx * 0, pnz + cx * 0, d, obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep)
+            if tl.max(has.to(tl.int32), axis=0) > 0:  # skip the bookkeeping when no lane touches
+                sox, soy, soz = -radius * pnx + cx * 0, -radius * pny + cx * 0, -radius * pnz + cx * 0
+                spx, spy, spz = cx + sox - pnx * d, cy + soy - pny * d, cz + soz - pnz * d
+                obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
+                    has, tl.full([BLOCK], PLANE_BASE + p, tl.int32), sox, soy, soz, spx, spy, spz,
+                    pnx + cx * 0, pny + cx * 0, pnz + cx * 0, d, obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep)
         # The cell's triangles, in Bullet's visiting order.
         ix = tl.minimum(tl.maximum(tl.floor((cx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
         iy = tl.minimum(tl.maximum(tl.floor((cy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
         iz = tl.minimum(tl.maximum(tl.floor((cz - oz0) / cell_size).to(tl.int32), 0), dim_z - 1)
         cell = (ix * dim_y + iy) * dim_z + iz
         start = tl.load(cell_start_ptr + cell, mask=live, other=0)
-        length = tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - start
+        length = tl.where(live, tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - start, 0)
         longest = tl.max(length, axis=0)
         j = 0
         while j < longest:  # a while loop: Triton's interpreter cannot range() over a reduced value
@@ -360,38 +351,63 @@ if triton is not None:
             ax = tl.load(tri_ptr + t * 9, mask=valid, other=0.0)
             ay = tl.load(tri_ptr + t * 9 + 1, mask=valid, other=0.0)
             az = tl.load(tri_ptr + t * 9 + 2, mask=valid, other=0.0)
-            bx = tl.load(tri_ptr + t * 9 + 3, mask=valid, other=0.0)
+            bx = tl.load(tri_ptr + t * 9 + 3, mask=valid, other=1.0)
             by = tl.load(tri_ptr + t * 9 + 4, mask=valid, other=0.0)
             bz = tl.load(tri_ptr + t * 9 + 5, mask=valid, other=0.0)
             qx = tl.load(tri_ptr + t * 9 + 6, mask=valid, other=0.0)
-            qy = tl.load(tri_ptr + t * 9 + 7, mask=valid, other=0.0)
-            qz = tl.load(tri_ptr + t * 9 + 8, mask=valid, other=1.0)
+            qy = tl.load(tri_ptr + t * 9 + 7, mask=valid, other=1.0)
+            qz = tl.load(tri_ptr + t * 9 + 8, mask=valid, other=0.0)
             has, spx, spy, spz, gx, gy, gz, d = _sphere_triangle(
                 cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz, radius, reach, DEGENERATE_L2, SIMD_EPSILON)
             has = valid & has & (found < MAX_CONTACTS)
             found += has.to(tl.int32)
-            # btManifoldResult::addContactPoint: point on the sphere = surface point + normal * depth
-            sox = (spx + gx * d) - cx
-            soy = (spy + gy * d) - cy
-            soz = (spz + gz * d) - cz
-            tnx = tl.load(tri_normal_ptr + t * 3, mask=valid, other=0.0)
-            tny = tl.load(tri_normal_ptr + t * 3 + 1, mask=valid, other=0.0)
-            tnz = tl.load(tri_normal_ptr + t * 3 + 2, mask=valid, other=1.0)
-            a0 = tl.load(edge_angle_ptr + t * 3, mask=valid, other=7.0)
-            a1 = tl.load(edge_angle_ptr + t * 3 + 1, mask=valid, other=7.0)
-            a2 = tl.load(edge_angle_ptr + t * 3 + 2, mask=valid, other=7.0)
-            fl = tl.load(edge_flags_ptr + t, mask=valid, other=0)
-            cnx, cny, cnz, changed = _adjust_internal_edge(
-                gx, gy, gz, spx, spy, spz, ax, ay, az, bx, by, bz, qx, qy, qz, tnx, tny, tnz, a0, a1, a2, fl,
-                MAX_ANGLE, EDGE_DISTANCE)
-            spx = tl.where(changed, (cx + sox) - cnx * d, spx)
-            spy = tl.where(changed, (cy + soy) - cny * d, spy)
-            spz = tl.where(changed, (cz + soz) - cnz * d, spz)
-            mesh_id = tl.load(tri_mesh_ptr + t, mask=valid, other=0)
-            obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
-                has, mesh_id, sox, soy, soz, spx, spy, spz, cnx, cny, cnz, d,
-                obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep)
+            if tl.max(has.to(tl.int32), axis=0) > 0:
+                # btManifoldResult::addContactPoint: point on the sphere = surface point + normal * depth
+                sox = (spx + gx * d) - cx
+                soy = (spy + gy * d) - cy
+                soz = (spz + gz * d) - cz
+                tnx = tl.load(tri_normal_ptr + t * 3, mask=valid, other=0.0)
+                tny = tl.load(tri_normal_ptr + t * 3 + 1, mask=valid, other=0.0)
+                tnz = tl.load(tri_normal_ptr + t * 3 + 2, mask=valid, other=1.0)
+                a0 = tl.load(edge_angle_ptr + t * 3, mask=valid, other=7.0)
+                a1 = tl.load(edge_angle_ptr + t * 3 + 1, mask=valid, other=7.0)
+                a2 = tl.load(edge_angle_ptr + t * 3 + 2, mask=valid, other=7.0)
+                fl = tl.load(edge_flags_ptr + t, mask=valid, other=0)
+                cnx, cny, cnz, changed = _adjust_internal_edge(
+                    gx, gy, gz, spx, spy, spz, ax, ay, az, bx, by, bz, qx, qy, qz, tnx, tny, tnz, a0, a1, a2, fl,
+                    MAX_ANGLE, EDGE_DISTANCE)
+                spx = tl.where(changed, (cx + sox) - cnx * d, spx)
+                spy = tl.where(changed, (cy + soy) - cny * d, spy)
+                spz = tl.where(changed, (cz + soz) - cnz * d, spz)
+                mesh_id = tl.load(tri_mesh_ptr + t, mask=valid, other=0)
+                obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
+                    has, mesh_id, sox, soy, soz, spx, spy, spz, cnx, cny, cnz, d,
+                    obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep)
             j += 1
+        return obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep
+
+    @triton.jit
+    def _sphere_manifolds_kernel(
+        # queries
+        centers_ptr, n, radius, gap,
+        # arena
+        tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_n_ptr, plane_d_ptr,
+        cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+        # outputs
+        obj_out, cnt_out, offset_out, point_out, normal_out, depth_out,
+        NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr,
+        DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr,
+        EDGE_DISTANCE: tl.constexpr, BLOCK: tl.constexpr,
+    ):
+        lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        live = lane < n
+        cx = tl.load(centers_ptr + lane * 3, mask=live, other=0.0)
+        cy = tl.load(centers_ptr + lane * 3 + 1, mask=live, other=0.0)
+        cz = tl.load(centers_ptr + lane * 3 + 2, mask=live, other=0.0)
+        obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _gather_manifolds(
+            cx, cy, cz, live, radius, gap, tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr,
+            plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+            NUM_PLANES, PLANE_BASE, MAX_CONTACTS, DEGENERATE_L2, SIMD_EPSILON, MAX_ANGLE, EDGE_DISTANCE, BLOCK)
         scol = tl.arange(0, 4)
         pcol = tl.arange(0, 16)
         smask = live[:, None] & (scol[None, :] < 4)
@@ -670,6 +686,265 @@ if triton is not None:
         tl.store(feature_out + lane[:, None] * K + col[None, :], kf, mask=m)
 
 
+if triton is not None:
+
+    # --- the whole ball tick, K ticks per launch (ball-only arenas) --------------------------------
+
+    @triton.jit
+    def _column(arr, sel):
+        """Sum of arr [BLOCK, W] over the columns selected by sel [BLOCK, W] (one column at most)."""
+        return tl.sum(tl.where(sel, arr, 0.0), axis=1)
+
+    @triton.jit
+    def _ball_ticks_kernel(
+        # state (read and written)
+        pos_ptr, vel_ptr, ang_ptr, cache_ptr, since_ptr, tick_ptr, goal_tick_ptr, goal_ptr, n, ticks,
+        # tick constants
+        dt, damping, gravity_dv, radius, gap, inv_mass, inv_inertia, restitution_e, friction, max_speed,
+        max_ang_speed, goal_line, restitution_threshold, friction_eps, erp2_over_dt,
+        # arena
+        tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_n_ptr, plane_d_ptr,
+        cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+        NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr,
+        DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr,
+        EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, PUSH_POINTS: tl.constexpr, BLOCK: tl.constexpr,
+    ):
+        """`arena.step_ticks` for ball-only arenas in one launch: the same mechanics as `ball.py`."""
+        lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        live = lane < n
+        x = tl.load(pos_ptr + lane * 3, mask=live, other=0.0)
+        y = tl.load(pos_ptr + lane * 3 + 1, mask=live, other=0.0)
+        z = tl.load(pos_ptr + lane * 3 + 2, mask=live, other=0.0)
+        vx = tl.load(vel_ptr + lane * 3, mask=live, other=0.0)
+        vy = tl.load(vel_ptr + lane * 3 + 1, mask=live, other=0.0)
+        vz = tl.load(vel_ptr + lane * 3 + 2, mask=live, other=0.0)
+        wx = tl.load(ang_ptr + lane * 3, mask=live, other=0.0)
+        wy = tl.load(ang_ptr + lane * 3 + 1, mask=live, other=0.0)
+        wz = tl.load(ang_ptr + lane * 3 + 2, mask=live, other=0.0)
+        hx = tl.load(cache_ptr + lane * 3, mask=live, other=0.0)
+        hy = tl.load(cache_ptr + lane * 3 + 1, mask=live, other=0.0)
+        hz = tl.load(cache_ptr + lane * 3 + 2, mask=live, other=0.0)
+        since = tl.load(since_ptr + lane, mask=live, other=0)
+        tick = tl.load(tick_ptr + lane, mask=live, other=0)
+        goal_tick = tl.load(goal_tick_ptr + lane, mask=live, other=-1)
+        goal = tl.load(goal_ptr + lane, mask=live, other=0).to(tl.int32)  # bit 0: blue, bit 1: orange
+        pcol = tl.arange(0, 16)
+        k = 0
+        while k < ticks:
+            # 1. zero-velocity sleeping
+            sleeping = ((vx * vx + vy * vy + vz * vz) == 0) & ((wx * wx + wy * wy + wz * wz) == 0)
+            awake = live & (~sleeping)
+            # 5. Bullet step: damping, contacts at the current position, solve, integrate
+            dvx, dvy, dvz = vx * damping, vy * damping, vz * damping
+            obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _gather_manifolds(
+                x, y, z, awake, radius, gap, tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr,
+                plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y,
+                dim_z, NUM_PLANES, PLANE_BASE, MAX_CONTACTS, DEGENERATE_L2, SIMD_EPSILON, MAX_ANGLE, EDGE_DISTANCE,
+                BLOCK)
+            held = _slot_count(cnt, pcol)
+            total = tl.sum(held.to(tl.int32), axis=1)
+            touching = total > 0
+            per = tl.maximum(total, 1).to(tl.float32)
+            mnx = tl.sum(tl.where(held, nx, 0.0), axis=1) / per
+            mny = tl.sum(tl.where(held, ny, 0.0), axis=1) / per
+            mnz = tl.sum(tl.where(held, nz, 0.0), axis=1) / per
+            arm_len = tl.sum(tl.where(held, tl.sqrt(ox * ox + oy * oy + oz * oz), 0.0), axis=1) / per
+            rx, ry, rz = mnx * -arm_len, mny * -arm_len, mnz * -arm_len
+            ex_x, ex_y, ex_z = dvx, dvy, dvz + gravity_dv
+            cwx, cwy, cwz = _cross(wx, wy, wz, rx, ry, rz)
+            approach = _dot(mnx, mny, mnz, dvx + cwx, dvy + cwy, dvz + cwz)
+            rest = tl.where(tl.abs(approach) < restitution_threshold, 0.0, -restitution_e * approach)
+            rest = tl.maximum(rest, 0.0)
+            tnx_, tny_, tnz_ = _cross(rx, ry, rz, mnx, mny, mnz)
+            anx, any_, anz = tnx_ * inv_inertia, tny_ * inv_inertia, tnz_ * inv_inertia
+            qx_, qy_, qz_ = _cross(anx, any_, anz, rx, ry, rz)
+            jac_n = 1.0 / (inv_mass + _dot(mnx, mny, mnz, qx_, qy_, qz_))
+            rhs_n = (rest - (_dot(mnx, mny, mnz, ex_x, ex_y, ex_z) + _dot(tnx_, tny_, tnz_, wx, wy, wz))) * jac_n
+            vax, vay, vaz = ex_x + cwx, ex_y + cwy, ex_z + cwz
+            vn = _dot(mnx, mny, mnz, vax, vay, vaz)
+            lx, ly, lz = vax - mnx * vn, vay - mny * vn, vaz - mnz * vn
+            lat2 = _dot(lx, ly, lz, lx, ly, lz)
+            sliding = lat2 > friction_eps
+            linv = tl.rsqrt(tl.where(sliding, lat2, 1.0))
+            use_yz = tl.abs(mnz) > 0.7071067811865476  # btPlaneSpace1
+            kyz = tl.rsqrt(tl.where(use_yz, mny * mny + mnz * mnz, 1.0))
+            kxy = tl.rsqrt(tl.where(use_yz, 1.0, mnx * mnx + mny * mny))
+            psx = tl.where(use_yz, 0.0, -mny * kxy)
+            psy = tl.where(use_yz, -mnz * kyz, mnx * kxy)
+            psz = tl.where(use_yz, mny * kyz, 0.0)
+            tx = tl.where(sliding, lx * linv, psx)
+            ty = tl.where(sliding, ly * linv, psy)
+            tz = tl.where(sliding, lz * linv, psz)
+            ttx, tty, ttz = _cross(rx, ry, rz, tx, ty, tz)
+            atx, aty, atz = ttx * inv_inertia, tty * inv_inertia, ttz * inv_inertia
+            q2x, q2y, q2z = _cross(atx, aty, atz, rx, ry, rz)
+            jac_t = 1.0 / (inv_mass + _dot(tx, ty, tz, q2x, q2y, q2z))
+            rhs_t = -(_dot(tx, ty, tz, ex_x, ex_y, ex_z) + _dot(ttx, tty, ttz, wx, wy, wz)) * jac_t
+            sdvx = tl.zeros([BLOCK], tl.float32)
+            sdvy = tl.zeros([BLOCK], tl.float32)
+            sdvz = tl.zeros([BLOCK], tl.float32)
+            sdwx = tl.zeros([BLOCK], tl.float32)
+            sdwy = tl.zeros([BLOCK], tl.float32)
+            sdwz = tl.zeros([BLOCK], tl.float32)
+            imp_n = tl.zeros([BLOCK], tl.float32)
+            imp_t = tl.zeros([BLOCK], tl.float32)
+            for _ in tl.static_range(ITERATIONS):
+                delta = rhs_n - (_dot(mnx, mny, mnz, sdvx, sdvy, sdvz) + _dot(tnx_, tny_, tnz_, sdwx, sdwy, sdwz)) * jac_n
+                new_n = tl.maximum(imp_n + delta, 0.0)
+                delta = new_n - imp_n
+                imp_n = new_n
+                sdvx += mnx * (inv_mass * delta)
+                sdvy += mny * (inv_mass * delta)
+                sdvz += mnz * (inv_mass * delta)
+                sdwx += anx * delta
+                sdwy += any_ * delta
+                sdwz += anz * delta
+                limit = friction * imp_n
+                delta = rhs_t - (_dot(tx, ty, tz, sdvx, sdvy, sdvz) + _dot(ttx, tty, ttz, sdwx, sdwy, sdwz)) * jac_t
+                new_t = tl.maximum(tl.minimum(imp_t + delta, limit), -limit)
+                delta = tl.where(imp_n > 0, new_t - imp_t, 0.0)
+                imp_t += delta
+                sdvx += tx * (inv_mass * delta)
+                sdvy += ty * (inv_mass * delta)
+                sdvz += tz * (inv_mass * delta)
+                sdwx += atx * delta
+                sdwy += aty * delta
+                sdwz += atz * delta
+            sdvx = tl.where(touching, sdvx, 0.0)
+            sdvy = tl.where(touching, sdvy, 0.0)
+            sdvz = tl.where(touching, sdvz, 0.0)
+            sdwx = tl.where(touching, sdwx, 0.0)
+            sdwy = tl.where(touching, sdwy, 0.0)
+            sdwz = tl.where(touching, sdwz, 0.0)
+            # split impulse over the first PUSH_POINTS penetrating points, in manifold order
+            pen = held & (dep < 0)
+            pen_i = pen.to(tl.int32)
+            rank = tl.cumsum(pen_i, axis=1) - pen_i
+            pushx = tl.zeros([BLOCK], tl.float32)
+            pushy = tl.zeros([BLOCK], tl.float32)
+            pushz = tl.zeros([BLOCK], tl.float32)
+            if tl.max(tl.sum(pen_i, axis=1), axis=0) > 0:
+                pushx, pushy, pushz = _split_impulse(pen, rank, ox, oy, oz, nx, ny, nz, dep, inv_mass, inv_inertia,
+                                                     erp2_over_dt, ITERATIONS, PUSH_POINTS, BLOCK)
+            # write-back (gravity enters here), then integrate the position
+            nvx = (dvx + sdvx) + 0.0
+            nvy = (dvy + sdvy) + 0.0
+            nvz = (dvz + sdvz) + gravity_dv
+            nwx, nwy, nwz = wx + sdwx, wy + sdwy, wz + sdwz
+            nxp = (x + pushx * dt) + nvx * dt
+            nyp = (y + pushy * dt) + nvy * dt
+            nzp = (z + pushz * dt) + nvz * dt
+            x = tl.where(awake, nxp, x)
+            y = tl.where(awake, nyp, y)
+            z = tl.where(awake, nzp, z)
+            vx = tl.where(awake, nvx, vx)
+            vy = tl.where(awake, nvy, vy)
+            vz = tl.where(awake, nvz, vz)
+            wx = tl.where(awake, nwx, wx)
+            wy = tl.where(awake, nwy, wy)
+            wz = tl.where(awake, nwz, wz)
+            # 8. finish: cached hit velocity, speed clamps
+            vx += hx
+            vy += hy
+            vz += hz
+            hx = hx * 0.0
+            hy = hy * 0.0
+            hz = hz * 0.0
+            v2 = vx * vx + vy * vy + vz * vz
+            over = v2 > max_speed * max_speed
+            s = tl.where(over, max_speed * tl.rsqrt(tl.where(over, v2, 1.0)), 1.0)
+            vx, vy, vz = tl.where(over, vx * s, vx), tl.where(over, vy * s, vy), tl.where(over, vz * s, vz)
+            w2 = wx * wx + wy * wy + wz * wz
+            over = w2 > max_ang_speed * max_ang_speed
+            s = tl.where(over, max_ang_speed * tl.rsqrt(tl.where(over, w2, 1.0)), 1.0)
+            wx, wy, wz = tl.where(over, wx * s, wx), tl.where(over, wy * s, wy), tl.where(over, wz * s, wz)
+            since += 1
+            # 9. goal, 10. tick count
+            tick += 1
+            scored = tl.abs(y) > goal_line
+            first = scored & (goal_tick < 0)
+            goal_tick = tl.where(first, tick, goal_tick)
+            goal = goal | tl.where(scored, tl.where(y > 0, 1, 2), 0)
+            k += 1
+        tl.store(pos_ptr + lane * 3, x, mask=live)
+        tl.store(pos_ptr + lane * 3 + 1, y, mask=live)
+        tl.store(pos_ptr + lane * 3 + 2, z, mask=live)
+        tl.store(vel_ptr + lane * 3, vx, mask=live)
+        tl.store(vel_ptr + lane * 3 + 1, vy, mask=live)
+        tl.store(vel_ptr + lane * 3 + 2, vz, mask=live)
+        tl.store(ang_ptr + lane * 3, wx, mask=live)
+        tl.store(ang_ptr + lane * 3 + 1, wy, mask=live)
+        tl.store(ang_ptr + lane * 3 + 2, wz, mask=live)
+        tl.store(cache_ptr + lane * 3, hx, mask=live)
+        tl.store(cache_ptr + lane * 3 + 1, hy, mask=live)
+        tl.store(cache_ptr + lane * 3 + 2, hz, mask=live)
+        tl.store(since_ptr + lane, since, mask=live)
+        tl.store(tick_ptr + lane, tick, mask=live)
+        tl.store(goal_tick_ptr + lane, goal_tick, mask=live)
+        tl.store(goal_ptr + lane, goal.to(tl.int8), mask=live)
+
+    @triton.jit
+    def _slot_count(cnt, pcol):
+        """held[lane, s * 4 + p] = p < cnt[lane, s], as a [BLOCK, 16] bool."""
+        c = tl.sum(tl.where((pcol[None, :, None] // 4) == tl.arange(0, 4)[None, None, :], cnt[:, None, :], 0), axis=2)
+        return (pcol[None, :] % 4) < c
+
+    @triton.jit
+    def _split_impulse(pen, rank, ox, oy, oz, nx, ny, nz, dep, inv_mass, inv_inertia, erp2_over_dt,
+                       ITERATIONS: tl.constexpr, PUSH_POINTS: tl.constexpr, BLOCK: tl.constexpr):
+        """`ball.split_impulse_push` on registers: Gauss-Seidel over the first PUSH_POINTS points."""
+        pushx = tl.zeros([BLOCK], tl.float32)
+        pushy = tl.zeros([BLOCK], tl.float32)
+        pushz = tl.zeros([BLOCK], tl.float32)
+        turnx = tl.zeros([BLOCK], tl.float32)
+        turny = tl.zeros([BLOCK], tl.float32)
+        turnz = tl.zeros([BLOCK], tl.float32)
+        # Gather each push point's row once: [BLOCK, PUSH_POINTS] arrays.
+        qcol = tl.arange(0, PUSH_POINTS)
+        sel = pen[:, :, None] & (rank[:, :, None] == qcol[None, None, :])  # [BLOCK, 16, P]
+        active = tl.max(sel.to(tl.int32), axis=1) > 0
+        gnx = tl.sum(tl.where(sel, nx[:, :, None], 0.0), axis=1)
+        gny = tl.sum(tl.where(sel, ny[:, :, None], 0.0), axis=1)
+        gnz = tl.sum(tl.where(sel, nz[:, :, None], 0.0), axis=1)
+        grx = tl.sum(tl.where(sel, ox[:, :, None], 0.0), axis=1)
+        gry = tl.sum(tl.where(sel, oy[:, :, None], 0.0), axis=1)
+        grz = tl.sum(tl.where(sel, oz[:, :, None], 0.0), axis=1)
+        gd = tl.sum(tl.where(sel, dep[:, :, None], 0.0), axis=1)
+        tqx, tqy, tqz = _cross(grx, gry, grz, gnx, gny, gnz)
+        agx, agy, agz = tqx * inv_inertia, tqy * inv_inertia, tqz * inv_inertia
+        cqx, cqy, cqz = _cross(agx, agy, agz, grx, gry, grz)
+        jac = 1.0 / (inv_mass + _dot(gnx, gny, gnz, cqx, cqy, cqz))
+        rhs = tl.where(active, -gd * erp2_over_dt * jac, 0.0)
+        applied = tl.zeros([BLOCK, PUSH_POINTS], tl.float32)
+        for _ in tl.static_range(ITERATIONS):
+            for q in tl.static_range(PUSH_POINTS):
+                at = qcol[None, :] == q
+                cnx = tl.sum(tl.where(at, gnx, 0.0), axis=1)
+                cny = tl.sum(tl.where(at, gny, 0.0), axis=1)
+                cnz = tl.sum(tl.where(at, gnz, 0.0), axis=1)
+                ctx = tl.sum(tl.where(at, tqx, 0.0), axis=1)
+                cty = tl.sum(tl.where(at, tqy, 0.0), axis=1)
+                ctz = tl.sum(tl.where(at, tqz, 0.0), axis=1)
+                cax = tl.sum(tl.where(at, agx, 0.0), axis=1)
+                cay = tl.sum(tl.where(at, agy, 0.0), axis=1)
+                caz = tl.sum(tl.where(at, agz, 0.0), axis=1)
+                cj = tl.sum(tl.where(at, jac, 0.0), axis=1)
+                cr = tl.sum(tl.where(at, rhs, 0.0), axis=1)
+                ca = tl.sum(tl.where(at, applied, 0.0), axis=1)
+                cact = tl.sum(tl.where(at, active.to(tl.int32), 0), axis=1) > 0
+                delta = cr - (_dot(cnx, cny, cnz, pushx, pushy, pushz) + _dot(ctx, cty, ctz, turnx, turny, turnz)) * cj
+                new = tl.maximum(ca + delta, 0.0)
+                delta = tl.where(cact, new - ca, 0.0)
+                applied = tl.where(at, (ca + delta)[:, None], applied)
+                pushx += cnx * (inv_mass * delta)
+                pushy += cny * (inv_mass * delta)
+                pushz += cnz * (inv_mass * delta)
+                turnx += cax * delta
+                turny += cay * delta
+                turnz += caz * delta
+        return pushx, pushy, pushz
+
+
 def _require_triton():
     if triton is None:
         raise RuntimeError("Triton is not installed: the arena query kernels need a CUDA build of PyTorch "
@@ -799,3 +1074,61 @@ def box_contacts(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.Tensor, hal
     return BoxContacts(count=count, normal=torch.where(slot[..., None], normal, 0.0),
                        depth=torch.where(slot, sep, 0.0), point=torch.where(slot[..., None], point, 0.0),
                        feature=feature)
+
+
+if triton is not None:
+
+    @triton_op("nitro::soccar_ball_ticks_", mutates_args={"pos", "vel", "ang_vel", "cache", "since", "tick",
+                                                          "goal_tick", "goal"})
+    def _ball_ticks_op(pos: torch.Tensor, vel: torch.Tensor, ang_vel: torch.Tensor, cache: torch.Tensor,
+                       since: torch.Tensor, tick: torch.Tensor, goal_tick: torch.Tensor, goal: torch.Tensor,
+                       ticks: int, consts: list[float], tri: torch.Tensor, tri_normals: torch.Tensor,
+                       tri_mesh: torch.Tensor, edge_angle: torch.Tensor, edge_flags: torch.Tensor,
+                       plane_normals: torch.Tensor, plane_offsets: torch.Tensor, cell_start: torch.Tensor,
+                       cell_tris: torch.Tensor, grid: list[float]) -> None:
+        n = pos.shape[0]
+        wrap_triton(_ball_ticks_kernel)[(triton.cdiv(n, BLOCK),)](
+            pos, vel, ang_vel, cache, since, tick, goal_tick, goal, n, ticks, *consts,
+            tri, tri_normals, tri_mesh, edge_angle, edge_flags, plane_normals, plane_offsets, cell_start, cell_tris,
+            grid[0], grid[1], grid[2], grid[3], int(grid[4]), int(grid[5]), int(grid[6]),
+            NUM_PLANES=4, PLANE_BASE=PLANE_OBJECT_BASE, MAX_CONTACTS=collide.MAX_NEW_CONTACTS,
+            DEGENERATE_L2=_DEGENERATE_L2, SIMD_EPSILON=_SIMD_EPSILON_UU2, MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
+            EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD, ITERATIONS=C.SOLVER_NUM_ITERATIONS,
+            PUSH_POINTS=_push_points(), BLOCK=BLOCK)
+
+
+def _push_points() -> int:
+    from nitro.envs.soccar import ball
+
+    return ball.MAX_PUSH_POINTS
+
+
+def _tick_constants(world) -> list[float]:
+    from nitro.envs.soccar import ball
+
+    m, dt = world.mutators, world.tick_time
+    return [dt, ball.damping_factor(m.ball_drag, dt), m.gravity_z * dt, m.ball_radius, m.ball_contact_gap,
+            1.0 / m.ball_mass, m.ball_inv_inertia, m.ball_world_contact_restitution, m.ball_world_contact_friction,
+            m.ball_max_speed, C.BALL_MAX_ANG_SPEED, m.goal_base_threshold_y + m.ball_radius,
+            C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD, C.FRICTION_DIRECTION_EPSILON_SQ, C.SOLVER_ERP2 / dt]
+
+
+def ball_ticks_(state, events, world, ticks: int) -> None:
+    """Advance ball-only arenas by ``ticks`` ticks in one kernel launch, updating ``state`` and
+    ``events`` (`arena.ArenaEvents`) in place. The same mechanics as `arena.step_ticks`.
+
+    ``events.goal_blue`` / ``goal_orange`` are rewritten from the kernel's per-env goal bits, so they
+    must be the arena's own event buffers.
+    """
+    _require_triton()
+    if state.cars.pos.shape[1]:
+        raise NotImplementedError("the fused tick kernel simulates ball-only arenas")
+    mesh = world.mesh
+    b = state.ball
+    goal = events.goal_blue.to(torch.int8) | (events.goal_orange.to(torch.int8) << 1)
+    _ball_ticks_op(b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update, state.tick_count,
+                   events.goal_tick, goal, int(ticks), _tick_constants(world), _flat_tris(mesh), mesh.tri_normals,
+                   mesh.tri_mesh, mesh.edge_angle, mesh.edge_flags, mesh.plane_normals, mesh.plane_offsets,
+                   mesh.cell_start, mesh.cell_tris, [float(v) for v in _grid_args(mesh)])
+    events.goal_blue.copy_((goal & 1) > 0)
+    events.goal_orange.copy_((goal & 2) > 0)

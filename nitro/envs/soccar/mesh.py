@@ -504,7 +504,8 @@ def closest_point_on_triangle_np(p, a, b, c):
 
 
 def dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return (a * b).sum(-1)
+    """x*x' + y*y' + z*z', summed in that order (as Bullet's btVector3::dot and the kernels)."""
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
 def cross(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
