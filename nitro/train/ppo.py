@@ -202,13 +202,15 @@ class Trainer:
         return carry, record, (ep_stats, obs_moments, ret_moments)
 
     def collect(self) -> None:
-        b = self.buf
+        """T steps of every env into the buffers. ``self.carry`` is updated in place at the end, so
+        a CUDA graph of this reads and writes the same tensors on every replay."""
+        b, c = self.buf, self.carry
         chunk = self.cfg.policy.bptt
         for t in range(self.T):
             if self.policy.recurrent and t % chunk == 0:
-                for store, h in zip(b.hidden, self.carry.hidden):
-                    store[t // chunk].copy_(h * (~self.carry.first).unsqueeze(-1))
-            self.carry, rec, stats = self.rollout_step(self.carry)
+                for store, h in zip(b.hidden, c.hidden):
+                    store[t // chunk].copy_(h * (~c.first).unsqueeze(-1))
+            c, rec, stats = self.rollout_step(c)
             obs, action, logprob, value, reward, done, first, mask = rec
             b.obs[t].copy_(obs)
             b.actions[t].copy_(action)
@@ -222,6 +224,7 @@ class Trainer:
             self.ep_stats += stats[0]
             self.obs_moments += stats[1]
             self.ret_moments += stats[2]
+        tree.copy_(self.carry, c)
 
     # ------------------------------------------------------------------ advantages
     def compute_advantages(self) -> None:
@@ -378,8 +381,9 @@ class Trainer:
         frac = 1.0 - self.update / self.num_updates if p.lr_schedule == "linear" else 1.0
         return p.lr * frac
 
-    def _read_metrics(self, elapsed: float, steps: int) -> dict:
-        """The one host sync of a log interval: reduce over ranks, read, zero the accumulators."""
+    def _read_metrics(self, since: float, steps: int) -> dict:
+        """The one host sync of a log interval: reduce over ranks, read, zero the accumulators.
+        ``since`` is the clock at the previous log; SPS counts up to the end of this sync."""
         dist.all_reduce_sum_(self.ep_stats, self.dist)
         dist.all_reduce_sum_(self.loss_stats, self.dist)
         with torch.no_grad():
@@ -389,6 +393,7 @@ class Trainer:
                                  explained])
         values = torch.cat([self.ep_stats, self.loss_stats, flags]).tolist()
         ep, ls, fl, ev = values[:3], values[3:10], values[10:12], values[12]
+        elapsed = time.perf_counter() - since
         self.ep_stats.zero_()
         self.loss_stats.zero_()
         if fl[0] >= 0 or fl[1] < 1:
@@ -437,8 +442,8 @@ class Trainer:
                 self.global_step += steps_per_update
                 final = self.update >= self.num_updates
                 if self.update % cfg.run.log_every == 0 or final:
+                    metrics = self._read_metrics(last_log, self.global_step - last_step)  # syncs
                     now = time.perf_counter()
-                    metrics = self._read_metrics(now - last_log, self.global_step - last_step)
                     self.train_seconds += now - last_log
                     metrics["perf/train_seconds"] = self.train_seconds
                     last_log, last_step = time.perf_counter(), self.global_step
