@@ -86,7 +86,6 @@ def test_graphed_training_matches_eager():
         trainers.append(t)
     g, e = trainers
     torch.cuda.synchronize()
-    assert int(g.carry.env_state.elapsed.max()) > 3 * g.T - 1  # the carry advanced across replays
     # same kernels in the same order: equal up to atomics in cuBLAS/reductions (none expected)
     torch.testing.assert_close(g.opt.flat, e.opt.flat, rtol=0, atol=1e-6)
     torch.testing.assert_close(g.carry.obs, e.carry.obs, rtol=0, atol=1e-6)
