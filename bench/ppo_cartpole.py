@@ -2,6 +2,7 @@
 
     python bench/ppo_cartpole.py throughput --num-envs 65536 262144 1048576 --out bench/results/a.json
     python bench/ppo_cartpole.py solve --num-envs 65536 --seeds 3 --out bench/results/b.json
+    torchrun --nproc-per-node=2 bench/ppo_cartpole.py throughput --num-envs 262144 --out c.json  # per GPU
 
 Throughput: iterations (T-step rollout + GAE + epochs x minibatches) replayed from the trainer's CUDA
 graph, timed with CUDA events after warm-up, median of repeats. The breakdown times, at the same
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -59,9 +61,11 @@ def throughput(n: int, extra: list[str], repeats: int) -> dict:
         torch.cuda.synchronize()
     setup = time.perf_counter() - t0
     t_iter = _time(run_iter, repeats, tr.device)
+    world = tr.dist.world_size
     r = {"num_envs": n, "num_steps": tr.T, "variant": " ".join(extra) or "default", "setup_s": setup,
-         "iteration_s": t_iter, "sps": n * tr.T / t_iter, "params": tr.opt.flat.numel()}
-    if tr.graphed:
+         "iteration_s": t_iter, "sps": world * n * tr.T / t_iter, "params": tr.opt.flat.numel(),
+         "world_size": world}
+    if tr.graphed and world == 1:
         collect = _graph(tr.collect)
         update = _graph(lambda: (tr.compute_advantages(), tr.update_normalizers(), tr.learn()))
         t_collect = _time(collect.replay, repeats, tr.device)
@@ -111,8 +115,9 @@ def main() -> None:
                 except Exception as e:  # noqa: BLE001 - keep the other measurements
                     r = {"num_envs": n, "variant": variant, "seed": seed, "error": repr(e)[:500]}
                 record["results"].append(r)
-                print(json.dumps(r), flush=True)
-                Path(args.out).write_text(json.dumps(record, indent=1))
+                if os.environ.get("RANK", "0") == "0":
+                    print(json.dumps(r), flush=True)
+                    Path(args.out).write_text(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":
