@@ -16,4 +16,4 @@ for n in 65536 262144 1048576; do
 done
 echo "=== nitro train cartpole on 2 GPUs"
 timeout 150 torchrun --standalone --nproc-per-node=2 -m nitro.cli train cartpole env.num_envs=16384 \
-  ppo.num_steps=16 run.precision=bf16 run.console=false run.dir=/tmp/runs 2>&1 | grep "{"
+  ppo.num_steps=16 ppo.total_steps=200_000_000 run.precision=bf16 run.console=false run.dir=/tmp/runs 2>&1 | grep "{"
