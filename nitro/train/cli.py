@@ -66,6 +66,8 @@ def _train(args) -> int:
         print(json.dumps({"run": str(trainer.run_dir), **summary}))
     from nitro.train import dist
 
+    trainer.graph = None  # release captured collectives before the process group goes away
+    dist.barrier(trainer.dist)
     dist.shutdown(trainer.dist)
     return 0
 
