@@ -81,14 +81,20 @@ def tick(state: GameState, world: World) -> tuple[GameState, torch.Tensor]:
     return state, goal
 
 
+def fold_tick(state: GameState, events: ArenaEvents, world: World) -> tuple[GameState, ArenaEvents]:
+    """One tick, folding its goal into ``events`` (the first scoring tick is kept)."""
+    state, goal = tick(state, world)
+    first = (goal > 0) & (events.goal_tick < 0)
+    events = dataclasses.replace(
+        events, goal_blue=events.goal_blue | (goal == 1), goal_orange=events.goal_orange | (goal == 2),
+        goal_tick=torch.where(first, state.tick_count, events.goal_tick))
+    return state, events
+
+
 def step_ticks(state: GameState, events: ArenaEvents, world: World, ticks: int) -> tuple[GameState, ArenaEvents]:
-    """``ticks`` ticks, folding each tick's goal into ``events`` (first scoring tick kept)."""
+    """``ticks`` ticks (`fold_tick` repeated)."""
     for _ in range(ticks):
-        state, goal = tick(state, world)
-        first = (goal > 0) & (events.goal_tick < 0)
-        events = dataclasses.replace(
-            events, goal_blue=events.goal_blue | (goal == 1), goal_orange=events.goal_orange | (goal == 2),
-            goal_tick=torch.where(first, state.tick_count, events.goal_tick))
+        state, events = fold_tick(state, events, world)
     return state, events
 
 
@@ -287,24 +293,23 @@ class Arena:
 
 
 class _Runner:
-    """Compiled (and optionally CUDA-graph-captured) ``step_ticks`` for one K, via nitro's fast path."""
+    """``ticks`` compiled ticks per call (one tick compiled, and in graph mode the K ticks captured in
+    one CUDA graph), through nitro's fast path (`nitro.core.fast.Loop`)."""
 
     def __init__(self, world: World, ticks: int, mode: str, state: GameState, events: ArenaEvents):
         from nitro.core import fast  # the package's one owner of compile / capture
 
-        self._tree = tree
-        self.loop = fast.Loop(lambda carry: step_ticks(carry[0], carry[1], world, ticks), (state, events),
-                              steps=1, mode="compile" if mode == "compile" else "graph")
+        self.loop = fast.Loop(lambda carry: fold_tick(carry[0], carry[1], world), (state, events), steps=ticks,
+                              mode="compile" if mode == "compile" else "graph")
 
     def __call__(self, state: GameState, events: ArenaEvents):
         carry = self.loop.carry
-        if carry[0] is not state:  # the state was set from outside: load it into the static buffers
-            if self.loop.graph is not None:
-                self._tree.copy_(carry, (state, events))
-            else:
-                self.loop.carry = (state, events)
-        elif self.loop.graph is not None:
-            self._tree.copy_(carry[1], events)
+        if self.loop.graph is None:
+            self.loop.carry = (state, events)
+        elif carry[0] is not state:  # the state was set from outside: load it into the static buffers
+            tree.copy_(carry, (state, events))
+        else:
+            tree.copy_(carry[1], events)
         return self.loop()
 
 
@@ -326,4 +331,4 @@ def _float32(x: float) -> float:
     return float(np.float32(x))
 
 
-__all__ = ["Arena", "ArenaEvents", "World", "tick", "step_ticks", "NUM_CONTROLS", "MODES"]
+__all__ = ["Arena", "ArenaEvents", "World", "tick", "fold_tick", "step_ticks", "NUM_CONTROLS", "MODES"]

@@ -14,7 +14,6 @@ Kernels:
 
 from __future__ import annotations
 
-import functools
 
 import torch
 
@@ -955,9 +954,8 @@ def _grid_args(mesh: ArenaMesh):
     return (*mesh.grid_origin, mesh.cell_size, *mesh.grid_dims)
 
 
-@functools.lru_cache(maxsize=8)
 def _flat_tris(mesh: ArenaMesh) -> torch.Tensor:
-    return mesh.tri_verts.reshape(-1, 9).contiguous()
+    return mesh.tri_verts.reshape(-1, 9)  # a view: tri_verts is contiguous
 
 
 if triton is not None:
