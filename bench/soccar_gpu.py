@@ -269,11 +269,18 @@ def _tick_rates(rec: Recorder, args, mode: str, make_step) -> None:
 
 
 def section_fused(rec: Recorder, args) -> None:
-    def make(n):
-        arena, _ = _arena(n, "fused", args.meshes)
-        return (lambda: arena.step(ticks=args.ticks)), arena
+    from nitro.envs.soccar import kernels
+    from nitro.envs.soccar.arena import ArenaEvents
 
-    _tick_rates(rec, args, "fused", make)
+    def make(block):
+        def build(n):
+            arena, _ = _arena(n, "fused", args.meshes)
+            events = ArenaEvents.none(n, 0, arena.device)
+            return (lambda: kernels.ball_ticks_(arena.state, events, arena.world, args.ticks, block)), arena
+        return build
+
+    for block in (32, 64):  # envs per program: registers per env vs. parallelism
+        _tick_rates(rec, args, f"fused_b{block}", make(block))
 
 
 def section_eager(rec: Recorder, args) -> None:

@@ -1083,16 +1083,16 @@ if triton is not None:
                        ticks: int, consts: list[float], tri: torch.Tensor, tri_normals: torch.Tensor,
                        tri_mesh: torch.Tensor, edge_angle: torch.Tensor, edge_flags: torch.Tensor,
                        plane_normals: torch.Tensor, plane_offsets: torch.Tensor, cell_start: torch.Tensor,
-                       cell_tris: torch.Tensor, grid: list[float]) -> None:
+                       cell_tris: torch.Tensor, grid: list[float], block: int) -> None:
         n = pos.shape[0]
-        wrap_triton(_ball_ticks_kernel)[(triton.cdiv(n, BLOCK),)](
+        wrap_triton(_ball_ticks_kernel)[(triton.cdiv(n, block),)](
             pos, vel, ang_vel, cache, since, tick, goal_tick, goal, n, ticks, *consts,
             tri, tri_normals, tri_mesh, edge_angle, edge_flags, plane_normals, plane_offsets, cell_start, cell_tris,
             grid[0], grid[1], grid[2], grid[3], int(grid[4]), int(grid[5]), int(grid[6]),
             NUM_PLANES=4, PLANE_BASE=PLANE_OBJECT_BASE, MAX_CONTACTS=collide.MAX_NEW_CONTACTS,
             DEGENERATE_L2=_DEGENERATE_L2, SIMD_EPSILON=_SIMD_EPSILON_UU2, MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
             EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD, ITERATIONS=C.SOLVER_NUM_ITERATIONS,
-            PUSH_POINTS=_push_points(), BLOCK=BLOCK)
+            PUSH_POINTS=_push_points(), BLOCK=block)
 
 
 def _push_points() -> int:
@@ -1111,7 +1111,10 @@ def _tick_constants(world) -> list[float]:
             C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD, C.FRICTION_DIRECTION_EPSILON_SQ, C.SOLVER_ERP2 / dt]
 
 
-def ball_ticks_(state, events, world, ticks: int) -> None:
+FUSED_BLOCK = 32  # envs per program of the fused tick (it holds more per env than the queries)
+
+
+def ball_ticks_(state, events, world, ticks: int, block: int = FUSED_BLOCK) -> None:
     """Advance ball-only arenas by ``ticks`` ticks in one kernel launch, updating ``state`` and
     ``events`` (`arena.ArenaEvents`) in place. The same mechanics as `arena.step_ticks`.
 
@@ -1127,6 +1130,6 @@ def ball_ticks_(state, events, world, ticks: int) -> None:
     _ball_ticks_op(b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update, state.tick_count,
                    events.goal_tick, goal, int(ticks), _tick_constants(world), _flat_tris(mesh), mesh.tri_normals,
                    mesh.tri_mesh, mesh.edge_angle, mesh.edge_flags, mesh.plane_normals, mesh.plane_offsets,
-                   mesh.cell_start, mesh.cell_tris, [float(v) for v in _grid_args(mesh)])
+                   mesh.cell_start, mesh.cell_tris, [float(v) for v in _grid_args(mesh)], int(block))
     events.goal_blue.copy_((goal & 1) > 0)
     events.goal_orange.copy_((goal & 2) > 0)
