@@ -749,18 +749,16 @@ def _use_kernels(tensor: torch.Tensor, use_kernels: bool | None) -> bool:
 
 
 def sphere_contacts(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float,
-                    max_contacts: int = 16, use_kernels: bool | None = None) -> SphereContacts:
-    """Contacts of spheres [N, 3] (UU) of ``radius`` with every arena feature closer than ``gap``.
+                    max_contacts: int = 16) -> SphereContacts:
+    """Contacts of spheres [N, 3] (UU) of ``radius`` with every arena feature closer than ``gap``,
+    in Bullet's order (the first ``max_contacts`` of them).
 
-    Runs the Triton kernel on CUDA (when Triton is importable) and the PyTorch reference otherwise;
-    ``use_kernels`` forces one or the other.
+    The tick uses `collide.sphere_manifolds`, which files these into Bullet's manifolds (on CUDA, in
+    one Triton kernel); this unreduced list is for inspection and tests, on any device.
     """
     if radius + gap > mesh.query_radius:
         raise ValueError(f"sphere reach radius + gap = {radius + gap} UU exceeds the grid's query radius "
                          f"{mesh.query_radius} UU; load the mesh with a larger query_radius")
-    if _use_kernels(centers, use_kernels):
-        from nitro.envs.soccar import kernels
-        return kernels.sphere_contacts(mesh, centers, radius, gap, max_contacts)
     return sphere_contacts_reference(mesh, centers, radius, gap, max_contacts)
 
 
