@@ -46,8 +46,12 @@ DEVICE = "cuda"  # --device cpu only dry-runs the code paths on Triton's interpr
 def _env_info() -> dict:
     import torch
 
-    info = {"device": torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (dry run)",
-            "torch": torch.__version__, "python": platform.python_version(), "host": platform.node()}
+    info = {
+        "device": torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (dry run)",
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "host": platform.node(),
+    }
     try:
         import triton
 
@@ -55,8 +59,12 @@ def _env_info() -> dict:
     except ImportError:
         info["triton"] = None
     try:
-        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                        text=True, timeout=10).stdout.strip() or None
+        info["commit"] = (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
     except Exception:  # noqa: BLE001 - informational only
         info["commit"] = None
     return info
@@ -76,8 +84,9 @@ class Recorder:
         print(json.dumps(row), flush=True)
 
     def error(self, what: str, exc: BaseException) -> None:
-        self.data["errors"].append({"what": what, "error": f"{type(exc).__name__}: {exc}",
-                                    "trace": traceback.format_exc()[-2000:]})
+        self.data["errors"].append(
+            {"what": what, "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}
+        )
         self.flush()
         print(f"[error] {what}: {type(exc).__name__}: {exc}", flush=True)
 
@@ -157,18 +166,24 @@ def section_checks(rec: Recorder, args) -> None:
     anywhere = _random_balls(n // 2, 2, DEVICE)[0]
 
     try:  # sphere manifolds: balls at -10..+2 UU from random triangles, and anywhere
-        centers = torch.cat([on + normal * (r + torch.empty(n, 1, device=DEVICE).uniform_(-10, gap + 2)), anywhere])
+        centers = torch.cat(
+            [on + normal * (r + torch.empty(n, 1, device=DEVICE).uniform_(-10, gap + 2)), anywhere]
+        )
         ref = collide.sphere_manifolds(mesh, centers, r, gap, use_kernels=False)
         ker = kernels.sphere_manifolds(mesh, centers, r, gap)
         held = ref.held()
         same = (ref.object == ker.object).all(1) & (ref.count == ker.count).all(1)
         diff = ((ref.depth - ker.depth).abs() * held).amax((1, 2))
         ok_lanes = same & (diff <= 1e-3)
-        rec.add(check="sphere_manifolds", queries=len(centers), touching=int((ref.count.sum(1) > 0).sum()),
-                mismatched_lane_fraction=1 - ok_lanes.float().mean().item(),
-                max_depth_error_uu=float(diff[ok_lanes].max()),
-                max_normal_error=float(((ref.normal - ker.normal).abs().amax(-1) * held)[ok_lanes].max()),
-                passed=bool(1 - ok_lanes.float().mean().item() <= 1e-3))
+        rec.add(
+            check="sphere_manifolds",
+            queries=len(centers),
+            touching=int((ref.count.sum(1) > 0).sum()),
+            mismatched_lane_fraction=1 - ok_lanes.float().mean().item(),
+            max_depth_error_uu=float(diff[ok_lanes].max()),
+            max_normal_error=float(((ref.normal - ker.normal).abs().amax(-1) * held)[ok_lanes].max()),
+            passed=bool(1 - ok_lanes.float().mean().item() <= 1e-3),
+        )
     except Exception as exc:  # noqa: BLE001
         rec.error("sphere_manifolds check", exc)
 
@@ -176,13 +191,18 @@ def section_checks(rec: Recorder, args) -> None:
         start = torch.cat([on + normal * torch.empty(n, 1, device=DEVICE).uniform_(0, 60), anywhere])
         direction = torch.randn(len(start), 3, device=DEVICE)
         end = start + direction / direction.norm(dim=1, keepdim=True) * torch.empty(
-            len(start), 1, device=DEVICE).uniform_(10, mesh.query_radius)
+            len(start), 1, device=DEVICE
+        ).uniform_(10, mesh.query_radius)
         a, b = ray_cast(mesh, start, end, use_kernels=False), ray_cast(mesh, start, end, use_kernels=True)
-        rec.add(check="ray_cast", queries=len(start), hits=int(a.hit.sum()),
-                hit_mismatches=int((a.hit != b.hit).sum()),
-                feature_mismatch_fraction=(a.feature != b.feature).float().mean().item(),
-                max_fraction_error=float((a.fraction - b.fraction).abs().max()),
-                passed=bool((a.hit == b.hit).all() and (a.fraction - b.fraction).abs().max() <= 1e-4))
+        rec.add(
+            check="ray_cast",
+            queries=len(start),
+            hits=int(a.hit.sum()),
+            hit_mismatches=int((a.hit != b.hit).sum()),
+            feature_mismatch_fraction=(a.feature != b.feature).float().mean().item(),
+            max_fraction_error=float((a.fraction - b.fraction).abs().max()),
+            passed=bool((a.hit == b.hit).all() and (a.fraction - b.fraction).abs().max() <= 1e-4),
+        )
     except Exception as exc:  # noqa: BLE001
         rec.error("ray_cast check", exc)
 
@@ -192,11 +212,15 @@ def section_checks(rec: Recorder, args) -> None:
         half = torch.tensor([60.25, 43.35, 19.33], device=DEVICE)
         a = box_contacts(mesh, centers, q, half, 2.0, 8, use_kernels=False)
         b = box_contacts(mesh, centers, q, half, 2.0, 8, use_kernels=True)
-        rec.add(check="box_contacts", queries=len(centers), touching=int((a.count > 0).sum()),
-                count_mismatches=int((a.count != b.count).sum()),
-                feature_mismatch_fraction=1 - (a.feature == b.feature).all(1).float().mean().item(),
-                max_depth_error_uu=float((a.depth - b.depth).abs().max()),
-                passed=bool((a.count == b.count).all() and (a.depth - b.depth).abs().max() <= 1e-3))
+        rec.add(
+            check="box_contacts",
+            queries=len(centers),
+            touching=int((a.count > 0).sum()),
+            count_mismatches=int((a.count != b.count).sum()),
+            feature_mismatch_fraction=1 - (a.feature == b.feature).all(1).float().mean().item(),
+            max_depth_error_uu=float((a.depth - b.depth).abs().max()),
+            passed=bool((a.count == b.count).all() and (a.depth - b.depth).abs().max() <= 1e-3),
+        )
     except Exception as exc:  # noqa: BLE001
         rec.error("box_contacts check", exc)
 
@@ -209,9 +233,15 @@ def section_checks(rec: Recorder, args) -> None:
             e, f = eager.step(ticks=30), fused.step(ticks=30)
             goals_equal &= bool(torch.equal(e.goal_blue | e.goal_orange, f.goal_blue | f.goal_orange))
         err = (eager.ball.pos - fused.ball.pos).norm(dim=1)
-        rec.add(check=f"fused_vs_eager_{30 * calls}_ticks", envs=m, median_pos_error_uu=float(err.median()),
-                p99_pos_error_uu=float(err.quantile(0.99)), max_pos_error_uu=float(err.max()),
-                goal_events_equal=goals_equal, passed=bool(err.median() <= 1e-2))
+        rec.add(
+            check=f"fused_vs_eager_{30 * calls}_ticks",
+            envs=m,
+            median_pos_error_uu=float(err.median()),
+            p99_pos_error_uu=float(err.quantile(0.99)),
+            max_pos_error_uu=float(err.max()),
+            goal_events_equal=goals_equal,
+            passed=bool(err.median() <= 1e-2),
+        )
     except Exception as exc:  # noqa: BLE001
         rec.error("fused vs eager check", exc)
 
@@ -219,8 +249,8 @@ def section_checks(rec: Recorder, args) -> None:
 def section_query(rec: Recorder, args) -> None:
     import torch
 
-    from nitro.envs.soccar import kernels
     from nitro.envs.soccar import constants as C
+    from nitro.envs.soccar import kernels
     from nitro.envs.soccar.mesh import load_arena_mesh
 
     mesh = load_arena_mesh(args.meshes, DEVICE)
@@ -230,8 +260,9 @@ def section_query(rec: Recorder, args) -> None:
     g = torch.Generator().manual_seed(4)
     tri = torch.randint(0, mesh.num_triangles, (n // 2,), generator=g).to(DEVICE)
     v = mesh.tri_verts[tri]
-    centers = torch.cat([(v[:, 0] + v[:, 1] + v[:, 2]) / 3 + mesh.tri_normals[tri] * r,
-                         _random_balls(n // 2, 5, DEVICE)[0]])
+    centers = torch.cat(
+        [(v[:, 0] + v[:, 1] + v[:, 2]) / 3 + mesh.tri_normals[tri] * r, _random_balls(n // 2, 5, DEVICE)[0]]
+    )
     ends = centers + torch.nn.functional.normalize(torch.randn(n, 3, device=DEVICE), dim=1) * 50.0
     axes, _ = torch.linalg.qr(torch.randn(n, 3, 3, device=DEVICE))
     half = torch.tensor([60.25, 43.35, 19.33], device=DEVICE)
@@ -244,8 +275,15 @@ def section_query(rec: Recorder, args) -> None:
         try:
             times = _time_cuda(fn, args.repeats, warmup=3)
             med = statistics.median(times)
-            rec.add(query=name, queries=n, median_s=med, min_s=min(times), max_s=max(times), repeats=len(times),
-                    queries_per_s=n / med)
+            rec.add(
+                query=name,
+                queries=n,
+                median_s=med,
+                min_s=min(times),
+                max_s=max(times),
+                repeats=len(times),
+                queries_per_s=n / med,
+            )
         except Exception as exc:  # noqa: BLE001
             rec.error(f"query {name}", exc)
 
@@ -258,8 +296,16 @@ def _tick_rates(rec: Recorder, args, mode: str, make_step) -> None:
             warm_calls = max(2, 60 // args.ticks)
             times = _time_cuda(step, args.repeats, warmup=warm_calls)
             med = statistics.median(times)
-            rec.add(mode=mode, num_envs=n, ticks_per_call=args.ticks, median_s=med, min_s=min(times),
-                    max_s=max(times), repeats=len(times), ball_ticks_per_s=n * args.ticks / med)
+            rec.add(
+                mode=mode,
+                num_envs=n,
+                ticks_per_call=args.ticks,
+                median_s=med,
+                min_s=min(times),
+                max_s=max(times),
+                repeats=len(times),
+                ball_ticks_per_s=n * args.ticks / med,
+            )
         except Exception as exc:  # noqa: BLE001
             rec.error(f"{mode} at {n} envs", exc)
         finally:
@@ -277,6 +323,7 @@ def section_fused(rec: Recorder, args) -> None:
             arena, _ = _arena(n, "fused", args.meshes)
             events = ArenaEvents.none(n, 0, arena.device)
             return (lambda: kernels.ball_ticks_(arena.state, events, arena.world, args.ticks, block)), arena
+
         return build
 
     for block in (32, 64):  # envs per program: registers per env vs. parallelism
@@ -333,6 +380,7 @@ def section_compile(rec: Recorder, args) -> None:
         def step():
             for _ in range(args.ticks):
                 carry[0], carry[1] = run_tick(carry[0], carry[1], arena.world)
+
         if not compiled:
             step()
             torch.cuda.synchronize()
@@ -351,8 +399,13 @@ def section_compile(rec: Recorder, args) -> None:
             state, events = run_tick(state, events, comp.world)
         eager.step(ticks=240)
         err = (eager.ball.pos - state.ball.pos).norm(dim=1)
-        rec.add(check="compile_vs_eager_240_ticks", envs=4096, median_pos_error_uu=float(err.median()),
-                max_pos_error_uu=float(err.max()), passed=bool(err.median() <= 1e-2))
+        rec.add(
+            check="compile_vs_eager_240_ticks",
+            envs=4096,
+            median_pos_error_uu=float(err.median()),
+            max_pos_error_uu=float(err.max()),
+            passed=bool(err.median() <= 1e-2),
+        )
     except Exception as exc:  # noqa: BLE001
         rec.error("compile vs eager check", exc)
 
@@ -387,10 +440,18 @@ def _worker(section: str, args) -> None:
     sys.path.insert(0, str(ROOT))
     if DEVICE == "cuda" and not torch.cuda.is_available():
         raise SystemExit("no CUDA device: this benchmark measures the GPU")
-    rec = Recorder(Path(args.out) / f"soccar_{section}.json", section,
-                   {"sizes": list(args.sizes), "ticks_per_call": args.ticks, "repeats": args.repeats})
-    {"checks": section_checks, "query": section_query, "fused": section_fused, "eager": section_eager,
-     "compile": section_compile}[section](rec, args)
+    rec = Recorder(
+        Path(args.out) / f"soccar_{section}.json",
+        section,
+        {"sizes": list(args.sizes), "ticks_per_call": args.ticks, "repeats": args.repeats},
+    )
+    {
+        "checks": section_checks,
+        "query": section_query,
+        "fused": section_fused,
+        "eager": section_eager,
+        "compile": section_compile,
+    }[section](rec, args)
 
 
 def _table(out: Path) -> str:
@@ -402,17 +463,28 @@ def _table(out: Path) -> str:
             continue
         data = json.loads(path.read_text())
         if section == SECTIONS[0]:
-            lines.append(f"device {data.get('device')}  torch {data.get('torch')}  triton {data.get('triton')}")
+            lines.append(
+                f"device {data.get('device')}  torch {data.get('torch')}  triton {data.get('triton')}"
+            )
         for row in data["results"]:
             if "ball_ticks_per_s" in row:
-                lines.append(f"{row['mode']:8s} {row['num_envs']:>8d} envs  {row['ball_ticks_per_s']:12.3e} ball-ticks/s"
-                             f"  ({row['median_s'] * 1e3:8.3f} ms per {row['ticks_per_call']} ticks)")
+                lines.append(
+                    f"{row['mode']:8s} {row['num_envs']:>8d} envs  {row['ball_ticks_per_s']:12.3e} ball-ticks/s"
+                    f"  ({row['median_s'] * 1e3:8.3f} ms per {row['ticks_per_call']} ticks)"
+                )
             elif "queries_per_s" in row:
-                lines.append(f"query    {row['query']:16s} {row['queries_per_s']:12.3e} queries/s at {row['queries']}")
+                lines.append(
+                    f"query    {row['query']:16s} {row['queries_per_s']:12.3e} queries/s at {row['queries']}"
+                )
             elif "check" in row:
-                lines.append(f"check    {row['check']:28s} {'PASS' if row.get('passed') else 'FAIL'}  "
-                             + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
-                                         if k not in ("check", "passed")))
+                lines.append(
+                    f"check    {row['check']:28s} {'PASS' if row.get('passed') else 'FAIL'}  "
+                    + ", ".join(
+                        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                        for k, v in row.items()
+                        if k not in ("check", "passed")
+                    )
+                )
         if "compile_seconds" in data:
             lines.append(f"compile  first compile took {data['compile_seconds']:.0f} s")
         for err in data.get("errors", []):
@@ -423,9 +495,15 @@ def _table(out: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="directory for soccar_*.json")
-    parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
-    parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="comma-separated env counts")
-    parser.add_argument("--ticks", type=int, default=8, help="ticks per timed call (captured together in graphs)")
+    parser.add_argument(
+        "--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)"
+    )
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="comma-separated env counts"
+    )
+    parser.add_argument(
+        "--ticks", type=int, default=8, help="ticks per timed call (captured together in graphs)"
+    )
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--budget", type=float, default=360.0, help="seconds for all sections together")
     parser.add_argument("--only", default=",".join(SECTIONS), help="sections to run, comma-separated")
@@ -446,11 +524,24 @@ def main() -> None:
     deadline = time.monotonic() + args.budget
     for i, section in enumerate(wanted):
         remaining = deadline - time.monotonic()
-        later = sum(SHARES[s] for s in wanted[i + 1:])
+        later = sum(SHARES[s] for s in wanted[i + 1 :])
         limit = max(20.0, remaining * SHARES[section] / (SHARES[section] + later)) if remaining > 0 else 20.0
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", section, "--out", str(out),
-               "--device", args.device,
-               "--sizes", ",".join(map(str, args.sizes)), "--ticks", str(args.ticks), "--repeats", str(args.repeats)]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            section,
+            "--out",
+            str(out),
+            "--device",
+            args.device,
+            "--sizes",
+            ",".join(map(str, args.sizes)),
+            "--ticks",
+            str(args.ticks),
+            "--repeats",
+            str(args.repeats),
+        ]
         if args.meshes:
             cmd += ["--meshes", args.meshes]
         print(f"== {section} (limit {limit:.0f} s)", flush=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -44,12 +44,15 @@ class Throws:
         return len(self.family)
 
     @staticmethod
-    def concat(parts: list["Throws"]) -> "Throws":
-        return Throws(family=[f for p in parts for f in p.family],
-                      pos=np.concatenate([p.pos for p in parts]), vel=np.concatenate([p.vel for p in parts]),
-                      ang_vel=np.concatenate([p.ang_vel for p in parts]))
+    def concat(parts: list[Throws]) -> Throws:
+        return Throws(
+            family=[f for p in parts for f in p.family],
+            pos=np.concatenate([p.pos for p in parts]),
+            vel=np.concatenate([p.vel for p in parts]),
+            ang_vel=np.concatenate([p.ang_vel for p in parts]),
+        )
 
-    def select(self, idx) -> "Throws":
+    def select(self, idx) -> Throws:
         idx = np.asarray(idx)
         return Throws([self.family[i] for i in idx], self.pos[idx], self.vel[idx], self.ang_vel[idx])
 
@@ -87,6 +90,16 @@ def rocketsim():
     return _ROCKETSIM
 
 
+def _first_goal_recorder(first: list[int]):
+    """A RocketSim goal callback keeping the arena tick count after the first scoring tick."""
+
+    def record(arena, team, data):
+        if not first:
+            first.append(arena.tick_count + 1)  # the callback runs before tickCount++
+
+    return record
+
+
 def run_rocketsim(throws: Throws, ticks: int, tick_rate: int = TICK_RATE) -> Recording:
     """Step each throw in its own fresh RocketSim arena; record every tick."""
     rs = rocketsim()
@@ -96,10 +109,11 @@ def run_rocketsim(throws: Throws, ticks: int, tick_rate: int = TICK_RATE) -> Rec
     for i in range(n):
         arena = rs.Arena(rs.GameMode.SOCCAR, tick_rate=tick_rate)
         first: list[int] = []
-        arena.set_goal_score_callback(lambda arena, team, data: first.append(arena.tick_count + 1) if not first else None)
+        arena.set_goal_score_callback(_first_goal_recorder(first))
         state = rs.BallState()
-        state.pos, state.vel, state.ang_vel = (rs.Vec(*map(float, v)) for v in
-                                               (throws.pos[i], throws.vel[i], throws.ang_vel[i]))
+        state.pos, state.vel, state.ang_vel = (
+            rs.Vec(*map(float, v)) for v in (throws.pos[i], throws.vel[i], throws.ang_vel[i])
+        )
         arena.ball.set_state(state)
         rows = out[:, i]
         for t in range(ticks):
@@ -119,33 +133,48 @@ def run_nitro(throws: Throws, ticks: int, tick_rate: int = TICK_RATE, device: st
     """Step all throws together in one ball-only nitro Arena; record every tick."""
     n = len(throws)
     arena = Arena(n, blue=0, orange=0, device=device, tick_rate=tick_rate)
-    arena.set_ball(pos=torch.from_numpy(throws.pos).to(device), vel=torch.from_numpy(throws.vel).to(device),
-                   ang_vel=torch.from_numpy(throws.ang_vel).to(device))
+    arena.set_ball(
+        pos=torch.from_numpy(throws.pos).to(device),
+        vel=torch.from_numpy(throws.vel).to(device),
+        ang_vel=torch.from_numpy(throws.ang_vel).to(device),
+    )
     pos, vel, ang = (torch.zeros(n, ticks, 3, device=device) for _ in range(3))
     goal_tick = torch.full((n,), -1, dtype=torch.int64, device=device)
     for t in range(ticks):
         events = arena.step()
         pos[:, t], vel[:, t], ang[:, t] = arena.ball.pos, arena.ball.vel, arena.ball.ang_vel
         goal_tick = torch.where((goal_tick < 0) & (events.goal_tick >= 0), events.goal_tick, goal_tick)
-    return Recording(pos=pos.cpu().numpy(), vel=vel.cpu().numpy(), ang_vel=ang.cpu().numpy(),
-                     goal_tick=goal_tick.cpu().numpy())
+    return Recording(
+        pos=pos.cpu().numpy(),
+        vel=vel.cpu().numpy(),
+        ang_vel=ang.cpu().numpy(),
+        goal_tick=goal_tick.cpu().numpy(),
+    )
 
 
 # --- Comparing ------------------------------------------------------------------------------------
 
 
-def errors_at(reference: Recording, port: Recording, seconds: float, tick_rate: int = TICK_RATE) -> dict[str, np.ndarray]:
+def errors_at(
+    reference: Recording, port: Recording, seconds: float, tick_rate: int = TICK_RATE
+) -> dict[str, np.ndarray]:
     """Euclidean error of pos (UU), vel (UU/s), ang_vel (rad/s) after ``seconds`` of simulation [n]."""
     t = int(round(seconds * tick_rate)) - 1
-    return {name: np.linalg.norm(getattr(reference, name)[:, t] - getattr(port, name)[:, t], axis=-1)
-            for name in ("pos", "vel", "ang_vel")}
+    return {
+        name: np.linalg.norm(getattr(reference, name)[:, t] - getattr(port, name)[:, t], axis=-1)
+        for name in ("pos", "vel", "ang_vel")
+    }
 
 
-def max_error_until(reference: Recording, port: Recording, seconds: float, tick_rate: int = TICK_RATE) -> dict[str, np.ndarray]:
+def max_error_until(
+    reference: Recording, port: Recording, seconds: float, tick_rate: int = TICK_RATE
+) -> dict[str, np.ndarray]:
     """Largest error over the first ``seconds`` [n]."""
     t = int(round(seconds * tick_rate))
-    return {name: np.linalg.norm(getattr(reference, name)[:, :t] - getattr(port, name)[:, :t], axis=-1).max(1)
-            for name in ("pos", "vel", "ang_vel")}
+    return {
+        name: np.linalg.norm(getattr(reference, name)[:, :t] - getattr(port, name)[:, :t], axis=-1).max(1)
+        for name in ("pos", "vel", "ang_vel")
+    }
 
 
 # --- Scenario families ----------------------------------------------------------------------------
@@ -174,7 +203,9 @@ def _aim(rng, start, target, speed_lo, speed_hi):
 
 
 def _pack(family, pos, vel, spin):
-    return Throws([family] * len(pos), pos.astype(np.float32), vel.astype(np.float32), spin.astype(np.float32))
+    return Throws(
+        [family] * len(pos), pos.astype(np.float32), vel.astype(np.float32), spin.astype(np.float32)
+    )
 
 
 def free_flight(rng, n):
@@ -193,7 +224,9 @@ def floor(rng, n):
 
 def side_walls(rng, n):
     side = rng.choice([-1.0, 1.0], n)
-    start = np.stack([side * rng.uniform(1500, 3000, n), rng.uniform(-3000, 3000, n), rng.uniform(200, 1200, n)], 1)
+    start = np.stack(
+        [side * rng.uniform(1500, 3000, n), rng.uniform(-3000, 3000, n), rng.uniform(200, 1200, n)], 1
+    )
     target = np.stack([side * 4096.0, start[:, 1] + rng.uniform(-500, 500, n), rng.uniform(500, 1500, n)], 1)
     return _pack("side walls", start, _aim(rng, start, target, 1000, 3000), _spin(rng, n))
 
@@ -213,7 +246,9 @@ def corners(rng, n):
     sx, sy = rng.choice([-1.0, 1.0], n), rng.choice([-1.0, 1.0], n)
     u = rng.uniform(3100, 3900, n)  # |x| on the corner wall, |x| + |y| = 8064
     target = np.stack([sx * u, sy * (CORNER_PLANE - u), rng.uniform(200, 1500, n)], 1)
-    start = np.stack([sx * rng.uniform(500, 2500, n), sy * rng.uniform(1000, 3000, n), rng.uniform(200, 1000, n)], 1)
+    start = np.stack(
+        [sx * rng.uniform(500, 2500, n), sy * rng.uniform(1000, 3000, n), rng.uniform(200, 1000, n)], 1
+    )
     return _pack("corners", start, _aim(rng, start, target, 1200, 3000), _spin(rng, n))
 
 
@@ -222,9 +257,13 @@ def curved_transitions(rng, n):
     back wall-floor curve beside the goals."""
     kind = np.arange(n) % 4
     side = rng.choice([-1.0, 1.0], n)
-    start = np.stack([side * rng.uniform(2000, 3300, n), rng.uniform(-3000, 3000, n), rng.uniform(150, 600, n)], 1)
-    target = np.stack([side * rng.uniform(3950, 4096, n), start[:, 1] + rng.uniform(-400, 400, n),
-                       rng.uniform(0, 250, n)], 1)
+    start = np.stack(
+        [side * rng.uniform(2000, 3300, n), rng.uniform(-3000, 3000, n), rng.uniform(150, 600, n)], 1
+    )
+    target = np.stack(
+        [side * rng.uniform(3950, 4096, n), start[:, 1] + rng.uniform(-400, 400, n), rng.uniform(0, 250, n)],
+        1,
+    )
     roll = kind == 1  # rolling fast along the floor into the side-wall fillet
     start[roll, 2] = R + 1.0
     target[roll, 2] = R
@@ -236,7 +275,9 @@ def curved_transitions(rng, n):
     back = kind == 3  # toward the floor curve under the back wall, beside the goal mouth
     yside = rng.choice([-1.0, 1.0], back.sum())
     xb = rng.choice([-1.0, 1.0], back.sum()) * rng.uniform(1200, 2800, back.sum())
-    start[back] = np.stack([xb * 0.9, yside * rng.uniform(3000, 4200, back.sum()), np.full(back.sum(), R + 1.0)], 1)
+    start[back] = np.stack(
+        [xb * 0.9, yside * rng.uniform(3000, 4200, back.sum()), np.full(back.sum(), R + 1.0)], 1
+    )
     target[back] = np.stack([xb, yside * 5120.0, np.full(back.sum(), R)], 1)
     vel = _aim(rng, start, target, 1200, 2600)
     vel[roll | back, 2] = 0.0
@@ -252,18 +293,27 @@ def ceiling(rng, n):
 def posts_and_crossbar(rng, n):
     side = rng.choice([-1.0, 1.0], n)
     post = rng.random(n) < 0.6
-    x = np.where(post, rng.choice([-1.0, 1.0], n) * (GOAL_HALF_WIDTH + rng.uniform(-120, 120, n)),
-                 rng.uniform(-800, 800, n))
+    x = np.where(
+        post,
+        rng.choice([-1.0, 1.0], n) * (GOAL_HALF_WIDTH + rng.uniform(-120, 120, n)),
+        rng.uniform(-800, 800, n),
+    )
     z = np.where(post, rng.uniform(100, 600, n), GOAL_HEIGHT + rng.uniform(-120, 120, n))
     target = np.stack([x, side * 5120.0, z], 1)
-    start = np.stack([x * rng.uniform(0.3, 1.0, n), side * rng.uniform(2500, 4200, n), rng.uniform(150, 800, n)], 1)
+    start = np.stack(
+        [x * rng.uniform(0.3, 1.0, n), side * rng.uniform(2500, 4200, n), rng.uniform(150, 800, n)], 1
+    )
     return _pack("goal posts and crossbar", start, _aim(rng, start, target, 1000, 3000), _spin(rng, n))
 
 
 def into_the_net(rng, n):
     side = rng.choice([-1.0, 1.0], n)
-    target = np.stack([rng.uniform(-700, 700, n), side * rng.uniform(5300, 5900, n), rng.uniform(100, 500, n)], 1)
-    start = np.stack([rng.uniform(-1500, 1500, n), side * rng.uniform(2500, 4500, n), rng.uniform(100, 800, n)], 1)
+    target = np.stack(
+        [rng.uniform(-700, 700, n), side * rng.uniform(5300, 5900, n), rng.uniform(100, 500, n)], 1
+    )
+    start = np.stack(
+        [rng.uniform(-1500, 1500, n), side * rng.uniform(2500, 4500, n), rng.uniform(100, 800, n)], 1
+    )
     return _pack("into the net", start, _aim(rng, start, target, 1000, 3500), _spin(rng, n))
 
 

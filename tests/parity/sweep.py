@@ -30,7 +30,9 @@ from .rocketsim_harness import FAMILIES, TICK_RATE, errors_at, make_throws, run_
 TIMES = (0.5, 1.0, 2.0)
 # Which arena objects a contact belongs to (mesh file ranges, from the files' bounds).
 SURFACES = {
-    "floor": ("plane", 0), "ceiling": ("plane", 1), "side walls": ("plane", 2, 3),
+    "floor": ("plane", 0),
+    "ceiling": ("plane", 1),
+    "side walls": ("plane", 2, 3),
     "corners + back-corner curves (mesh 0-3)": ("mesh", 0, 1, 2, 3),
     "back walls + goals (mesh 4-7)": ("mesh", 4, 5, 6, 7),
     "ceiling edges (mesh 8, 9, 14, 15)": ("mesh", 8, 9, 14, 15),
@@ -45,8 +47,13 @@ def touched_surfaces(positions: np.ndarray, chunk: int = 8192) -> np.ndarray:
     flat = torch.from_numpy(positions.reshape(-1, 3))
     objects = []
     for i in range(0, len(flat), chunk):
-        c = sphere_contacts_reference(mesh, flat[i:i + chunk], C.BALL_COLLISION_RADIUS_SOCCAR,
-                                      C.BALL_CONTACT_BREAKING_THRESHOLD, max_contacts=8)
+        c = sphere_contacts_reference(
+            mesh,
+            flat[i : i + chunk],
+            C.BALL_COLLISION_RADIUS_SOCCAR,
+            C.BALL_CONTACT_BREAKING_THRESHOLD,
+            max_contacts=8,
+        )
         objects.append(c.object)
     obj = torch.cat(objects).reshape(n, t, -1)
     out = np.zeros((n, len(SURFACES)), bool)
@@ -111,8 +118,14 @@ def report(throws, reference, port, surfaces, elapsed: dict[str, float], command
     ]
     for name in FAMILIES:
         rows = family == name
-        lines.append(f"| {name} | " + " | ".join(str(int(surfaces[rows, k].sum())) for k in range(len(SURFACES))) + " |")
-    lines.append(f"| **all** | " + " | ".join(f"**{int(surfaces[:, k].sum())}**" for k in range(len(SURFACES))) + " |")
+        lines.append(
+            f"| {name} | "
+            + " | ".join(str(int(surfaces[rows, k].sum())) for k in range(len(SURFACES)))
+            + " |"
+        )
+    lines.append(
+        "| **all** | " + " | ".join(f"**{int(surfaces[:, k].sum())}**" for k in range(len(SURFACES))) + " |"
+    )
     lines += [
         "",
         "## What makes it match",
@@ -152,7 +165,9 @@ def main(argv: list[str] | None = None) -> None:
     t2 = time.perf_counter()
     surfaces = touched_surfaces(reference.pos)
     command = "python -m tests.parity.sweep " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = report(throws, reference, port, surfaces, {"rocketsim": t1 - t0, "nitro": t2 - t1}, command.strip())
+    text = report(
+        throws, reference, port, surfaces, {"rocketsim": t1 - t0, "nitro": t2 - t1}, command.strip()
+    )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)

@@ -7,16 +7,42 @@ This stage simulates the ball in the real arena (the 16 collision meshes plus Ro
 from nitro.envs.soccar.arena import Arena, ArenaEvents, World, fold_tick, step_ticks, tick
 from nitro.envs.soccar.collide import ContactManifolds, sphere_manifolds
 from nitro.envs.soccar.mesh import (
-    ArenaMesh, BoxContacts, MeshesNotFoundError, RayHits, SphereContacts, box_contacts, find_soccar_meshes,
-    load_arena_mesh, ray_cast, sphere_contacts,
+    ArenaMesh,
+    BoxContacts,
+    MeshesNotFoundError,
+    RayHits,
+    SphereContacts,
+    box_contacts,
+    find_soccar_meshes,
+    load_arena_mesh,
+    ray_cast,
+    sphere_contacts,
 )
 from nitro.envs.soccar.mutators import MutatorConfig
 from nitro.envs.soccar.state import BallState, BoostPadState, CarState, GameState
 
 __all__ = [
-    "Arena", "ArenaEvents", "World", "tick", "fold_tick", "step_ticks",
-    "ArenaMesh", "MeshesNotFoundError", "find_soccar_meshes", "load_arena_mesh",
-    "SphereContacts", "RayHits", "BoxContacts", "sphere_contacts", "ray_cast", "box_contacts",
-    "ContactManifolds", "sphere_manifolds", "MutatorConfig",
-    "BallState", "CarState", "BoostPadState", "GameState",
+    "Arena",
+    "ArenaEvents",
+    "ArenaMesh",
+    "BallState",
+    "BoostPadState",
+    "BoxContacts",
+    "CarState",
+    "ContactManifolds",
+    "GameState",
+    "MeshesNotFoundError",
+    "MutatorConfig",
+    "RayHits",
+    "SphereContacts",
+    "World",
+    "box_contacts",
+    "find_soccar_meshes",
+    "fold_tick",
+    "load_arena_mesh",
+    "ray_cast",
+    "sphere_contacts",
+    "sphere_manifolds",
+    "step_ticks",
+    "tick",
 ]

@@ -14,11 +14,11 @@ import os
 import numpy as np
 import torch
 
+from nitro.core import tree
 from nitro.envs.soccar import ball
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.mutators import MutatorConfig
-from nitro.core import tree
 from nitro.envs.soccar.state import BallState, BoostPadState, CarState, GameState
 
 NUM_CONTROLS = 8  # throttle, steer, pitch, yaw, roll, jump, boost, handbrake
@@ -53,12 +53,17 @@ class ArenaEvents:
     """Car picked up a pad [N, C] bool."""
 
     @staticmethod
-    def none(num_envs: int, num_cars: int, device: torch.device) -> "ArenaEvents":
+    def none(num_envs: int, num_cars: int, device: torch.device) -> ArenaEvents:
         no = torch.zeros(num_envs, dtype=torch.bool, device=device)
         no_car = torch.zeros(num_envs, num_cars, dtype=torch.bool, device=device)
-        return ArenaEvents(goal_blue=no, goal_orange=no.clone(),
-                           goal_tick=torch.full((num_envs,), -1, dtype=torch.int64, device=device),
-                           ball_touch=no_car, demo=no_car.clone(), boost_pickup=no_car.clone())
+        return ArenaEvents(
+            goal_blue=no,
+            goal_orange=no.clone(),
+            goal_tick=torch.full((num_envs,), -1, dtype=torch.int64, device=device),
+            ball_touch=no_car,
+            demo=no_car.clone(),
+            boost_pickup=no_car.clone(),
+        )
 
 
 def tick(state: GameState, world: World) -> tuple[GameState, torch.Tensor]:
@@ -86,12 +91,17 @@ def fold_tick(state: GameState, events: ArenaEvents, world: World) -> tuple[Game
     state, goal = tick(state, world)
     first = (goal > 0) & (events.goal_tick < 0)
     events = dataclasses.replace(
-        events, goal_blue=events.goal_blue | (goal == 1), goal_orange=events.goal_orange | (goal == 2),
-        goal_tick=torch.where(first, state.tick_count, events.goal_tick))
+        events,
+        goal_blue=events.goal_blue | (goal == 1),
+        goal_orange=events.goal_orange | (goal == 2),
+        goal_tick=torch.where(first, state.tick_count, events.goal_tick),
+    )
     return state, events
 
 
-def step_ticks(state: GameState, events: ArenaEvents, world: World, ticks: int) -> tuple[GameState, ArenaEvents]:
+def step_ticks(
+    state: GameState, events: ArenaEvents, world: World, ticks: int
+) -> tuple[GameState, ArenaEvents]:
     """``ticks`` ticks (`fold_tick` repeated)."""
     for _ in range(ticks):
         state, events = fold_tick(state, events, world)
@@ -112,10 +122,21 @@ class Arena:
     updates the state tensors in place).
     """
 
-    def __init__(self, num_envs: int, blue: int = 1, orange: int = 1, car: str = "octane",
-                 device: torch.device | str | None = None, tick_rate: float = C.DEFAULT_TICK_RATE,
-                 meshes: str | os.PathLike | None = None, seed: int | None = None, *,
-                 mutators: MutatorConfig | None = None, mode: str = "eager", debug: bool | None = None):
+    def __init__(
+        self,
+        num_envs: int,
+        blue: int = 1,
+        orange: int = 1,
+        car: str = "octane",
+        device: torch.device | str | None = None,
+        tick_rate: float = C.DEFAULT_TICK_RATE,
+        meshes: str | os.PathLike | None = None,
+        seed: int | None = None,
+        *,
+        mutators: MutatorConfig | None = None,
+        mode: str = "eager",
+        debug: bool | None = None,
+    ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         for name, count in (("blue", blue), ("orange", orange)):
@@ -124,13 +145,19 @@ class Arena:
         if blue or orange:
             raise NotImplementedError(
                 f"Arena(blue={blue}, orange={orange}): cars are not simulated yet; they arrive with the "
-                "roadmap's 'Soccar cars' work. Use Arena(num_envs, blue=0, orange=0) for ball-only arenas.")
+                "roadmap's 'Soccar cars' work. Use Arena(num_envs, blue=0, orange=0) for ball-only arenas."
+            )
         if not isinstance(car, str):
             raise ValueError(f"car must be a preset name such as 'octane', got {car!r}")
-        if isinstance(tick_rate, bool) or not isinstance(tick_rate, (int, float)) or not (
-                C.MIN_TICK_RATE <= tick_rate <= C.MAX_TICK_RATE):
-            raise ValueError(f"tick_rate must be in [{C.MIN_TICK_RATE:g}, {C.MAX_TICK_RATE:g}] ticks/s "
-                             f"(RocketSim's range), got {tick_rate!r}")
+        if (
+            isinstance(tick_rate, bool)
+            or not isinstance(tick_rate, (int, float))
+            or not (C.MIN_TICK_RATE <= tick_rate <= C.MAX_TICK_RATE)
+        ):
+            raise ValueError(
+                f"tick_rate must be in [{C.MIN_TICK_RATE:g}, {C.MAX_TICK_RATE:g}] ticks/s "
+                f"(RocketSim's range), got {tick_rate!r}"
+            )
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.device = torch.device(device) if device is not None else torch.device("cpu")
@@ -141,12 +168,17 @@ class Arena:
         self.mode = mode
         self.debug = (self.device.type == "cpu") if debug is None else debug
         """Check values (NaN/inf) of controls in `step`; a host sync, so off by default on CUDA."""
-        self.world = World(mesh=load_arena_mesh(meshes, self.device), mutators=mutators or MutatorConfig(),
-                           tick_time=_float32(1.0 / _float32(self.tick_rate)))
+        self.world = World(
+            mesh=load_arena_mesh(meshes, self.device),
+            mutators=mutators or MutatorConfig(),
+            tick_time=_float32(1.0 / _float32(self.tick_rate)),
+        )
         self.state = GameState(
-            ball=BallState.rest(num_envs, self.device), cars=CarState.empty(num_envs, 0, self.device),
+            ball=BallState.rest(num_envs, self.device),
+            cars=CarState.empty(num_envs, 0, self.device),
             pads=BoostPadState.fresh(num_envs, self.device),
-            tick_count=torch.zeros(num_envs, dtype=torch.int64, device=self.device))
+            tick_count=torch.zeros(num_envs, dtype=torch.int64, device=self.device),
+        )
         self._runners: dict[int, object] = {}
 
     # --- views -----------------------------------------------------------------------------------
@@ -191,10 +223,12 @@ class Arena:
         for name, value in (("pos", pos), ("vel", vel), ("ang_vel", ang_vel)):
             if value is not None:
                 setattr(new, name, _scatter(getattr(b, name), rows, self._vec3(name, value, count)))
-        new.velocity_impulse_cache = _scatter(b.velocity_impulse_cache, rows,
-                                              torch.zeros(count, 3, device=self.device))
-        new.tick_count_since_update = _scatter(b.tick_count_since_update, rows,
-                                               torch.zeros(count, dtype=torch.int64, device=self.device))
+        new.velocity_impulse_cache = _scatter(
+            b.velocity_impulse_cache, rows, torch.zeros(count, 3, device=self.device)
+        )
+        new.tick_count_since_update = _scatter(
+            b.tick_count_since_update, rows, torch.zeros(count, dtype=torch.int64, device=self.device)
+        )
         self.state = dataclasses.replace(self.state, ball=new)
 
     def reset_kickoff(self, env_ids=None) -> None:
@@ -204,8 +238,10 @@ class Arena:
         rest = BallState.rest(count, self.device)
         self.set_ball(pos=rest.pos, vel=rest.vel, ang_vel=rest.ang_vel, env_ids=env_ids)
         fresh = BoostPadState.fresh(count, self.device)
-        pads = BoostPadState(is_active=_scatter(self.state.pads.is_active, rows, fresh.is_active),
-                             cooldown=_scatter(self.state.pads.cooldown, rows, fresh.cooldown))
+        pads = BoostPadState(
+            is_active=_scatter(self.state.pads.is_active, rows, fresh.is_active),
+            cooldown=_scatter(self.state.pads.cooldown, rows, fresh.cooldown),
+        )
         self.state = dataclasses.replace(self.state, pads=pads)
 
     # --- stepping --------------------------------------------------------------------------------
@@ -243,30 +279,43 @@ class Arena:
         ids = env_ids if isinstance(env_ids, torch.Tensor) else torch.as_tensor(env_ids)
         if ids.dtype == torch.bool:
             if ids.shape != (self.num_envs,):
-                raise ValueError(f"a boolean env_ids mask must have shape ({self.num_envs},), got {tuple(ids.shape)}")
+                raise ValueError(
+                    f"a boolean env_ids mask must have shape ({self.num_envs},), got {tuple(ids.shape)}"
+                )
             ids = ids.nonzero().flatten()
-        if ids.dtype not in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8) or ids.dim() != 1:
-            raise ValueError(f"env_ids must be a 1-D integer tensor/list or a [N] bool mask, got dtype "
-                             f"{ids.dtype} shape {tuple(ids.shape)}")
+        if (
+            ids.dtype not in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+            or ids.dim() != 1
+        ):
+            raise ValueError(
+                f"env_ids must be a 1-D integer tensor/list or a [N] bool mask, got dtype "
+                f"{ids.dtype} shape {tuple(ids.shape)}"
+            )
         ids = ids.to(device=self.device, dtype=torch.int64)
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_envs):
-            raise ValueError(f"env_ids must be in [0, {self.num_envs}), got values from {int(ids.min())} "
-                             f"to {int(ids.max())}")
+            raise ValueError(
+                f"env_ids must be in [0, {self.num_envs}), got values from {int(ids.min())} "
+                f"to {int(ids.max())}"
+            )
         return ids
 
     def _vec3(self, name: str, value, count: int) -> torch.Tensor:
         if not isinstance(value, torch.Tensor):
             value = torch.as_tensor(value, dtype=torch.float32, device=self.device)
         if value.device != self.device:
-            raise ValueError(f"{name} is on {value.device}, the arena is on {self.device}; "
-                             f"pass {name}.to({str(self.device)!r})")
+            raise ValueError(
+                f"{name} is on {value.device}, the arena is on {self.device}; "
+                f"pass {name}.to({str(self.device)!r})"
+            )
         if value.dtype != torch.float32:
             raise ValueError(f"{name} must be float32, got {value.dtype}; pass {name}.float()")
         if value.shape == (3,):
             value = value.expand(count, 3)
         if value.shape != (count, 3):
-            raise ValueError(f"{name} must have shape ({count}, 3) (one row per selected env) or (3,), "
-                             f"got {tuple(value.shape)}")
+            raise ValueError(
+                f"{name} must have shape ({count}, 3) (one row per selected env) or (3,), "
+                f"got {tuple(value.shape)}"
+            )
         if not bool(torch.isfinite(value).all()):
             raise ValueError(f"{name} has NaN or infinite values; every {name} must be finite")
         return value
@@ -274,20 +323,28 @@ class Arena:
     def _check_controls(self, controls) -> None:
         if controls is None:
             if self.num_cars:
-                raise ValueError(f"controls are required: a float32 tensor [{self.num_envs}, {self.num_cars}, 8]")
+                raise ValueError(
+                    f"controls are required: a float32 tensor [{self.num_envs}, {self.num_cars}, 8]"
+                )
             return
         if not isinstance(controls, torch.Tensor):
-            raise ValueError(f"controls must be a torch.Tensor [{self.num_envs}, {self.num_cars}, 8], "
-                             f"got {type(controls).__name__}")
+            raise ValueError(
+                f"controls must be a torch.Tensor [{self.num_envs}, {self.num_cars}, 8], "
+                f"got {type(controls).__name__}"
+            )
         expected = (self.num_envs, self.num_cars, NUM_CONTROLS)
         if tuple(controls.shape) != expected:
-            raise ValueError(f"controls must have shape {expected} (envs, cars, [throttle, steer, pitch, "
-                             f"yaw, roll, jump, boost, handbrake]), got {tuple(controls.shape)}")
+            raise ValueError(
+                f"controls must have shape {expected} (envs, cars, [throttle, steer, pitch, "
+                f"yaw, roll, jump, boost, handbrake]), got {tuple(controls.shape)}"
+            )
         if controls.dtype != torch.float32:
             raise ValueError(f"controls must be float32, got {controls.dtype}; pass controls.float()")
         if controls.device != self.device:
-            raise ValueError(f"controls are on {controls.device}, the arena is on {self.device}; "
-                             f"pass controls.to({str(self.device)!r})")
+            raise ValueError(
+                f"controls are on {controls.device}, the arena is on {self.device}; "
+                f"pass controls.to({str(self.device)!r})"
+            )
         if self.debug and controls.numel() and not bool(torch.isfinite(controls).all()):
             raise ValueError("controls have NaN or infinite values")
 
@@ -299,8 +356,12 @@ class _Runner:
     def __init__(self, world: World, ticks: int, mode: str, state: GameState, events: ArenaEvents):
         from nitro.core import fast  # the package's one owner of compile / capture
 
-        self.loop = fast.Loop(lambda carry: fold_tick(carry[0], carry[1], world), (state, events), steps=ticks,
-                              mode="compile" if mode == "compile" else "graph")
+        self.loop = fast.Loop(
+            lambda carry: fold_tick(carry[0], carry[1], world),
+            (state, events),
+            steps=ticks,
+            mode="compile" if mode == "compile" else "graph",
+        )
 
     def __call__(self, state: GameState, events: ArenaEvents):
         carry = self.loop.carry
@@ -331,4 +392,4 @@ def _float32(x: float) -> float:
     return float(np.float32(x))
 
 
-__all__ = ["Arena", "ArenaEvents", "World", "tick", "fold_tick", "step_ticks", "NUM_CONTROLS", "MODES"]
+__all__ = ["MODES", "NUM_CONTROLS", "Arena", "ArenaEvents", "World", "fold_tick", "step_ticks", "tick"]

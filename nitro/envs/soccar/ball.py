@@ -72,8 +72,9 @@ def _plane_space(n: torch.Tensor) -> torch.Tensor:
     return torch.where(use_yz[..., None], yz, xy)
 
 
-def solve_world_contact(vel: torch.Tensor, ang_vel: torch.Tensor, manifolds: ContactManifolds, dt: float,
-                        mutators: MutatorConfig) -> tuple[torch.Tensor, torch.Tensor]:
+def solve_world_contact(
+    vel: torch.Tensor, ang_vel: torch.Tensor, manifolds: ContactManifolds, dt: float, mutators: MutatorConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
     """RocketSim's "special" ball-world contact, solved as Bullet's sequential-impulse solver does.
 
     RocketSim marks every ball-world contact point as special and replaces them, each tick, with one
@@ -95,7 +96,10 @@ def solve_world_contact(vel: torch.Tensor, ang_vel: torch.Tensor, manifolds: Con
     touching = total > 0
     per_point = total.clamp(min=1).to(vel.dtype)[:, None]
     normal = torch.where(held[..., None], manifolds.normal, 0.0).sum((1, 2)) / per_point
-    arm_length = torch.where(held, torch.linalg.vector_norm(manifolds.offset, dim=-1), 0.0).sum((1, 2)) / per_point[:, 0]
+    arm_length = (
+        torch.where(held, torch.linalg.vector_norm(manifolds.offset, dim=-1), 0.0).sum((1, 2))
+        / per_point[:, 0]
+    )
     arm = normal * -arm_length[:, None]  # rel_pos1 of the averaged point
     gravity_dv = torch.zeros_like(vel)
     gravity_dv[:, 2] = mutators.gravity_z * dt
@@ -103,8 +107,11 @@ def solve_world_contact(vel: torch.Tensor, ang_vel: torch.Tensor, manifolds: Con
 
     # Normal row (setupContactConstraint). Restitution uses the body's velocity without gravity.
     approach = dot(normal, vel + cross(ang_vel, arm))
-    restitution = torch.where(approach.abs() < C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD, 0.0,
-                              -mutators.ball_world_contact_restitution * approach).clamp(min=0)
+    restitution = torch.where(
+        approach.abs() < C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD,
+        0.0,
+        -mutators.ball_world_contact_restitution * approach,
+    ).clamp(min=0)
     torque_n = cross(arm, normal)
     ang_n = torque_n * inv_inertia
     jac_n = 1.0 / (inv_mass + dot(normal, cross(ang_n, arm)))
@@ -115,8 +122,11 @@ def solve_world_contact(vel: torch.Tensor, ang_vel: torch.Tensor, manifolds: Con
     lateral = vel_at - normal * dot(normal, vel_at)[:, None]
     lateral2 = dot(lateral, lateral)
     sliding = lateral2 > C.FRICTION_DIRECTION_EPSILON_SQ
-    tangent = torch.where(sliding[:, None], lateral * torch.rsqrt(torch.where(sliding, lateral2, 1))[:, None],
-                          _plane_space(normal))
+    tangent = torch.where(
+        sliding[:, None],
+        lateral * torch.rsqrt(torch.where(sliding, lateral2, 1))[:, None],
+        _plane_space(normal),
+    )
     torque_t = cross(arm, tangent)
     ang_t = torque_t * inv_inertia
     jac_t = 1.0 / (inv_mass + dot(tangent, cross(ang_t, arm)))
@@ -199,8 +209,9 @@ def integrate(pos, vel, ang_vel, dv, dw, push, dt: float, mutators: MutatorConfi
     return pos, vel, ang_vel
 
 
-def physics_step(ball: BallState, sleeping: torch.Tensor, mesh: ArenaMesh, dt: float,
-                 mutators: MutatorConfig) -> BallState:
+def physics_step(
+    ball: BallState, sleeping: torch.Tensor, mesh: ArenaMesh, dt: float, mutators: MutatorConfig
+) -> BallState:
     """The ball's part of btDiscreteDynamicsWorld::stepSimulation (one substep of ``dt`` seconds)."""
     vel = apply_damping(ball.vel, damping_factor(mutators.ball_drag, dt))
     manifolds = world_contacts(mesh, ball.pos, mutators)
@@ -208,8 +219,12 @@ def physics_step(ball: BallState, sleeping: torch.Tensor, mesh: ArenaMesh, dt: f
     push = split_impulse_push(manifolds, dt, mutators)
     pos, vel, ang_vel = integrate(ball.pos, vel, ball.ang_vel, dv, dw, push, dt, mutators)
     awake = ~sleeping[:, None]  # a sleeping ball is neither collided, solved nor integrated
-    return dataclasses.replace(ball, pos=torch.where(awake, pos, ball.pos), vel=torch.where(awake, vel, ball.vel),
-                               ang_vel=torch.where(awake, ang_vel, ball.ang_vel))
+    return dataclasses.replace(
+        ball,
+        pos=torch.where(awake, pos, ball.pos),
+        vel=torch.where(awake, vel, ball.vel),
+        ang_vel=torch.where(awake, ang_vel, ball.ang_vel),
+    )
 
 
 def _clamp_norm(v: torch.Tensor, limit: float) -> torch.Tensor:
@@ -223,7 +238,9 @@ def finish_physics_tick(ball: BallState, mutators: MutatorConfig) -> BallState:
     """Ball::_FinishPhysicsTick: add the cached hit velocity, clamp speeds, count the tick."""
     vel = ball.vel + ball.velocity_impulse_cache
     return dataclasses.replace(
-        ball, vel=_clamp_norm(vel, mutators.ball_max_speed), ang_vel=_clamp_norm(ball.ang_vel, C.BALL_MAX_ANG_SPEED),
+        ball,
+        vel=_clamp_norm(vel, mutators.ball_max_speed),
+        ang_vel=_clamp_norm(ball.ang_vel, C.BALL_MAX_ANG_SPEED),
         velocity_impulse_cache=torch.zeros_like(ball.velocity_impulse_cache),
         tick_count_since_update=ball.tick_count_since_update + 1,
     )

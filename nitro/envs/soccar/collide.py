@@ -14,8 +14,15 @@ import dataclasses
 
 import torch
 
-from nitro.envs.soccar.mesh import (ArenaMesh, SphereContacts, _use_kernels, cross, dot, eager_cpu_width,
-                                    sphere_contacts_reference)
+from nitro.envs.soccar.mesh import (
+    ArenaMesh,
+    SphereContacts,
+    _use_kernels,
+    cross,
+    dot,
+    eager_cpu_width,
+    sphere_contacts_reference,
+)
 
 MANIFOLD_SLOTS = 4  # arena objects (mesh files, planes) a body touches at once, at most
 MANIFOLD_POINTS = 4  # points per manifold (Bullet's MANIFOLD_CACHE_SIZE)
@@ -49,8 +56,9 @@ class ContactManifolds:
         return torch.arange(MANIFOLD_POINTS, device=self.count.device) < self.count[..., None]
 
 
-def sort_cached_points(offset: torch.Tensor, depth: torch.Tensor, new_offset: torch.Tensor,
-                       new_depth: torch.Tensor) -> torch.Tensor:
+def sort_cached_points(
+    offset: torch.Tensor, depth: torch.Tensor, new_offset: torch.Tensor, new_depth: torch.Tensor
+) -> torch.Tensor:
     """btPersistentManifold::sortCachedPoints: which of 4 held points a new one replaces [N].
 
     ``offset`` [N, 4, 3] / ``depth`` [N, 4] are the held points, ``new_*`` [N, 3] / [N] the new one.
@@ -65,7 +73,12 @@ def sort_cached_points(offset: torch.Tensor, depth: torch.Tensor, new_offset: to
         best = torch.where(deeper, depth[:, i], best)
     p0, p1, p2, p3 = offset.unbind(1)
     a = new_offset
-    edges = ((a - p1, p3 - p2), (a - p0, p3 - p2), (a - p0, p3 - p1), (a - p0, p2 - p1))  # gContactCalcArea3Points
+    edges = (
+        (a - p1, p3 - p2),
+        (a - p0, p3 - p2),
+        (a - p0, p3 - p1),
+        (a - p0, p2 - p1),
+    )  # gContactCalcArea3Points
     areas = torch.stack([dot(cross(u, v), cross(u, v)) for u, v in edges], 1)
     areas = torch.where(torch.arange(MANIFOLD_POINTS, device=areas.device) == deepest[:, None], 0.0, areas)
     return torch.argmax(areas, dim=1)  # closestAxis4 / maxAxis4: the first largest wins
@@ -93,11 +106,15 @@ def build_manifolds(contacts: SphereContacts) -> ContactManifolds:
         match = obj == new_obj[:, None]
         free = obj < 0
         has_slot = match.any(1)
-        slot = torch.where(has_slot, torch.argmax(match.to(torch.int8), 1), torch.argmax(free.to(torch.int8), 1))
+        slot = torch.where(
+            has_slot, torch.argmax(match.to(torch.int8), 1), torch.argmax(free.to(torch.int8), 1)
+        )
         ok = (new_obj >= 0) & (has_slot | free.any(1))
         held = count[rows, slot]
         full = held >= MANIFOLD_POINTS
-        replaced = sort_cached_points(offset[rows, slot], depth[rows, slot], contacts.offset[:, k], contacts.depth[:, k])
+        replaced = sort_cached_points(
+            offset[rows, slot], depth[rows, slot], contacts.offset[:, k], contacts.depth[:, k]
+        )
         index = torch.where(full, replaced, held.to(torch.int64))
         at_slot = ok[:, None] & (slots == slot[:, None])  # [N, S]
         at_point = at_slot[:, :, None] & (points == index[:, None, None])  # [N, S, 4]
@@ -112,8 +129,9 @@ def build_manifolds(contacts: SphereContacts) -> ContactManifolds:
     return ContactManifolds(object=obj, count=count, offset=offset, point=point, normal=normal, depth=depth)
 
 
-def sphere_manifolds(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float,
-                     use_kernels: bool | None = None) -> ContactManifolds:
+def sphere_manifolds(
+    mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float, use_kernels: bool | None = None
+) -> ContactManifolds:
     """Contact manifolds of spheres [N, 3] (UU) of ``radius`` with the arena, as Bullet builds them.
 
     Every feature within ``gap`` of the sphere contributes a point (`mesh.sphere_contacts`), filed
@@ -121,9 +139,12 @@ def sphere_manifolds(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap:
     ``use_kernels`` forces the kernel or this PyTorch reference.
     """
     if radius + gap > mesh.query_radius:
-        raise ValueError(f"sphere reach radius + gap = {radius + gap} UU exceeds the grid's query radius "
-                         f"{mesh.query_radius} UU; load the mesh with a larger query_radius")
+        raise ValueError(
+            f"sphere reach radius + gap = {radius + gap} UU exceeds the grid's query radius "
+            f"{mesh.query_radius} UU; load the mesh with a larger query_radius"
+        )
     if _use_kernels(centers, use_kernels):
         from nitro.envs.soccar import kernels
+
         return kernels.sphere_manifolds(mesh, centers, radius, gap)
     return build_manifolds(sphere_contacts_reference(mesh, centers, radius, gap, MAX_NEW_CONTACTS))

@@ -14,7 +14,6 @@ Kernels:
 
 from __future__ import annotations
 
-
 import torch
 
 try:  # Triton comes with CUDA builds of PyTorch; CPU installs use the PyTorch reference instead.
@@ -39,7 +38,6 @@ def available() -> bool:
 
 
 if triton is not None:
-
     # --- small vector helpers (one lane = one env; x, y, z as separate tensors) ------------------
 
     @triton.jit
@@ -62,8 +60,12 @@ if triton is not None:
         z = tl.where(hi, (t - 1.0) / (t + 1.0), t)
         base = tl.where(hi, 0.7853981633974483, 0.0)
         zz = z * z
-        r = base + ((((8.05374449538e-2 * zz - 1.38776856032e-1) * zz + 1.99777106478e-1) * zz
-                     - 3.33329491539e-1) * zz * z + z)
+        r = base + (
+            (((8.05374449538e-2 * zz - 1.38776856032e-1) * zz + 1.99777106478e-1) * zz - 3.33329491539e-1)
+            * zz
+            * z
+            + z
+        )
         r = tl.where(ay > ax, 1.5707963267948966 - r, r)
         r = tl.where(x < 0, 3.141592653589793 - r, r)
         return tl.where(y < 0, -r, r)
@@ -122,8 +124,24 @@ if triton is not None:
         return ox, oy, oz
 
     @triton.jit
-    def _sphere_triangle(cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz, radius, reach,
-                         DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr):
+    def _sphere_triangle(
+        cx,
+        cy,
+        cz,
+        ax,
+        ay,
+        az,
+        bx,
+        by,
+        bz,
+        qx,
+        qy,
+        qz,
+        radius,
+        reach,
+        DEGENERATE_L2: tl.constexpr,
+        SIMD_EPSILON: tl.constexpr,
+    ):
         e1x, e1y, e1z = bx - ax, by - ay, bz - az
         e2x, e2y, e2z = qx - ax, qy - ay, qz - az
         fx, fy, fz = _cross(e1x, e1y, e1z, e2x, e2y, e2z)
@@ -167,9 +185,32 @@ if triton is not None:
         return tl.sqrt(_dot(ex, ey, ez, ex, ey, ez))
 
     @triton.jit
-    def _adjust_internal_edge(gx, gy, gz, px, py, pz, ax, ay, az, bx, by, bz, qx, qy, qz,
-                              tnx, tny, tnz, ang0, ang1, ang2, flags,
-                              MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr):
+    def _adjust_internal_edge(
+        gx,
+        gy,
+        gz,
+        px,
+        py,
+        pz,
+        ax,
+        ay,
+        az,
+        bx,
+        by,
+        bz,
+        qx,
+        qy,
+        qz,
+        tnx,
+        tny,
+        tnz,
+        ang0,
+        ang1,
+        ang2,
+        flags,
+        MAX_ANGLE: tl.constexpr,
+        EDGE_DISTANCE: tl.constexpr,
+    ):
         """btAdjustInternalEdgeContacts, as `mesh.adjust_internal_edge_contacts`."""
         d0 = _edge_distance(px, py, pz, ax, ay, az, bx, by, bz)
         d1 = _edge_distance(px, py, pz, bx, by, bz, qx, qy, qz)
@@ -202,7 +243,9 @@ if triton is not None:
         cbx = tl.where(swap_b, -cbx, cbx)
         cby = tl.where(swap_b, -cby, cby)
         cbz = tl.where(swap_b, -cbz, cbz)
-        back = (_dot(nix, niy, niz, nax, nay, naz) < 0) & (_dot(nix, niy, niz, sw * cbx, sw * cby, sw * cbz) < 0)
+        back = (_dot(nix, niy, niz, nax, nay, naz) < 0) & (
+            _dot(nix, niy, niz, sw * cbx, sw * cby, sw * cbz) < 0
+        )
         concave = near & ((angle == 0) | back)
         ecx, ecy, ecz = _cross(ex, ey, ez, nax, nay, naz)
         einv = 1.0 / tl.sqrt(_dot(ecx, ecy, ecz, ecx, ecy, ecz))
@@ -228,8 +271,32 @@ if triton is not None:
         return tl.sum(tl.where(col[None, :] == index[:, None], arr, 0.0), axis=1)
 
     @triton.jit
-    def _add_point(ok, new_obj, nox, noy, noz, npx, npy, npz, nnx, nny, nnz, nd,
-                   obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep):
+    def _add_point(
+        ok,
+        new_obj,
+        nox,
+        noy,
+        noz,
+        npx,
+        npy,
+        npz,
+        nnx,
+        nny,
+        nnz,
+        nd,
+        obj,
+        cnt,
+        ox,
+        oy,
+        oz,
+        px,
+        py,
+        pz,
+        nx,
+        ny,
+        nz,
+        dep,
+    ):
         """btPersistentManifold::addManifoldPoint into the slot of ``new_obj`` (sortCachedPoints when full)."""
         scol = tl.arange(0, 4)
         pcol = tl.arange(0, 16)
@@ -299,12 +366,38 @@ if triton is not None:
         return obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep
 
     @triton.jit
-    def _gather_manifolds(cx, cy, cz, live, radius, gap,
-                          tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_n_ptr,
-                          plane_d_ptr, cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-                          NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr,
-                          DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr,
-                          EDGE_DISTANCE: tl.constexpr, BLOCK: tl.constexpr):
+    def _gather_manifolds(
+        cx,
+        cy,
+        cz,
+        live,
+        radius,
+        gap,
+        tri_ptr,
+        tri_normal_ptr,
+        tri_mesh_ptr,
+        edge_angle_ptr,
+        edge_flags_ptr,
+        plane_n_ptr,
+        plane_d_ptr,
+        cell_start_ptr,
+        cell_tris_ptr,
+        ox0,
+        oy0,
+        oz0,
+        cell_size,
+        dim_x,
+        dim_y,
+        dim_z,
+        NUM_PLANES: tl.constexpr,
+        PLANE_BASE: tl.constexpr,
+        MAX_CONTACTS: tl.constexpr,
+        DEGENERATE_L2: tl.constexpr,
+        SIMD_EPSILON: tl.constexpr,
+        MAX_ANGLE: tl.constexpr,
+        EDGE_DISTANCE: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         """Every contact of each lane's sphere, in Bullet's order, filed into 4-point manifolds."""
         reach = radius + gap
         obj = tl.full([BLOCK, 4], -1, tl.int32)
@@ -333,8 +426,31 @@ if triton is not None:
                 sox, soy, soz = -radius * pnx + cx * 0, -radius * pny + cx * 0, -radius * pnz + cx * 0
                 spx, spy, spz = cx + sox - pnx * d, cy + soy - pny * d, cz + soz - pnz * d
                 obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
-                    has, tl.full([BLOCK], PLANE_BASE + p, tl.int32), sox, soy, soz, spx, spy, spz,
-                    pnx + cx * 0, pny + cx * 0, pnz + cx * 0, d, obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep)
+                    has,
+                    tl.full([BLOCK], PLANE_BASE + p, tl.int32),
+                    sox,
+                    soy,
+                    soz,
+                    spx,
+                    spy,
+                    spz,
+                    pnx + cx * 0,
+                    pny + cx * 0,
+                    pnz + cx * 0,
+                    d,
+                    obj,
+                    cnt,
+                    ox,
+                    oy,
+                    oz,
+                    px,
+                    py,
+                    pz,
+                    nx,
+                    ny,
+                    nz,
+                    dep,
+                )
         # The cell's triangles, in Bullet's visiting order.
         ix = tl.minimum(tl.maximum(tl.floor((cx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
         iy = tl.minimum(tl.maximum(tl.floor((cy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
@@ -357,7 +473,8 @@ if triton is not None:
             qy = tl.load(tri_ptr + t * 9 + 7, mask=valid, other=1.0)
             qz = tl.load(tri_ptr + t * 9 + 8, mask=valid, other=0.0)
             has, spx, spy, spz, gx, gy, gz, d = _sphere_triangle(
-                cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz, radius, reach, DEGENERATE_L2, SIMD_EPSILON)
+                cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz, radius, reach, DEGENERATE_L2, SIMD_EPSILON
+            )
             has = valid & has & (found < MAX_CONTACTS)
             found += has.to(tl.int32)
             if tl.max(has.to(tl.int32), axis=0) > 0:
@@ -373,30 +490,103 @@ if triton is not None:
                 a2 = tl.load(edge_angle_ptr + t * 3 + 2, mask=valid, other=7.0)
                 fl = tl.load(edge_flags_ptr + t, mask=valid, other=0)
                 cnx, cny, cnz, changed = _adjust_internal_edge(
-                    gx, gy, gz, spx, spy, spz, ax, ay, az, bx, by, bz, qx, qy, qz, tnx, tny, tnz, a0, a1, a2, fl,
-                    MAX_ANGLE, EDGE_DISTANCE)
+                    gx,
+                    gy,
+                    gz,
+                    spx,
+                    spy,
+                    spz,
+                    ax,
+                    ay,
+                    az,
+                    bx,
+                    by,
+                    bz,
+                    qx,
+                    qy,
+                    qz,
+                    tnx,
+                    tny,
+                    tnz,
+                    a0,
+                    a1,
+                    a2,
+                    fl,
+                    MAX_ANGLE,
+                    EDGE_DISTANCE,
+                )
                 spx = tl.where(changed, (cx + sox) - cnx * d, spx)
                 spy = tl.where(changed, (cy + soy) - cny * d, spy)
                 spz = tl.where(changed, (cz + soz) - cnz * d, spz)
                 mesh_id = tl.load(tri_mesh_ptr + t, mask=valid, other=0)
                 obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
-                    has, mesh_id, sox, soy, soz, spx, spy, spz, cnx, cny, cnz, d,
-                    obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep)
+                    has,
+                    mesh_id,
+                    sox,
+                    soy,
+                    soz,
+                    spx,
+                    spy,
+                    spz,
+                    cnx,
+                    cny,
+                    cnz,
+                    d,
+                    obj,
+                    cnt,
+                    ox,
+                    oy,
+                    oz,
+                    px,
+                    py,
+                    pz,
+                    nx,
+                    ny,
+                    nz,
+                    dep,
+                )
             j += 1
         return obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep
 
     @triton.jit
     def _sphere_manifolds_kernel(
         # queries
-        centers_ptr, n, radius, gap,
+        centers_ptr,
+        n,
+        radius,
+        gap,
         # arena
-        tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_n_ptr, plane_d_ptr,
-        cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+        tri_ptr,
+        tri_normal_ptr,
+        tri_mesh_ptr,
+        edge_angle_ptr,
+        edge_flags_ptr,
+        plane_n_ptr,
+        plane_d_ptr,
+        cell_start_ptr,
+        cell_tris_ptr,
+        ox0,
+        oy0,
+        oz0,
+        cell_size,
+        dim_x,
+        dim_y,
+        dim_z,
         # outputs
-        obj_out, cnt_out, offset_out, point_out, normal_out, depth_out,
-        NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr,
-        DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr,
-        EDGE_DISTANCE: tl.constexpr, BLOCK: tl.constexpr,
+        obj_out,
+        cnt_out,
+        offset_out,
+        point_out,
+        normal_out,
+        depth_out,
+        NUM_PLANES: tl.constexpr,
+        PLANE_BASE: tl.constexpr,
+        MAX_CONTACTS: tl.constexpr,
+        DEGENERATE_L2: tl.constexpr,
+        SIMD_EPSILON: tl.constexpr,
+        MAX_ANGLE: tl.constexpr,
+        EDGE_DISTANCE: tl.constexpr,
+        BLOCK: tl.constexpr,
     ):
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
@@ -404,9 +594,37 @@ if triton is not None:
         cy = tl.load(centers_ptr + lane * 3 + 1, mask=live, other=0.0)
         cz = tl.load(centers_ptr + lane * 3 + 2, mask=live, other=0.0)
         obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _gather_manifolds(
-            cx, cy, cz, live, radius, gap, tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr,
-            plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-            NUM_PLANES, PLANE_BASE, MAX_CONTACTS, DEGENERATE_L2, SIMD_EPSILON, MAX_ANGLE, EDGE_DISTANCE, BLOCK)
+            cx,
+            cy,
+            cz,
+            live,
+            radius,
+            gap,
+            tri_ptr,
+            tri_normal_ptr,
+            tri_mesh_ptr,
+            edge_angle_ptr,
+            edge_flags_ptr,
+            plane_n_ptr,
+            plane_d_ptr,
+            cell_start_ptr,
+            cell_tris_ptr,
+            ox0,
+            oy0,
+            oz0,
+            cell_size,
+            dim_x,
+            dim_y,
+            dim_z,
+            NUM_PLANES,
+            PLANE_BASE,
+            MAX_CONTACTS,
+            DEGENERATE_L2,
+            SIMD_EPSILON,
+            MAX_ANGLE,
+            EDGE_DISTANCE,
+            BLOCK,
+        )
         scol = tl.arange(0, 4)
         pcol = tl.arange(0, 16)
         smask = live[:, None] & (scol[None, :] < 4)
@@ -427,14 +645,33 @@ if triton is not None:
 
 
 if triton is not None:
-
     # --- ray casts (btTriangleRaycastCallback) ------------------------------------------------------
 
     @triton.jit
-    def _ray_cast_kernel(start_ptr, end_ptr, n, tri_ptr, plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr,
-                         ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z, num_tris,
-                         hit_out, fraction_out, normal_out, feature_out,
-                         NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr):
+    def _ray_cast_kernel(
+        start_ptr,
+        end_ptr,
+        n,
+        tri_ptr,
+        plane_n_ptr,
+        plane_d_ptr,
+        cell_start_ptr,
+        cell_tris_ptr,
+        ox0,
+        oy0,
+        oz0,
+        cell_size,
+        dim_x,
+        dim_y,
+        dim_z,
+        num_tris,
+        hit_out,
+        fraction_out,
+        normal_out,
+        feature_out,
+        NUM_PLANES: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
         sx = tl.load(start_ptr + lane * 3, mask=live, other=0.0)
@@ -480,8 +717,11 @@ if triton is not None:
             c0x, c0y, c0z = _cross(ax - px, ay - py, az - pz, bx - px, by - py, bz - pz)
             c1x, c1y, c1z = _cross(bx - px, by - py, bz - pz, qx - px, qy - py, qz - pz)
             c2x, c2y, c2z = _cross(qx - px, qy - py, qz - pz, ax - px, ay - py, az - pz)
-            inside = ((_dot(c0x, c0y, c0z, nx, ny, nz) >= tol) & (_dot(c1x, c1y, c1z, nx, ny, nz) >= tol)
-                      & (_dot(c2x, c2y, c2z, nx, ny, nz) >= tol))
+            inside = (
+                (_dot(c0x, c0y, c0z, nx, ny, nz) >= tol)
+                & (_dot(c1x, c1y, c1z, nx, ny, nz) >= tol)
+                & (_dot(c2x, c2y, c2z, nx, ny, nz) >= tol)
+            )
             take = valid & crosses & inside & (f < best)
             inv = 1.0 / tl.sqrt(tl.where(take, _dot(nx, ny, nz, nx, ny, nz), 1.0))
             sign = tl.where(da <= 0, -inv, inv)
@@ -519,12 +759,47 @@ if triton is not None:
 
     @triton.jit
     def _box_radius(ux, uy, uz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz):
-        return (tl.abs(_dot(a0x, a0y, a0z, ux, uy, uz)) * hx + tl.abs(_dot(a1x, a1y, a1z, ux, uy, uz)) * hy
-                + tl.abs(_dot(a2x, a2y, a2z, ux, uy, uz)) * hz)
+        return (
+            tl.abs(_dot(a0x, a0y, a0z, ux, uy, uz)) * hx
+            + tl.abs(_dot(a1x, a1y, a1z, ux, uy, uz)) * hy
+            + tl.abs(_dot(a2x, a2y, a2z, ux, uy, uz)) * hz
+        )
 
     @triton.jit
-    def _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
-                  ax, ay, az, bx, by, bz, qx, qy, qz, kx, ky, kz, scale, best, bnx, bny, bnz):
+    def _sat_axis(
+        cx,
+        cy,
+        cz,
+        a0x,
+        a0y,
+        a0z,
+        a1x,
+        a1y,
+        a1z,
+        a2x,
+        a2y,
+        a2z,
+        hx,
+        hy,
+        hz,
+        ax,
+        ay,
+        az,
+        bx,
+        by,
+        bz,
+        qx,
+        qy,
+        qz,
+        kx,
+        ky,
+        kz,
+        scale,
+        best,
+        bnx,
+        bny,
+        bnz,
+    ):
         """Separation of box and triangle along candidate axis k; keep the largest (first wins)."""
         length = tl.sqrt(_dot(kx, ky, kz, kx, ky, kz))
         usable = length > 1e-6 * scale
@@ -540,8 +815,12 @@ if triton is not None:
         sep = tl.maximum(below, above)
         take = usable & (sep > best)
         sign = tl.where(below > above, -1.0, 1.0)
-        return (tl.where(take, sep, best), tl.where(take, ux * sign, bnx), tl.where(take, uy * sign, bny),
-                tl.where(take, uz * sign, bnz))
+        return (
+            tl.where(take, sep, best),
+            tl.where(take, ux * sign, bnx),
+            tl.where(take, uy * sign, bny),
+            tl.where(take, uz * sign, bnz),
+        )
 
     @triton.jit
     def _cross_len2(ax, ay, az, bx, by, bz):
@@ -549,7 +828,9 @@ if triton is not None:
         return x * x + y * y + z * z
 
     @triton.jit
-    def _box_keep(ok, sep, nx, ny, nz, feature, arrival, key_sep, key_arr, kn_x, kn_y, kn_z, kf, K: tl.constexpr):
+    def _box_keep(
+        ok, sep, nx, ny, nz, feature, arrival, key_sep, key_arr, kn_x, kn_y, kn_z, kf, K: tl.constexpr
+    ):
         """Keep the K smallest (separation, arrival): replace the largest when full."""
         col = tl.arange(0, K)
         worst = tl.max(key_sep, axis=1)
@@ -566,10 +847,35 @@ if triton is not None:
         return key_sep, key_arr, kn_x, kn_y, kn_z, kf
 
     @triton.jit
-    def _box_contacts_kernel(center_ptr, axes_ptr, half_ptr, half_stride, n, gap, tri_ptr, plane_n_ptr, plane_d_ptr,
-                             cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z, num_tris,
-                             count_out, sep_out, arrival_out, normal_out, feature_out,
-                             NUM_PLANES: tl.constexpr, K: tl.constexpr, BLOCK: tl.constexpr):
+    def _box_contacts_kernel(
+        center_ptr,
+        axes_ptr,
+        half_ptr,
+        half_stride,
+        n,
+        gap,
+        tri_ptr,
+        plane_n_ptr,
+        plane_d_ptr,
+        cell_start_ptr,
+        cell_tris_ptr,
+        ox0,
+        oy0,
+        oz0,
+        cell_size,
+        dim_x,
+        dim_y,
+        dim_z,
+        num_tris,
+        count_out,
+        sep_out,
+        arrival_out,
+        normal_out,
+        feature_out,
+        NUM_PLANES: tl.constexpr,
+        K: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
         cx = tl.load(center_ptr + lane * 3, mask=live, other=0.0)
@@ -605,8 +911,21 @@ if triton is not None:
             has = live & (sep < gap)
             count += has.to(tl.int32)
             key_sep, key_arr, kn_x, kn_y, kn_z, kf = _box_keep(
-                has, sep, pnx + cx * 0, pny + cx * 0, pnz + cx * 0, tl.full([BLOCK], num_tris + p, tl.int32),
-                tl.full([BLOCK], p, tl.int32), key_sep, key_arr, kn_x, kn_y, kn_z, kf, K)
+                has,
+                sep,
+                pnx + cx * 0,
+                pny + cx * 0,
+                pnz + cx * 0,
+                tl.full([BLOCK], num_tris + p, tl.int32),
+                tl.full([BLOCK], p, tl.int32),
+                key_sep,
+                key_arr,
+                kn_x,
+                kn_y,
+                kn_z,
+                kf,
+                K,
+            )
         ix = tl.minimum(tl.maximum(tl.floor((cx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
         iy = tl.minimum(tl.maximum(tl.floor((cy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
         iz = tl.minimum(tl.maximum(tl.floor((cz - oz0) / cell_size).to(tl.int32), 0), dim_z - 1)
@@ -634,45 +953,309 @@ if triton is not None:
             # the largest candidate length, for the "parallel edges give no axis" test
             scale = tl.sqrt(tnx * tnx + tny * tny + tnz * tnz)
             scale = tl.maximum(scale, 1.0)
-            scale = tl.maximum(scale, tl.sqrt(tl.maximum(tl.maximum(
-                _cross_len2(a0x, a0y, a0z, e0x, e0y, e0z), _cross_len2(a0x, a0y, a0z, e1x, e1y, e1z)),
-                _cross_len2(a0x, a0y, a0z, e2x, e2y, e2z))))
-            scale = tl.maximum(scale, tl.sqrt(tl.maximum(tl.maximum(
-                _cross_len2(a1x, a1y, a1z, e0x, e0y, e0z), _cross_len2(a1x, a1y, a1z, e1x, e1y, e1z)),
-                _cross_len2(a1x, a1y, a1z, e2x, e2y, e2z))))
-            scale = tl.maximum(scale, tl.sqrt(tl.maximum(tl.maximum(
-                _cross_len2(a2x, a2y, a2z, e0x, e0y, e0z), _cross_len2(a2x, a2y, a2z, e1x, e1y, e1z)),
-                _cross_len2(a2x, a2y, a2z, e2x, e2y, e2z))))
+            scale = tl.maximum(
+                scale,
+                tl.sqrt(
+                    tl.maximum(
+                        tl.maximum(
+                            _cross_len2(a0x, a0y, a0z, e0x, e0y, e0z),
+                            _cross_len2(a0x, a0y, a0z, e1x, e1y, e1z),
+                        ),
+                        _cross_len2(a0x, a0y, a0z, e2x, e2y, e2z),
+                    )
+                ),
+            )
+            scale = tl.maximum(
+                scale,
+                tl.sqrt(
+                    tl.maximum(
+                        tl.maximum(
+                            _cross_len2(a1x, a1y, a1z, e0x, e0y, e0z),
+                            _cross_len2(a1x, a1y, a1z, e1x, e1y, e1z),
+                        ),
+                        _cross_len2(a1x, a1y, a1z, e2x, e2y, e2z),
+                    )
+                ),
+            )
+            scale = tl.maximum(
+                scale,
+                tl.sqrt(
+                    tl.maximum(
+                        tl.maximum(
+                            _cross_len2(a2x, a2y, a2z, e0x, e0y, e0z),
+                            _cross_len2(a2x, a2y, a2z, e1x, e1y, e1z),
+                        ),
+                        _cross_len2(a2x, a2y, a2z, e2x, e2y, e2z),
+                    )
+                ),
+            )
             best = tl.full([BLOCK], -3.0e38, tl.float32)
             bnx = tl.zeros([BLOCK], tl.float32)
             bny = tl.zeros([BLOCK], tl.float32)
             bnz = tl.zeros([BLOCK], tl.float32)
-            best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
-                                            ax, ay, az, bx, by, bz, qx, qy, qz, tnx, tny, tnz, scale, best, bnx, bny, bnz)
-            best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
-                                            ax, ay, az, bx, by, bz, qx, qy, qz, a0x, a0y, a0z, scale, best, bnx, bny, bnz)
-            best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
-                                            ax, ay, az, bx, by, bz, qx, qy, qz, a1x, a1y, a1z, scale, best, bnx, bny, bnz)
-            best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
-                                            ax, ay, az, bx, by, bz, qx, qy, qz, a2x, a2y, a2z, scale, best, bnx, bny, bnz)
+            best, bnx, bny, bnz = _sat_axis(
+                cx,
+                cy,
+                cz,
+                a0x,
+                a0y,
+                a0z,
+                a1x,
+                a1y,
+                a1z,
+                a2x,
+                a2y,
+                a2z,
+                hx,
+                hy,
+                hz,
+                ax,
+                ay,
+                az,
+                bx,
+                by,
+                bz,
+                qx,
+                qy,
+                qz,
+                tnx,
+                tny,
+                tnz,
+                scale,
+                best,
+                bnx,
+                bny,
+                bnz,
+            )
+            best, bnx, bny, bnz = _sat_axis(
+                cx,
+                cy,
+                cz,
+                a0x,
+                a0y,
+                a0z,
+                a1x,
+                a1y,
+                a1z,
+                a2x,
+                a2y,
+                a2z,
+                hx,
+                hy,
+                hz,
+                ax,
+                ay,
+                az,
+                bx,
+                by,
+                bz,
+                qx,
+                qy,
+                qz,
+                a0x,
+                a0y,
+                a0z,
+                scale,
+                best,
+                bnx,
+                bny,
+                bnz,
+            )
+            best, bnx, bny, bnz = _sat_axis(
+                cx,
+                cy,
+                cz,
+                a0x,
+                a0y,
+                a0z,
+                a1x,
+                a1y,
+                a1z,
+                a2x,
+                a2y,
+                a2z,
+                hx,
+                hy,
+                hz,
+                ax,
+                ay,
+                az,
+                bx,
+                by,
+                bz,
+                qx,
+                qy,
+                qz,
+                a1x,
+                a1y,
+                a1z,
+                scale,
+                best,
+                bnx,
+                bny,
+                bnz,
+            )
+            best, bnx, bny, bnz = _sat_axis(
+                cx,
+                cy,
+                cz,
+                a0x,
+                a0y,
+                a0z,
+                a1x,
+                a1y,
+                a1z,
+                a2x,
+                a2y,
+                a2z,
+                hx,
+                hy,
+                hz,
+                ax,
+                ay,
+                az,
+                bx,
+                by,
+                bz,
+                qx,
+                qy,
+                qz,
+                a2x,
+                a2y,
+                a2z,
+                scale,
+                best,
+                bnx,
+                bny,
+                bnz,
+            )
             for i in tl.static_range(3):
                 gx = a0x if i == 0 else (a1x if i == 1 else a2x)
                 gy = a0y if i == 0 else (a1y if i == 1 else a2y)
                 gz = a0z if i == 0 else (a1z if i == 1 else a2z)
                 kx, ky, kz = _cross(gx, gy, gz, e0x, e0y, e0z)
-                best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
-                                                ax, ay, az, bx, by, bz, qx, qy, qz, kx, ky, kz, scale, best, bnx, bny, bnz)
+                best, bnx, bny, bnz = _sat_axis(
+                    cx,
+                    cy,
+                    cz,
+                    a0x,
+                    a0y,
+                    a0z,
+                    a1x,
+                    a1y,
+                    a1z,
+                    a2x,
+                    a2y,
+                    a2z,
+                    hx,
+                    hy,
+                    hz,
+                    ax,
+                    ay,
+                    az,
+                    bx,
+                    by,
+                    bz,
+                    qx,
+                    qy,
+                    qz,
+                    kx,
+                    ky,
+                    kz,
+                    scale,
+                    best,
+                    bnx,
+                    bny,
+                    bnz,
+                )
                 kx, ky, kz = _cross(gx, gy, gz, e1x, e1y, e1z)
-                best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
-                                                ax, ay, az, bx, by, bz, qx, qy, qz, kx, ky, kz, scale, best, bnx, bny, bnz)
+                best, bnx, bny, bnz = _sat_axis(
+                    cx,
+                    cy,
+                    cz,
+                    a0x,
+                    a0y,
+                    a0z,
+                    a1x,
+                    a1y,
+                    a1z,
+                    a2x,
+                    a2y,
+                    a2z,
+                    hx,
+                    hy,
+                    hz,
+                    ax,
+                    ay,
+                    az,
+                    bx,
+                    by,
+                    bz,
+                    qx,
+                    qy,
+                    qz,
+                    kx,
+                    ky,
+                    kz,
+                    scale,
+                    best,
+                    bnx,
+                    bny,
+                    bnz,
+                )
                 kx, ky, kz = _cross(gx, gy, gz, e2x, e2y, e2z)
-                best, bnx, bny, bnz = _sat_axis(cx, cy, cz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz,
-                                                ax, ay, az, bx, by, bz, qx, qy, qz, kx, ky, kz, scale, best, bnx, bny, bnz)
+                best, bnx, bny, bnz = _sat_axis(
+                    cx,
+                    cy,
+                    cz,
+                    a0x,
+                    a0y,
+                    a0z,
+                    a1x,
+                    a1y,
+                    a1z,
+                    a2x,
+                    a2y,
+                    a2z,
+                    hx,
+                    hy,
+                    hz,
+                    ax,
+                    ay,
+                    az,
+                    bx,
+                    by,
+                    bz,
+                    qx,
+                    qy,
+                    qz,
+                    kx,
+                    ky,
+                    kz,
+                    scale,
+                    best,
+                    bnx,
+                    bny,
+                    bnz,
+                )
             has = valid & (best < gap)
             count += has.to(tl.int32)
             key_sep, key_arr, kn_x, kn_y, kn_z, kf = _box_keep(
-                has, best, bnx, bny, bnz, t, tl.full([BLOCK], NUM_PLANES, tl.int32) + j,
-                key_sep, key_arr, kn_x, kn_y, kn_z, kf, K)
+                has,
+                best,
+                bnx,
+                bny,
+                bnz,
+                t,
+                tl.full([BLOCK], NUM_PLANES, tl.int32) + j,
+                key_sep,
+                key_arr,
+                kn_x,
+                kn_y,
+                kn_z,
+                kf,
+                K,
+            )
             j += 1
         col = tl.arange(0, K)
         m = live[:, None] & (col[None, :] < K)
@@ -686,7 +1269,6 @@ if triton is not None:
 
 
 if triton is not None:
-
     # --- the whole ball tick, K ticks per launch (ball-only arenas) --------------------------------
 
     @triton.jit
@@ -697,16 +1279,59 @@ if triton is not None:
     @triton.jit
     def _ball_ticks_kernel(
         # state (read and written)
-        pos_ptr, vel_ptr, ang_ptr, cache_ptr, since_ptr, tick_ptr, goal_tick_ptr, goal_ptr, n, ticks,
+        pos_ptr,
+        vel_ptr,
+        ang_ptr,
+        cache_ptr,
+        since_ptr,
+        tick_ptr,
+        goal_tick_ptr,
+        goal_ptr,
+        n,
+        ticks,
         # tick constants
-        dt, damping, gravity_dv, radius, gap, inv_mass, inv_inertia, restitution_e, friction, max_speed,
-        max_ang_speed, goal_line, restitution_threshold, friction_eps, erp2_over_dt,
+        dt,
+        damping,
+        gravity_dv,
+        radius,
+        gap,
+        inv_mass,
+        inv_inertia,
+        restitution_e,
+        friction,
+        max_speed,
+        max_ang_speed,
+        goal_line,
+        restitution_threshold,
+        friction_eps,
+        erp2_over_dt,
         # arena
-        tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_n_ptr, plane_d_ptr,
-        cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-        NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr,
-        DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr,
-        EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, PUSH_POINTS: tl.constexpr, BLOCK: tl.constexpr,
+        tri_ptr,
+        tri_normal_ptr,
+        tri_mesh_ptr,
+        edge_angle_ptr,
+        edge_flags_ptr,
+        plane_n_ptr,
+        plane_d_ptr,
+        cell_start_ptr,
+        cell_tris_ptr,
+        ox0,
+        oy0,
+        oz0,
+        cell_size,
+        dim_x,
+        dim_y,
+        dim_z,
+        NUM_PLANES: tl.constexpr,
+        PLANE_BASE: tl.constexpr,
+        MAX_CONTACTS: tl.constexpr,
+        DEGENERATE_L2: tl.constexpr,
+        SIMD_EPSILON: tl.constexpr,
+        MAX_ANGLE: tl.constexpr,
+        EDGE_DISTANCE: tl.constexpr,
+        ITERATIONS: tl.constexpr,
+        PUSH_POINTS: tl.constexpr,
+        BLOCK: tl.constexpr,
     ):
         """`arena.step_ticks` for ball-only arenas in one launch: the same mechanics as `ball.py`."""
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -736,10 +1361,37 @@ if triton is not None:
             # 5. Bullet step: damping, contacts at the current position, solve, integrate
             dvx, dvy, dvz = vx * damping, vy * damping, vz * damping
             obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _gather_manifolds(
-                x, y, z, awake, radius, gap, tri_ptr, tri_normal_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr,
-                plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y,
-                dim_z, NUM_PLANES, PLANE_BASE, MAX_CONTACTS, DEGENERATE_L2, SIMD_EPSILON, MAX_ANGLE, EDGE_DISTANCE,
-                BLOCK)
+                x,
+                y,
+                z,
+                awake,
+                radius,
+                gap,
+                tri_ptr,
+                tri_normal_ptr,
+                tri_mesh_ptr,
+                edge_angle_ptr,
+                edge_flags_ptr,
+                plane_n_ptr,
+                plane_d_ptr,
+                cell_start_ptr,
+                cell_tris_ptr,
+                ox0,
+                oy0,
+                oz0,
+                cell_size,
+                dim_x,
+                dim_y,
+                dim_z,
+                NUM_PLANES,
+                PLANE_BASE,
+                MAX_CONTACTS,
+                DEGENERATE_L2,
+                SIMD_EPSILON,
+                MAX_ANGLE,
+                EDGE_DISTANCE,
+                BLOCK,
+            )
             held = _slot_count(cnt, pcol)
             total = tl.sum(held.to(tl.int32), axis=1)
             touching = total > 0
@@ -758,7 +1410,9 @@ if triton is not None:
             anx, any_, anz = tnx_ * inv_inertia, tny_ * inv_inertia, tnz_ * inv_inertia
             qx_, qy_, qz_ = _cross(anx, any_, anz, rx, ry, rz)
             jac_n = 1.0 / (inv_mass + _dot(mnx, mny, mnz, qx_, qy_, qz_))
-            rhs_n = (rest - (_dot(mnx, mny, mnz, ex_x, ex_y, ex_z) + _dot(tnx_, tny_, tnz_, wx, wy, wz))) * jac_n
+            rhs_n = (
+                rest - (_dot(mnx, mny, mnz, ex_x, ex_y, ex_z) + _dot(tnx_, tny_, tnz_, wx, wy, wz))
+            ) * jac_n
             vax, vay, vaz = ex_x + cwx, ex_y + cwy, ex_z + cwz
             vn = _dot(mnx, mny, mnz, vax, vay, vaz)
             lx, ly, lz = vax - mnx * vn, vay - mny * vn, vaz - mnz * vn
@@ -788,7 +1442,11 @@ if triton is not None:
             imp_n = tl.zeros([BLOCK], tl.float32)
             imp_t = tl.zeros([BLOCK], tl.float32)
             for _ in tl.static_range(ITERATIONS):
-                delta = rhs_n - (_dot(mnx, mny, mnz, sdvx, sdvy, sdvz) + _dot(tnx_, tny_, tnz_, sdwx, sdwy, sdwz)) * jac_n
+                delta = (
+                    rhs_n
+                    - (_dot(mnx, mny, mnz, sdvx, sdvy, sdvz) + _dot(tnx_, tny_, tnz_, sdwx, sdwy, sdwz))
+                    * jac_n
+                )
                 new_n = tl.maximum(imp_n + delta, 0.0)
                 delta = new_n - imp_n
                 imp_n = new_n
@@ -799,7 +1457,10 @@ if triton is not None:
                 sdwy += any_ * delta
                 sdwz += anz * delta
                 limit = friction * imp_n
-                delta = rhs_t - (_dot(tx, ty, tz, sdvx, sdvy, sdvz) + _dot(ttx, tty, ttz, sdwx, sdwy, sdwz)) * jac_t
+                delta = (
+                    rhs_t
+                    - (_dot(tx, ty, tz, sdvx, sdvy, sdvz) + _dot(ttx, tty, ttz, sdwx, sdwy, sdwz)) * jac_t
+                )
                 new_t = tl.maximum(tl.minimum(imp_t + delta, limit), -limit)
                 delta = tl.where(imp_n > 0, new_t - imp_t, 0.0)
                 imp_t += delta
@@ -823,8 +1484,23 @@ if triton is not None:
             pushy = tl.zeros([BLOCK], tl.float32)
             pushz = tl.zeros([BLOCK], tl.float32)
             if tl.max(tl.sum(pen_i, axis=1), axis=0) > 0:
-                pushx, pushy, pushz = _split_impulse(pen, rank, ox, oy, oz, nx, ny, nz, dep, inv_mass, inv_inertia,
-                                                     erp2_over_dt, ITERATIONS, PUSH_POINTS, BLOCK)
+                pushx, pushy, pushz = _split_impulse(
+                    pen,
+                    rank,
+                    ox,
+                    oy,
+                    oz,
+                    nx,
+                    ny,
+                    nz,
+                    dep,
+                    inv_mass,
+                    inv_inertia,
+                    erp2_over_dt,
+                    ITERATIONS,
+                    PUSH_POINTS,
+                    BLOCK,
+                )
             # write-back (gravity enters here), then integrate the position
             nvx = (dvx + sdvx) + 0.0
             nvy = (dvy + sdvy) + 0.0
@@ -885,12 +1561,29 @@ if triton is not None:
     @triton.jit
     def _slot_count(cnt, pcol):
         """held[lane, s * 4 + p] = p < cnt[lane, s], as a [BLOCK, 16] bool."""
-        c = tl.sum(tl.where((pcol[None, :, None] // 4) == tl.arange(0, 4)[None, None, :], cnt[:, None, :], 0), axis=2)
+        c = tl.sum(
+            tl.where((pcol[None, :, None] // 4) == tl.arange(0, 4)[None, None, :], cnt[:, None, :], 0), axis=2
+        )
         return (pcol[None, :] % 4) < c
 
     @triton.jit
-    def _split_impulse(pen, rank, ox, oy, oz, nx, ny, nz, dep, inv_mass, inv_inertia, erp2_over_dt,
-                       ITERATIONS: tl.constexpr, PUSH_POINTS: tl.constexpr, BLOCK: tl.constexpr):
+    def _split_impulse(
+        pen,
+        rank,
+        ox,
+        oy,
+        oz,
+        nx,
+        ny,
+        nz,
+        dep,
+        inv_mass,
+        inv_inertia,
+        erp2_over_dt,
+        ITERATIONS: tl.constexpr,
+        PUSH_POINTS: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         """`ball.split_impulse_push` on registers: Gauss-Seidel over the first PUSH_POINTS points."""
         pushx = tl.zeros([BLOCK], tl.float32)
         pushy = tl.zeros([BLOCK], tl.float32)
@@ -931,7 +1624,11 @@ if triton is not None:
                 cr = tl.sum(tl.where(at, rhs, 0.0), axis=1)
                 ca = tl.sum(tl.where(at, applied, 0.0), axis=1)
                 cact = tl.sum(tl.where(at, active.to(tl.int32), 0), axis=1) > 0
-                delta = cr - (_dot(cnx, cny, cnz, pushx, pushy, pushz) + _dot(ctx, cty, ctz, turnx, turny, turnz)) * cj
+                delta = (
+                    cr
+                    - (_dot(cnx, cny, cnz, pushx, pushy, pushz) + _dot(ctx, cty, ctz, turnx, turny, turnz))
+                    * cj
+                )
                 new = tl.maximum(ca + delta, 0.0)
                 delta = tl.where(cact, new - ca, 0.0)
                 applied = tl.where(at, (ca + delta)[:, None], applied)
@@ -946,8 +1643,10 @@ if triton is not None:
 
 def _require_triton():
     if triton is None:
-        raise RuntimeError("Triton is not installed: the arena query kernels need a CUDA build of PyTorch "
-                           "(which ships Triton), or `pip install triton` with TRITON_INTERPRET=1 for CPU tests")
+        raise RuntimeError(
+            "Triton is not installed: the arena query kernels need a CUDA build of PyTorch "
+            "(which ships Triton), or `pip install triton` with TRITON_INTERPRET=1 for CPU tests"
+        )
 
 
 def _grid_args(mesh: ArenaMesh):
@@ -961,12 +1660,21 @@ def _flat_tris(mesh: ArenaMesh) -> torch.Tensor:
 if triton is not None:
 
     @triton_op("nitro::soccar_sphere_manifolds", mutates_args={})
-    def _sphere_manifolds_op(centers: torch.Tensor, radius: float, gap: float, tri: torch.Tensor,
-                             tri_normals: torch.Tensor, tri_mesh: torch.Tensor, edge_angle: torch.Tensor,
-                             edge_flags: torch.Tensor, plane_normals: torch.Tensor, plane_offsets: torch.Tensor,
-                             cell_start: torch.Tensor, cell_tris: torch.Tensor, grid: list[float]
-                             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                                        torch.Tensor]:
+    def _sphere_manifolds_op(
+        centers: torch.Tensor,
+        radius: float,
+        gap: float,
+        tri: torch.Tensor,
+        tri_normals: torch.Tensor,
+        tri_mesh: torch.Tensor,
+        edge_angle: torch.Tensor,
+        edge_flags: torch.Tensor,
+        plane_normals: torch.Tensor,
+        plane_offsets: torch.Tensor,
+        cell_start: torch.Tensor,
+        cell_tris: torch.Tensor,
+        grid: list[float],
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         n = centers.shape[0]
         dev = centers.device
         obj = torch.empty(n, 4, dtype=torch.int32, device=dev)
@@ -976,35 +1684,86 @@ if triton is not None:
         normal = torch.empty(n, 4, 4, 3, device=dev)
         depth = torch.empty(n, 4, 4, device=dev)
         wrap_triton(_sphere_manifolds_kernel)[(triton.cdiv(n, BLOCK),)](
-            centers, n, radius, gap, tri, tri_normals, tri_mesh, edge_angle, edge_flags, plane_normals,
-            plane_offsets, cell_start, cell_tris, grid[0], grid[1], grid[2], grid[3], int(grid[4]), int(grid[5]),
-            int(grid[6]), obj, cnt, offset, point, normal, depth,
-            NUM_PLANES=4, PLANE_BASE=PLANE_OBJECT_BASE, MAX_CONTACTS=collide.MAX_NEW_CONTACTS,
-            DEGENERATE_L2=_DEGENERATE_L2, SIMD_EPSILON=_SIMD_EPSILON_UU2, MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
-            EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD, BLOCK=BLOCK)
+            centers,
+            n,
+            radius,
+            gap,
+            tri,
+            tri_normals,
+            tri_mesh,
+            edge_angle,
+            edge_flags,
+            plane_normals,
+            plane_offsets,
+            cell_start,
+            cell_tris,
+            grid[0],
+            grid[1],
+            grid[2],
+            grid[3],
+            int(grid[4]),
+            int(grid[5]),
+            int(grid[6]),
+            obj,
+            cnt,
+            offset,
+            point,
+            normal,
+            depth,
+            NUM_PLANES=4,
+            PLANE_BASE=PLANE_OBJECT_BASE,
+            MAX_CONTACTS=collide.MAX_NEW_CONTACTS,
+            DEGENERATE_L2=_DEGENERATE_L2,
+            SIMD_EPSILON=_SIMD_EPSILON_UU2,
+            MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
+            EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD,
+            BLOCK=BLOCK,
+        )
         return obj, cnt, offset, point, normal, depth
 
 
-def sphere_manifolds(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float) -> collide.ContactManifolds:
+def sphere_manifolds(
+    mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float
+) -> collide.ContactManifolds:
     """Kernel version of `collide.sphere_manifolds` (same result as its PyTorch reference)."""
     _require_triton()
     if collide.MANIFOLD_SLOTS != 4 or collide.MANIFOLD_POINTS != 4:
         raise NotImplementedError("the kernel holds 4 manifolds of 4 points")
     grid = [float(x) for x in _grid_args(mesh)]
     obj, cnt, offset, point, normal, depth = _sphere_manifolds_op(
-        centers.contiguous(), float(radius), float(gap), _flat_tris(mesh), mesh.tri_normals, mesh.tri_mesh,
-        mesh.edge_angle, mesh.edge_flags, mesh.plane_normals, mesh.plane_offsets, mesh.cell_start, mesh.cell_tris,
-        grid)
-    return collide.ContactManifolds(object=obj, count=cnt, offset=offset, point=point, normal=normal, depth=depth)
-
+        centers.contiguous(),
+        float(radius),
+        float(gap),
+        _flat_tris(mesh),
+        mesh.tri_normals,
+        mesh.tri_mesh,
+        mesh.edge_angle,
+        mesh.edge_flags,
+        mesh.plane_normals,
+        mesh.plane_offsets,
+        mesh.cell_start,
+        mesh.cell_tris,
+        grid,
+    )
+    return collide.ContactManifolds(
+        object=obj, count=cnt, offset=offset, point=point, normal=normal, depth=depth
+    )
 
 
 if triton is not None:
 
     @triton_op("nitro::soccar_ray_cast", mutates_args={})
-    def _ray_cast_op(start: torch.Tensor, end: torch.Tensor, tri: torch.Tensor, plane_normals: torch.Tensor,
-                     plane_offsets: torch.Tensor, cell_start: torch.Tensor, cell_tris: torch.Tensor, grid: list[float],
-                     num_tris: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _ray_cast_op(
+        start: torch.Tensor,
+        end: torch.Tensor,
+        tri: torch.Tensor,
+        plane_normals: torch.Tensor,
+        plane_offsets: torch.Tensor,
+        cell_start: torch.Tensor,
+        cell_tris: torch.Tensor,
+        grid: list[float],
+        num_tris: int,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         n = start.shape[0]
         dev = start.device
         hit = torch.empty(n, dtype=torch.int8, device=dev)
@@ -1012,16 +1771,46 @@ if triton is not None:
         normal = torch.empty(n, 3, device=dev)
         feature = torch.empty(n, dtype=torch.int32, device=dev)
         wrap_triton(_ray_cast_kernel)[(triton.cdiv(n, BLOCK),)](
-            start, end, n, tri, plane_normals, plane_offsets, cell_start, cell_tris, grid[0], grid[1], grid[2],
-            grid[3], int(grid[4]), int(grid[5]), int(grid[6]), num_tris, hit, fraction, normal, feature,
-            NUM_PLANES=4, BLOCK=BLOCK)
+            start,
+            end,
+            n,
+            tri,
+            plane_normals,
+            plane_offsets,
+            cell_start,
+            cell_tris,
+            grid[0],
+            grid[1],
+            grid[2],
+            grid[3],
+            int(grid[4]),
+            int(grid[5]),
+            int(grid[6]),
+            num_tris,
+            hit,
+            fraction,
+            normal,
+            feature,
+            NUM_PLANES=4,
+            BLOCK=BLOCK,
+        )
         return hit, fraction, normal, feature
 
     @triton_op("nitro::soccar_box_contacts", mutates_args={})
-    def _box_contacts_op(centers: torch.Tensor, axes: torch.Tensor, half: torch.Tensor, gap: float, slots: int,
-                         tri: torch.Tensor, plane_normals: torch.Tensor, plane_offsets: torch.Tensor,
-                         cell_start: torch.Tensor, cell_tris: torch.Tensor, grid: list[float], num_tris: int
-                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _box_contacts_op(
+        centers: torch.Tensor,
+        axes: torch.Tensor,
+        half: torch.Tensor,
+        gap: float,
+        slots: int,
+        tri: torch.Tensor,
+        plane_normals: torch.Tensor,
+        plane_offsets: torch.Tensor,
+        cell_start: torch.Tensor,
+        cell_tris: torch.Tensor,
+        grid: list[float],
+        num_tris: int,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         n = centers.shape[0]
         dev = centers.device
         count = torch.empty(n, dtype=torch.int32, device=dev)
@@ -1030,10 +1819,34 @@ if triton is not None:
         normal = torch.empty(n, slots, 3, device=dev)
         feature = torch.empty(n, slots, dtype=torch.int32, device=dev)
         wrap_triton(_box_contacts_kernel)[(triton.cdiv(n, BLOCK),)](
-            centers, axes, half, 3, n, gap, tri,
-            plane_normals, plane_offsets, cell_start, cell_tris, grid[0], grid[1], grid[2], grid[3], int(grid[4]),
-            int(grid[5]), int(grid[6]), num_tris, count, sep, arrival, normal, feature,
-            NUM_PLANES=4, K=slots, BLOCK=BLOCK)
+            centers,
+            axes,
+            half,
+            3,
+            n,
+            gap,
+            tri,
+            plane_normals,
+            plane_offsets,
+            cell_start,
+            cell_tris,
+            grid[0],
+            grid[1],
+            grid[2],
+            grid[3],
+            int(grid[4]),
+            int(grid[5]),
+            int(grid[6]),
+            num_tris,
+            count,
+            sep,
+            arrival,
+            normal,
+            feature,
+            NUM_PLANES=4,
+            K=slots,
+            BLOCK=BLOCK,
+        )
         return count, sep, arrival, normal, feature
 
 
@@ -1041,27 +1854,60 @@ def ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor) -> RayHits
     """Kernel version of `mesh.ray_cast`."""
     _require_triton()
     hit, fraction, normal, feature = _ray_cast_op(
-        start.contiguous(), end.contiguous(), _flat_tris(mesh), mesh.plane_normals, mesh.plane_offsets,
-        mesh.cell_start, mesh.cell_tris, [float(x) for x in _grid_args(mesh)], mesh.num_triangles)
+        start.contiguous(),
+        end.contiguous(),
+        _flat_tris(mesh),
+        mesh.plane_normals,
+        mesh.plane_offsets,
+        mesh.cell_start,
+        mesh.cell_tris,
+        [float(x) for x in _grid_args(mesh)],
+        mesh.num_triangles,
+    )
     return RayHits(hit=hit.bool(), fraction=fraction, normal=normal, feature=feature)
 
 
-def box_contacts(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.Tensor, half_extents: torch.Tensor, gap: float,
-                 max_contacts: int) -> BoxContacts:
+def box_contacts(
+    mesh: ArenaMesh,
+    centers: torch.Tensor,
+    axes: torch.Tensor,
+    half_extents: torch.Tensor,
+    gap: float,
+    max_contacts: int,
+) -> BoxContacts:
     """Kernel version of `mesh.box_contacts` (the kernel keeps the deepest, this orders them)."""
     _require_triton()
     if max_contacts < 1 or max_contacts & (max_contacts - 1):
-        raise ValueError(f"the kernel keeps a power-of-two number of contacts, got max_contacts={max_contacts}")
+        raise ValueError(
+            f"the kernel keeps a power-of-two number of contacts, got max_contacts={max_contacts}"
+        )
     n = centers.shape[0]
-    half = half_extents.reshape(-1, 3).expand(n, 3).contiguous() if half_extents.dim() == 2 else \
-        half_extents.reshape(1, 3).expand(n, 3).contiguous()
+    half = (
+        half_extents.reshape(-1, 3).expand(n, 3).contiguous()
+        if half_extents.dim() == 2
+        else half_extents.reshape(1, 3).expand(n, 3).contiguous()
+    )
     count, sep, arrival, normal, feature = _box_contacts_op(
-        centers.contiguous(), axes.contiguous(), half, float(gap), int(max_contacts), _flat_tris(mesh),
-        mesh.plane_normals, mesh.plane_offsets, mesh.cell_start, mesh.cell_tris,
-        [float(x) for x in _grid_args(mesh)], mesh.num_triangles)
+        centers.contiguous(),
+        axes.contiguous(),
+        half,
+        float(gap),
+        int(max_contacts),
+        _flat_tris(mesh),
+        mesh.plane_normals,
+        mesh.plane_offsets,
+        mesh.cell_start,
+        mesh.cell_tris,
+        [float(x) for x in _grid_args(mesh)],
+        mesh.num_triangles,
+    )
     # Order as the reference: by separation, ties by Bullet's order (planes, then the cell list).
     order = torch.sort(arrival, dim=1, stable=True).indices
-    sep, feature, normal = sep.gather(1, order), feature.gather(1, order), normal.gather(1, order[..., None].expand(-1, -1, 3))
+    sep, feature, normal = (
+        sep.gather(1, order),
+        feature.gather(1, order),
+        normal.gather(1, order[..., None].expand(-1, -1, 3)),
+    )
     order = torch.sort(sep, dim=1, stable=True).indices
     sep, feature = sep.gather(1, order), feature.gather(1, order)
     normal = normal.gather(1, order[..., None].expand(-1, -1, 3))
@@ -1069,30 +1915,84 @@ def box_contacts(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.Tensor, hal
     from nitro.envs.soccar.mesh import _box_support
 
     point = _box_support(centers[:, None, :], axes[:, None], half[:, None, :], -normal)
-    return BoxContacts(count=count, normal=torch.where(slot[..., None], normal, 0.0),
-                       depth=torch.where(slot, sep, 0.0), point=torch.where(slot[..., None], point, 0.0),
-                       feature=feature)
+    return BoxContacts(
+        count=count,
+        normal=torch.where(slot[..., None], normal, 0.0),
+        depth=torch.where(slot, sep, 0.0),
+        point=torch.where(slot[..., None], point, 0.0),
+        feature=feature,
+    )
 
 
 if triton is not None:
 
-    @triton_op("nitro::soccar_ball_ticks_", mutates_args={"pos", "vel", "ang_vel", "cache", "since", "tick",
-                                                          "goal_tick", "goal"})
-    def _ball_ticks_op(pos: torch.Tensor, vel: torch.Tensor, ang_vel: torch.Tensor, cache: torch.Tensor,
-                       since: torch.Tensor, tick: torch.Tensor, goal_tick: torch.Tensor, goal: torch.Tensor,
-                       ticks: int, consts: list[float], tri: torch.Tensor, tri_normals: torch.Tensor,
-                       tri_mesh: torch.Tensor, edge_angle: torch.Tensor, edge_flags: torch.Tensor,
-                       plane_normals: torch.Tensor, plane_offsets: torch.Tensor, cell_start: torch.Tensor,
-                       cell_tris: torch.Tensor, grid: list[float], block: int) -> None:
+    @triton_op(
+        "nitro::soccar_ball_ticks_",
+        mutates_args={"pos", "vel", "ang_vel", "cache", "since", "tick", "goal_tick", "goal"},
+    )
+    def _ball_ticks_op(
+        pos: torch.Tensor,
+        vel: torch.Tensor,
+        ang_vel: torch.Tensor,
+        cache: torch.Tensor,
+        since: torch.Tensor,
+        tick: torch.Tensor,
+        goal_tick: torch.Tensor,
+        goal: torch.Tensor,
+        ticks: int,
+        consts: list[float],
+        tri: torch.Tensor,
+        tri_normals: torch.Tensor,
+        tri_mesh: torch.Tensor,
+        edge_angle: torch.Tensor,
+        edge_flags: torch.Tensor,
+        plane_normals: torch.Tensor,
+        plane_offsets: torch.Tensor,
+        cell_start: torch.Tensor,
+        cell_tris: torch.Tensor,
+        grid: list[float],
+        block: int,
+    ) -> None:
         n = pos.shape[0]
         wrap_triton(_ball_ticks_kernel)[(triton.cdiv(n, block),)](
-            pos, vel, ang_vel, cache, since, tick, goal_tick, goal, n, ticks, *consts,
-            tri, tri_normals, tri_mesh, edge_angle, edge_flags, plane_normals, plane_offsets, cell_start, cell_tris,
-            grid[0], grid[1], grid[2], grid[3], int(grid[4]), int(grid[5]), int(grid[6]),
-            NUM_PLANES=4, PLANE_BASE=PLANE_OBJECT_BASE, MAX_CONTACTS=collide.MAX_NEW_CONTACTS,
-            DEGENERATE_L2=_DEGENERATE_L2, SIMD_EPSILON=_SIMD_EPSILON_UU2, MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
-            EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD, ITERATIONS=C.SOLVER_NUM_ITERATIONS,
-            PUSH_POINTS=_push_points(), BLOCK=block)
+            pos,
+            vel,
+            ang_vel,
+            cache,
+            since,
+            tick,
+            goal_tick,
+            goal,
+            n,
+            ticks,
+            *consts,
+            tri,
+            tri_normals,
+            tri_mesh,
+            edge_angle,
+            edge_flags,
+            plane_normals,
+            plane_offsets,
+            cell_start,
+            cell_tris,
+            grid[0],
+            grid[1],
+            grid[2],
+            grid[3],
+            int(grid[4]),
+            int(grid[5]),
+            int(grid[6]),
+            NUM_PLANES=4,
+            PLANE_BASE=PLANE_OBJECT_BASE,
+            MAX_CONTACTS=collide.MAX_NEW_CONTACTS,
+            DEGENERATE_L2=_DEGENERATE_L2,
+            SIMD_EPSILON=_SIMD_EPSILON_UU2,
+            MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
+            EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD,
+            ITERATIONS=C.SOLVER_NUM_ITERATIONS,
+            PUSH_POINTS=_push_points(),
+            BLOCK=block,
+        )
 
 
 def _push_points() -> int:
@@ -1105,10 +2005,23 @@ def _tick_constants(world) -> list[float]:
     from nitro.envs.soccar import ball
 
     m, dt = world.mutators, world.tick_time
-    return [dt, ball.damping_factor(m.ball_drag, dt), m.gravity_z * dt, m.ball_radius, m.ball_contact_gap,
-            1.0 / m.ball_mass, m.ball_inv_inertia, m.ball_world_contact_restitution, m.ball_world_contact_friction,
-            m.ball_max_speed, C.BALL_MAX_ANG_SPEED, m.goal_base_threshold_y + m.ball_radius,
-            C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD, C.FRICTION_DIRECTION_EPSILON_SQ, C.SOLVER_ERP2 / dt]
+    return [
+        dt,
+        ball.damping_factor(m.ball_drag, dt),
+        m.gravity_z * dt,
+        m.ball_radius,
+        m.ball_contact_gap,
+        1.0 / m.ball_mass,
+        m.ball_inv_inertia,
+        m.ball_world_contact_restitution,
+        m.ball_world_contact_friction,
+        m.ball_max_speed,
+        C.BALL_MAX_ANG_SPEED,
+        m.goal_base_threshold_y + m.ball_radius,
+        C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD,
+        C.FRICTION_DIRECTION_EPSILON_SQ,
+        C.SOLVER_ERP2 / dt,
+    ]
 
 
 FUSED_BLOCK = 32  # envs per program of the fused tick (it holds more per env than the queries)
@@ -1127,9 +2040,28 @@ def ball_ticks_(state, events, world, ticks: int, block: int = FUSED_BLOCK) -> N
     mesh = world.mesh
     b = state.ball
     goal = events.goal_blue.to(torch.int8) | (events.goal_orange.to(torch.int8) << 1)
-    _ball_ticks_op(b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update, state.tick_count,
-                   events.goal_tick, goal, int(ticks), _tick_constants(world), _flat_tris(mesh), mesh.tri_normals,
-                   mesh.tri_mesh, mesh.edge_angle, mesh.edge_flags, mesh.plane_normals, mesh.plane_offsets,
-                   mesh.cell_start, mesh.cell_tris, [float(v) for v in _grid_args(mesh)], int(block))
+    _ball_ticks_op(
+        b.pos,
+        b.vel,
+        b.ang_vel,
+        b.velocity_impulse_cache,
+        b.tick_count_since_update,
+        state.tick_count,
+        events.goal_tick,
+        goal,
+        int(ticks),
+        _tick_constants(world),
+        _flat_tris(mesh),
+        mesh.tri_normals,
+        mesh.tri_mesh,
+        mesh.edge_angle,
+        mesh.edge_flags,
+        mesh.plane_normals,
+        mesh.plane_offsets,
+        mesh.cell_start,
+        mesh.cell_tris,
+        [float(v) for v in _grid_args(mesh)],
+        int(block),
+    )
     events.goal_blue.copy_((goal & 1) > 0)
     events.goal_orange.copy_((goal & 2) > 0)

@@ -44,10 +44,26 @@ _INSTALL_HINT = (
 
 # RocketSim's whitelist of soccar mesh hashes (CollisionMeshFile::UpdateHash, RocketSim.cpp). Like
 # RocketSim we only warn on an unknown hash: a modified arena is allowed, but it is not the real one.
-SOCCAR_MESH_HASHES = frozenset((
-    0xA160BAF9, 0x2811EEE8, 0xB81AC8B9, 0x760358D3, 0x73AE4940, 0x918F4A4E, 0x1F8EE550, 0x255BA8C1,
-    0x14B84668, 0xEC759EBF, 0x94FB0D5C, 0xDEA07102, 0xBD4FBEA8, 0x39A47F63, 0x3D79D25D, 0xD84C7A68,
-))
+SOCCAR_MESH_HASHES = frozenset(
+    (
+        0xA160BAF9,
+        0x2811EEE8,
+        0xB81AC8B9,
+        0x760358D3,
+        0x73AE4940,
+        0x918F4A4E,
+        0x1F8EE550,
+        0x255BA8C1,
+        0x14B84668,
+        0xEC759EBF,
+        0x94FB0D5C,
+        0xDEA07102,
+        0xBD4FBEA8,
+        0x39A47F63,
+        0x3D79D25D,
+        0xD84C7A68,
+    )
+)
 _MAX_CMF_COUNT = 1_000_000  # CollisionMeshFile::ReadFromStream's bound on triangle/vertex counts
 
 
@@ -79,7 +95,9 @@ def find_soccar_meshes(meshes: str | os.PathLike | None = None) -> Path:
     if env:
         found = _soccar_dir(Path(env))
         if found is None:
-            raise MeshesNotFoundError(f"no soccar/mesh_*.cmf under ${MESHES_ENV_VAR}={env!r}; {_INSTALL_HINT}.")
+            raise MeshesNotFoundError(
+                f"no soccar/mesh_*.cmf under ${MESHES_ENV_VAR}={env!r}; {_INSTALL_HINT}."
+            )
         return found
     try:
         spec = importlib.util.find_spec("rlgym")
@@ -106,9 +124,11 @@ def read_cmf(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"{path}: bad triangle/vertex counts ({num_tris}, {num_verts})")
     expected = 8 + 12 * num_tris + 12 * num_verts
     if len(data) != expected:
-        raise ValueError(f"{path}: {len(data)} bytes, expected {expected} for {num_tris} tris, {num_verts} verts")
-    indices = np.frombuffer(data[8:8 + 12 * num_tris], "<i4").reshape(num_tris, 3).astype(np.int32)
-    vertices = np.frombuffer(data[8 + 12 * num_tris:], "<f4").reshape(num_verts, 3).astype(np.float32)
+        raise ValueError(
+            f"{path}: {len(data)} bytes, expected {expected} for {num_tris} tris, {num_verts} verts"
+        )
+    indices = np.frombuffer(data[8 : 8 + 12 * num_tris], "<i4").reshape(num_tris, 3).astype(np.int32)
+    vertices = np.frombuffer(data[8 + 12 * num_tris :], "<f4").reshape(num_verts, 3).astype(np.float32)
     if indices.min() < 0 or indices.max() >= num_verts:
         raise ValueError(f"{path}: triangle vertex index out of range [0, {num_verts})")
     if not np.isfinite(vertices).all():
@@ -198,7 +218,9 @@ def internal_edge_info(vertices: np.ndarray, indices: np.ndarray) -> tuple[np.nd
     planar = (calculated_edge * calculated_edge).sum(-1) < C.INTERNAL_EDGE_PLANAR_EPSILON
     with np.errstate(invalid="ignore", divide="ignore"):
         calculated_normal_a = _unit(np.cross(_unit(calculated_edge), edge_cross_a))
-        angle2 = np.arctan2((edge_cross_b * calculated_normal_a).sum(-1), (edge_cross_b * edge_cross_a).sum(-1))
+        angle2 = np.arctan2(
+            (edge_cross_b * calculated_normal_a).sum(-1), (edge_cross_b * edge_cross_a).sum(-1)
+        )
     is_convex = ~planar & ((normal_a * edge_cross_b).sum(-1) < 0)
     corrected = np.where(planar, 0.0, np.where(is_convex, np.pi - angle2, angle2 - np.pi))
     rot_edge = va[rows, e] - va[rows, (e + 1) % 3]  # v0 - v1, v1 - v2, v2 - v0
@@ -242,8 +264,10 @@ def bvh_visit_order(vertices: np.ndarray, indices: np.ndarray) -> np.ndarray:
     thin = (tmax - tmin) < f32(0.002)
     tmax = np.where(thin, tmax + f32(0.001), tmax)
     tmin = np.where(thin, tmin - f32(0.001), tmin)
-    centers = f32(0.5) * (_unquantize(_quantize(tmax, bmin, quant, True), bmin, quant)
-                          + _unquantize(_quantize(tmin, bmin, quant, False), bmin, quant))
+    centers = f32(0.5) * (
+        _unquantize(_quantize(tmax, bmin, quant, True), bmin, quant)
+        + _unquantize(_quantize(tmin, bmin, quant, False), bmin, quant)
+    )
     leaves = np.arange(len(tris))  # leaf slot -> triangle; partitioned in place like Bullet's array
     nodes: list[int] = []  # node array: triangle index for a leaf, -1 for an internal node
     headers: list[tuple[int, int]] = []  # (root node index, node count)
@@ -266,7 +290,11 @@ def bvh_visit_order(vertices: np.ndarray, indices: np.ndarray) -> np.ndarray:
         means = mean(start, end)  # calcSplittingAxis
         diff = centers[leaves[start:end]] - means
         variance = np.add.accumulate(diff * diff, axis=0, dtype=f32)[-1] * (one / (f32(count) - one))
-        axis = (2 if variance[1] < variance[2] else 1) if variance[0] < variance[1] else (2 if variance[0] < variance[2] else 0)
+        axis = (
+            (2 if variance[1] < variance[2] else 1)
+            if variance[0] < variance[1]
+            else (2 if variance[0] < variance[2] else 0)
+        )
         split_value = mean(start, end)[axis]  # sortAndCalcSplittingIndex
         split = start
         for i in range(start, end):
@@ -368,10 +396,13 @@ class ArenaMesh:
     def num_planes(self) -> int:
         return self.plane_normals.shape[0]
 
-    def to(self, device: torch.device | str) -> "ArenaMesh":
+    def to(self, device: torch.device | str) -> ArenaMesh:
         """The same mesh on another device."""
-        moved = {f.name: getattr(self, f.name).to(device) for f in dataclasses.fields(self)
-                 if isinstance(getattr(self, f.name), torch.Tensor)}
+        moved = {
+            f.name: getattr(self, f.name).to(device)
+            for f in dataclasses.fields(self)
+            if isinstance(getattr(self, f.name), torch.Tensor)
+        }
         return dataclasses.replace(self, **moved)
 
     def cell_index(self, points: torch.Tensor) -> torch.Tensor:
@@ -383,8 +414,12 @@ class ArenaMesh:
         return (ijk[..., 0] * self.grid_dims[1] + ijk[..., 1]) * self.grid_dims[2] + ijk[..., 2]
 
 
-def load_arena_mesh(meshes: str | os.PathLike | None = None, device: torch.device | str | None = None,
-                    query_radius: float = DEFAULT_QUERY_RADIUS, cell_size: float = GRID_CELL_SIZE) -> ArenaMesh:
+def load_arena_mesh(
+    meshes: str | os.PathLike | None = None,
+    device: torch.device | str | None = None,
+    query_radius: float = DEFAULT_QUERY_RADIUS,
+    cell_size: float = GRID_CELL_SIZE,
+) -> ArenaMesh:
     """Load the soccar meshes (see `find_soccar_meshes`) and build the grid, on ``device``.
 
     Built once per (folder, grid settings) and cached; moving to a device is cached per device.
@@ -402,8 +437,10 @@ def _on_device(mesh: ArenaMesh, device: str) -> ArenaMesh:
 
 @functools.lru_cache(maxsize=4)
 def _load_cpu(folder: str, query_radius: float, cell_size: float) -> ArenaMesh:
-    files = sorted(Path(folder).glob("mesh_*.cmf"), key=lambda p: int(p.stem.split("_")[1])
-                   if p.stem.split("_")[1].isdigit() else 1 << 30)
+    files = sorted(
+        Path(folder).glob("mesh_*.cmf"),
+        key=lambda p: int(p.stem.split("_")[1]) if p.stem.split("_")[1].isdigit() else 1 << 30,
+    )
     if not files:
         raise MeshesNotFoundError(f"no mesh_*.cmf in {folder}; {_INSTALL_HINT}.")
     tri_verts, mesh_ids, orders, angles, flags = [], [], [], [], []
@@ -411,8 +448,11 @@ def _load_cpu(folder: str, query_radius: float, cell_size: float) -> ArenaMesh:
         vertices, indices = read_cmf(path)
         digest = cmf_hash(vertices, indices)
         if digest not in SOCCAR_MESH_HASHES:
-            warnings.warn(f"{path.name}: hash 0x{digest:08X} is not one of RocketSim's soccar meshes; "
-                          "the arena will not match Rocket League's", stacklevel=3)
+            warnings.warn(
+                f"{path.name}: hash 0x{digest:08X} is not one of RocketSim's soccar meshes; "
+                "the arena will not match Rocket League's",
+                stacklevel=3,
+            )
         # Bullet units -> UU, rounding once from the exact product.
         verts_uu = (vertices.astype(np.float64) * C.BT_TO_UU).astype(np.float32)
         tri_verts.append(verts_uu[indices])
@@ -431,17 +471,28 @@ def _load_cpu(folder: str, query_radius: float, cell_size: float) -> ArenaMesh:
     planes_n = np.array([n for n, _ in C.ARENA_PLANES], np.float32)
     planes_d = np.array([d for _, d in C.ARENA_PLANES], np.float32)
     return ArenaMesh(
-        tri_verts=torch.from_numpy(tv), tri_normals=torch.from_numpy(normals),
-        tri_mesh=torch.from_numpy(np.concatenate(mesh_ids)), tri_order=torch.from_numpy(tri_order.astype(np.int32)),
-        edge_angle=torch.from_numpy(np.concatenate(angles)), edge_flags=torch.from_numpy(np.concatenate(flags)),
-        plane_normals=torch.from_numpy(planes_n), plane_offsets=torch.from_numpy(planes_d),
-        cell_start=torch.from_numpy(start), cell_tris=torch.from_numpy(tris),
-        grid_origin=tuple(float(x) for x in origin), grid_dims=tuple(int(x) for x in dims),
-        cell_size=cell_size, query_radius=query_radius, max_cell_count=int(max_count), folder=folder,
+        tri_verts=torch.from_numpy(tv),
+        tri_normals=torch.from_numpy(normals),
+        tri_mesh=torch.from_numpy(np.concatenate(mesh_ids)),
+        tri_order=torch.from_numpy(tri_order.astype(np.int32)),
+        edge_angle=torch.from_numpy(np.concatenate(angles)),
+        edge_flags=torch.from_numpy(np.concatenate(flags)),
+        plane_normals=torch.from_numpy(planes_n),
+        plane_offsets=torch.from_numpy(planes_d),
+        cell_start=torch.from_numpy(start),
+        cell_tris=torch.from_numpy(tris),
+        grid_origin=tuple(float(x) for x in origin),
+        grid_dims=tuple(int(x) for x in dims),
+        cell_size=cell_size,
+        query_radius=query_radius,
+        max_cell_count=int(max_count),
+        folder=folder,
     )
 
 
-def build_grid(tri_verts: np.ndarray, query_radius: float, cell_size: float, tri_order: np.ndarray | None = None):
+def build_grid(
+    tri_verts: np.ndarray, query_radius: float, cell_size: float, tri_order: np.ndarray | None = None
+):
     """CSR grid: each cell lists the triangles within ``query_radius`` of some point of the cell.
 
     A triangle goes into a cell when its distance to the cell centre is at most query_radius plus
@@ -572,8 +623,9 @@ def _closest_point_bullet(p, a, b, c):
     out = a + (vb * denom)[..., None] * ab + (vc * denom)[..., None] * ac  # region 0: the face
     # Later regions in Bullet's if-chain are overridden by earlier ones: apply them last-first.
     m6 = (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)
-    out = torch.where(m6[..., None], b + ((d4 - d3) / torch.where(m6, (d4 - d3) + (d5 - d6), 1))[..., None]
-                      * (c - b), out)
+    out = torch.where(
+        m6[..., None], b + ((d4 - d3) / torch.where(m6, (d4 - d3) + (d5 - d6), 1))[..., None] * (c - b), out
+    )
     m5 = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
     out = torch.where(m5[..., None], a + (d2 / torch.where(m5, d2 - d6, 1))[..., None] * ac, out)
     m4 = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
@@ -681,8 +733,9 @@ def _cell_candidates(mesh: ArenaMesh, points: torch.Tensor):
     return torch.where(valid, ids, 0), valid
 
 
-def sphere_contacts_reference(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float,
-                              max_contacts: int = 16) -> SphereContacts:
+def sphere_contacts_reference(
+    mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float, max_contacts: int = 16
+) -> SphereContacts:
     """PyTorch reference of `sphere_contacts` (what CPU runs use; the kernel must match it)."""
     n = centers.shape[0]
     device = centers.device
@@ -702,8 +755,9 @@ def sphere_contacts_reference(mesh: ArenaMesh, centers: torch.Tensor, radius: fl
     # btManifoldResult::addContactPoint: the point on the sphere is the surface point + normal * depth.
     offset = (point + geo_normal * depth[..., None]) - c
     # The contact-added callback smooths normals over internal edges and re-derives the surface point.
-    normal, changed = adjust_internal_edge_contacts(geo_normal, point, v0, v1, v2, mesh.tri_normals[ids],
-                                                    mesh.edge_angle[ids], mesh.edge_flags[ids])
+    normal, changed = adjust_internal_edge_contacts(
+        geo_normal, point, v0, v1, v2, mesh.tri_normals[ids], mesh.edge_angle[ids], mesh.edge_flags[ids]
+    )
     point = torch.where(changed[..., None], (c + offset) - normal * depth[..., None], point)
     # Every feature in Bullet's order: planes, then the cell list (already in visiting order).
     all_has = torch.cat((plane_has, has), 1)
@@ -718,11 +772,13 @@ def sphere_contacts_reference(mesh: ArenaMesh, centers: torch.Tensor, radius: fl
     # to max_contacts slots when there are fewer candidates.
     short = max_contacts - all_has.shape[1]
     if short > 0:
+
         def pad(x):
             return torch.cat((x, x.new_zeros(n, short, *x.shape[2:])), 1)
 
         all_has, all_object, all_feature, all_normal, all_point, all_offset, all_depth = (
-            pad(x) for x in (all_has, all_object, all_feature, all_normal, all_point, all_offset, all_depth))
+            pad(x) for x in (all_has, all_object, all_feature, all_normal, all_point, all_offset, all_depth)
+        )
     order = torch.sort((~all_has).to(torch.int8), dim=1, stable=True).indices[:, :max_contacts]
     slot_has = all_has.gather(1, order)
     take3 = order[..., None].expand(-1, -1, 3)
@@ -733,8 +789,11 @@ def sphere_contacts_reference(mesh: ArenaMesh, centers: torch.Tensor, radius: fl
 
     return SphereContacts(
         count=all_has.sum(1).to(torch.int32),
-        object=pick(all_object, -1).to(torch.int32), feature=pick(all_feature, -1).to(torch.int32),
-        normal=pick(all_normal, 0.0), point=pick(all_point, 0.0), offset=pick(all_offset, 0.0),
+        object=pick(all_object, -1).to(torch.int32),
+        feature=pick(all_feature, -1).to(torch.int32),
+        normal=pick(all_normal, 0.0),
+        point=pick(all_point, 0.0),
+        offset=pick(all_offset, 0.0),
         depth=pick(all_depth, 0.0),
     )
 
@@ -744,12 +803,14 @@ def _use_kernels(tensor: torch.Tensor, use_kernels: bool | None) -> bool:
         if not tensor.is_cuda:
             return False
         from nitro.envs.soccar import kernels  # lazy: Triton only on CUDA paths
+
         return kernels.available()
     return use_kernels
 
 
-def sphere_contacts(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float,
-                    max_contacts: int = 16) -> SphereContacts:
+def sphere_contacts(
+    mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float, max_contacts: int = 16
+) -> SphereContacts:
     """Contacts of spheres [N, 3] (UU) of ``radius`` with every arena feature closer than ``gap``,
     in Bullet's order (the first ``max_contacts`` of them).
 
@@ -757,8 +818,10 @@ def sphere_contacts(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: 
     one Triton kernel); this unreduced list is for inspection and tests, on any device.
     """
     if radius + gap > mesh.query_radius:
-        raise ValueError(f"sphere reach radius + gap = {radius + gap} UU exceeds the grid's query radius "
-                         f"{mesh.query_radius} UU; load the mesh with a larger query_radius")
+        raise ValueError(
+            f"sphere reach radius + gap = {radius + gap} UU exceeds the grid's query radius "
+            f"{mesh.query_radius} UU; load the mesh with a larger query_radius"
+        )
     return sphere_contacts_reference(mesh, centers, radius, gap, max_contacts)
 
 
@@ -793,8 +856,11 @@ def ray_triangle_fraction(start, end, v0, v1, v2):
     point = start * (1 - fraction)[..., None] + end * fraction[..., None]  # setInterpolate3
     tolerance = dot(n, n) * -0.0001
     p0, p1, p2 = v0 - point, v1 - point, v2 - point
-    inside = ((dot(cross(p0, p1), n) >= tolerance) & (dot(cross(p1, p2), n) >= tolerance)
-              & (dot(cross(p2, p0), n) >= tolerance))
+    inside = (
+        (dot(cross(p0, p1), n) >= tolerance)
+        & (dot(cross(p1, p2), n) >= tolerance)
+        & (dot(cross(p2, p0), n) >= tolerance)
+    )
     unit = n / torch.linalg.vector_norm(n, dim=-1, keepdim=True)
     normal = torch.where((dist_a <= 0)[..., None], -unit, unit)
     return crosses & inside, torch.where(crosses, fraction, 1.0), normal
@@ -823,13 +889,20 @@ def ray_cast_reference(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor) 
     best = torch.argmin(all_fraction, dim=1, keepdim=True)
     any_hit = all_hit.any(1)
     return RayHits(
-        hit=any_hit, fraction=torch.where(any_hit, all_fraction.gather(1, best)[:, 0], 1.0),
-        normal=torch.where(any_hit[:, None], torch.cat((normal, p_normal), 1).gather(1, best[..., None].expand(-1, -1, 3))[:, 0], 0.0),
+        hit=any_hit,
+        fraction=torch.where(any_hit, all_fraction.gather(1, best)[:, 0], 1.0),
+        normal=torch.where(
+            any_hit[:, None],
+            torch.cat((normal, p_normal), 1).gather(1, best[..., None].expand(-1, -1, 3))[:, 0],
+            0.0,
+        ),
         feature=torch.where(any_hit, all_feature.gather(1, best)[:, 0], -1).to(torch.int32),
     )
 
 
-def ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, use_kernels: bool | None = None) -> RayHits:
+def ray_cast(
+    mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, use_kernels: bool | None = None
+) -> RayHits:
     """Closest hit of segments start [N, 3] -> end [N, 3] (UU) with the arena's triangles and planes.
 
     Segments must be at most ``mesh.query_radius`` long: a query reads the grid cell of its start,
@@ -837,6 +910,7 @@ def ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, use_kernel
     """
     if _use_kernels(start, use_kernels):
         from nitro.envs.soccar import kernels
+
         return kernels.ray_cast(mesh, start, end)
     return ray_cast_reference(mesh, start, end)
 
@@ -909,8 +983,14 @@ def box_triangle_separation(center, axes, half, v0, v1, v2):
     return separation, torch.where(flip[..., None], -axis, axis)
 
 
-def box_contacts_reference(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.Tensor, half_extents: torch.Tensor,
-                           gap: float, max_contacts: int = 8) -> BoxContacts:
+def box_contacts_reference(
+    mesh: ArenaMesh,
+    centers: torch.Tensor,
+    axes: torch.Tensor,
+    half_extents: torch.Tensor,
+    gap: float,
+    max_contacts: int = 8,
+) -> BoxContacts:
     """PyTorch reference of `box_contacts`."""
     n = centers.shape[0]
     half = half_extents.expand(n, 3)
@@ -942,8 +1022,15 @@ def box_contacts_reference(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.T
     )
 
 
-def box_contacts(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.Tensor, half_extents: torch.Tensor,
-                 gap: float, max_contacts: int = 8, use_kernels: bool | None = None) -> BoxContacts:
+def box_contacts(
+    mesh: ArenaMesh,
+    centers: torch.Tensor,
+    axes: torch.Tensor,
+    half_extents: torch.Tensor,
+    gap: float,
+    max_contacts: int = 8,
+    use_kernels: bool | None = None,
+) -> BoxContacts:
     """Contacts of oriented boxes with the arena (car bodies).
 
     ``centers`` [N, 3] UU, ``axes`` [N, 3, 3] with the box axes as columns (a rotation matrix),
@@ -952,5 +1039,6 @@ def box_contacts(mesh: ArenaMesh, centers: torch.Tensor, axes: torch.Tensor, hal
     """
     if _use_kernels(centers, use_kernels):
         from nitro.envs.soccar import kernels
+
         return kernels.box_contacts(mesh, centers, axes, half_extents, gap, max_contacts)
     return box_contacts_reference(mesh, centers, axes, half_extents, gap, max_contacts)

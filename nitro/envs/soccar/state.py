@@ -33,13 +33,15 @@ class BallState:
     """Ticks since the last set_ball [N] int64."""
 
     @staticmethod
-    def rest(num_envs: int, device: torch.device) -> "BallState":
+    def rest(num_envs: int, device: torch.device) -> BallState:
         """A fresh RocketSim ball: at rest at (0, 0, BALL_REST_Z), so it sleeps until moved."""
         pos = torch.zeros(num_envs, 3, device=device)
         pos[:, 2] = C.BALL_REST_Z
         zeros = torch.zeros(num_envs, 3, device=device)
         return BallState(
-            pos=pos, vel=zeros.clone(), ang_vel=zeros.clone(),
+            pos=pos,
+            vel=zeros.clone(),
+            ang_vel=zeros.clone(),
             rot_mat=torch.eye(3, device=device).expand(num_envs, 3, 3).clone(),
             velocity_impulse_cache=zeros.clone(),
             tick_count_since_update=torch.zeros(num_envs, dtype=torch.int64, device=device),
@@ -96,8 +98,9 @@ class CarState:
     """Seconds until respawn [N, C]."""
 
     @staticmethod
-    def empty(num_envs: int, num_cars: int, device: torch.device) -> "CarState":
+    def empty(num_envs: int, num_cars: int, device: torch.device) -> CarState:
         """All-zero car state for ``num_cars`` cars (identity rotations)."""
+
         def f(*shape):
             return torch.zeros(num_envs, num_cars, *shape, device=device)
 
@@ -105,11 +108,26 @@ class CarState:
             return torch.zeros(num_envs, num_cars, dtype=torch.bool, device=device)
 
         return CarState(
-            pos=f(3), rot_mat=torch.eye(3, device=device).expand(num_envs, num_cars, 3, 3).clone(),
-            vel=f(3), ang_vel=f(3), boost=f(), is_on_ground=b(), has_jumped=b(), has_double_jumped=b(),
-            has_flipped=b(), is_jumping=b(), is_flipping=b(), is_supersonic=b(), is_demoed=b(),
-            jump_time=f(), flip_time=f(), air_time=f(), air_time_since_jump=f(), supersonic_time=f(),
-            handbrake_val=f(), demo_respawn_timer=f(),
+            pos=f(3),
+            rot_mat=torch.eye(3, device=device).expand(num_envs, num_cars, 3, 3).clone(),
+            vel=f(3),
+            ang_vel=f(3),
+            boost=f(),
+            is_on_ground=b(),
+            has_jumped=b(),
+            has_double_jumped=b(),
+            has_flipped=b(),
+            is_jumping=b(),
+            is_flipping=b(),
+            is_supersonic=b(),
+            is_demoed=b(),
+            jump_time=f(),
+            flip_time=f(),
+            air_time=f(),
+            air_time_since_jump=f(),
+            supersonic_time=f(),
+            handbrake_val=f(),
+            demo_respawn_timer=f(),
         )
 
 
@@ -123,7 +141,7 @@ class BoostPadState:
     """Seconds until the pad is active again [N, 34]."""
 
     @staticmethod
-    def fresh(num_envs: int, device: torch.device) -> "BoostPadState":
+    def fresh(num_envs: int, device: torch.device) -> BoostPadState:
         return BoostPadState(
             is_active=torch.ones(num_envs, C.BOOST_PAD_COUNT, dtype=torch.bool, device=device),
             cooldown=torch.zeros(num_envs, C.BOOST_PAD_COUNT, device=device),

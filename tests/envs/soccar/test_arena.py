@@ -34,14 +34,17 @@ def test_cars_are_not_simulated_yet(mesh):
         Arena(2, blue=1, orange=0)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"num_envs": 0}, "num_envs must be a positive int"),
-    ({"num_envs": 2.5}, "num_envs must be a positive int"),
-    ({"num_envs": 2, "blue": -1}, "blue must be a non-negative int"),
-    ({"num_envs": 2, "tick_rate": 240}, r"tick_rate must be in \[15, 120\]"),
-    ({"num_envs": 2, "mode": "fast"}, "mode must be one of"),
-    ({"num_envs": 2, "mode": "graph", "device": "cpu"}, "needs a CUDA device"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_envs": 0}, "num_envs must be a positive int"),
+        ({"num_envs": 2.5}, "num_envs must be a positive int"),
+        ({"num_envs": 2, "blue": -1}, "blue must be a non-negative int"),
+        ({"num_envs": 2, "tick_rate": 240}, r"tick_rate must be in \[15, 120\]"),
+        ({"num_envs": 2, "mode": "fast"}, "mode must be one of"),
+        ({"num_envs": 2, "mode": "graph", "device": "cpu"}, "needs a CUDA device"),
+    ],
+)
 def test_constructor_errors(mesh, kwargs, message):
     kwargs = {"blue": 0, "orange": 0, **kwargs}
     with pytest.raises(ValueError, match=message):
@@ -68,14 +71,17 @@ def test_set_ball_resets_hidden_state(mesh):
     assert a.ball.tick_count_since_update[0] == 0
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"pos": torch.zeros(3, 3)}, r"shape \(4, 3\)"),
-    ({"pos": torch.zeros(4, 3, dtype=torch.float64)}, "must be float32"),
-    ({"vel": torch.tensor([float("nan"), 0.0, 0.0])}, "NaN or infinite"),
-    ({"pos": torch.zeros(2, 3), "env_ids": [0, 4]}, r"env_ids must be in \[0, 4\)"),
-    ({"pos": torch.zeros(2, 3), "env_ids": torch.tensor([True, False])}, "mask must have shape"),
-    ({"pos": torch.zeros(1, 3), "env_ids": [0.5]}, "integer"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"pos": torch.zeros(3, 3)}, r"shape \(4, 3\)"),
+        ({"pos": torch.zeros(4, 3, dtype=torch.float64)}, "must be float32"),
+        ({"vel": torch.tensor([float("nan"), 0.0, 0.0])}, "NaN or infinite"),
+        ({"pos": torch.zeros(2, 3), "env_ids": [0, 4]}, r"env_ids must be in \[0, 4\)"),
+        ({"pos": torch.zeros(2, 3), "env_ids": torch.tensor([True, False])}, "mask must have shape"),
+        ({"pos": torch.zeros(1, 3), "env_ids": [0.5]}, "integer"),
+    ],
+)
 def test_set_ball_errors(mesh, kwargs, message):
     with pytest.raises(ValueError, match=message):
         _arena(4).set_ball(**kwargs)
@@ -97,15 +103,19 @@ def test_reset_kickoff(mesh):
     a.set_ball(pos=[100.0, 200.0, 300.0], vel=[1.0, 2.0, 3.0])
     a.state.pads.is_active[:] = False
     a.reset_kickoff(env_ids=[2])
-    assert a.ball.pos[2].tolist() == [0.0, 0.0, pytest.approx(C.BALL_REST_Z)] and a.ball.vel[2].abs().max() == 0
+    assert (
+        a.ball.pos[2].tolist() == [0.0, 0.0, pytest.approx(C.BALL_REST_Z)] and a.ball.vel[2].abs().max() == 0
+    )
     assert a.ball.pos[0, 0] == 100.0
     assert a.pads.is_active[2].all() and not a.pads.is_active[0].any()
 
 
 def test_step_ticks_equals_single_ticks(mesh):
     one, many = _arena(3), _arena(3)
-    start = dict(pos=torch.tensor([[0.0, 0.0, 400.0], [3000.0, 4500.0, 300.0], [0.0, -4800.0, 200.0]]),
-                 vel=torch.tensor([[300.0, 0.0, -900.0], [1500.0, 1500.0, 0.0], [0.0, -2000.0, 0.0]]))
+    start = dict(
+        pos=torch.tensor([[0.0, 0.0, 400.0], [3000.0, 4500.0, 300.0], [0.0, -4800.0, 200.0]]),
+        vel=torch.tensor([[300.0, 0.0, -900.0], [1500.0, 1500.0, 0.0], [0.0, -2000.0, 0.0]]),
+    )
     one.set_ball(**start)
     many.set_ball(**start)
     for _ in range(40):
@@ -125,8 +135,23 @@ def test_tick_is_a_pure_function(mesh):
 
 def test_car_state_placeholder_names():
     cars = CarState.empty(2, 3, torch.device("cpu"))
-    for name in ("is_on_ground", "has_jumped", "has_double_jumped", "has_flipped", "is_jumping", "is_flipping",
-                 "is_supersonic", "is_demoed", "jump_time", "flip_time", "air_time", "air_time_since_jump",
-                 "supersonic_time", "handbrake_val", "demo_respawn_timer", "boost"):
+    for name in (
+        "is_on_ground",
+        "has_jumped",
+        "has_double_jumped",
+        "has_flipped",
+        "is_jumping",
+        "is_flipping",
+        "is_supersonic",
+        "is_demoed",
+        "jump_time",
+        "flip_time",
+        "air_time",
+        "air_time_since_jump",
+        "supersonic_time",
+        "handbrake_val",
+        "demo_respawn_timer",
+        "boost",
+    ):
         assert getattr(cars, name).shape == (2, 3)
     assert cars.rot_mat.shape == (2, 3, 3, 3)

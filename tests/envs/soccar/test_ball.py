@@ -40,8 +40,10 @@ def test_free_fall_damping_before_gravity(mesh):
 
 def test_zero_velocity_ball_sleeps(mesh):
     a = _arena(2)
-    a.set_ball(pos=torch.tensor([[0.0, 0.0, 800.0], [0.0, 0.0, 800.0]]),
-               vel=torch.tensor([[0.0, 0.0, 0.0], [0.0, 0.0, 1e-3]]))
+    a.set_ball(
+        pos=torch.tensor([[0.0, 0.0, 800.0], [0.0, 0.0, 800.0]]),
+        vel=torch.tensor([[0.0, 0.0, 0.0], [0.0, 0.0, 1e-3]]),
+    )
     a.step(ticks=30)
     assert float(a.ball.pos[0, 2]) == 800.0  # frozen mid-air (the kickoff freeze)
     assert float(a.ball.pos[1, 2]) < 800.0
@@ -65,7 +67,11 @@ def test_floor_bounce_restitution_and_rest_height(mesh):
     a.set_ball(pos=[0.0, 0.0, 100.0], vel=[0.0, 0.0, -1.0])
     a.step(ticks=600)
     z = float(a.ball.pos[0, 2])
-    assert C.BALL_COLLISION_RADIUS_SOCCAR < z <= C.BALL_COLLISION_RADIUS_SOCCAR + C.BALL_CONTACT_BREAKING_THRESHOLD
+    assert (
+        C.BALL_COLLISION_RADIUS_SOCCAR
+        < z
+        <= C.BALL_COLLISION_RADIUS_SOCCAR + C.BALL_CONTACT_BREAKING_THRESHOLD
+    )
     assert z == pytest.approx(93.11412, abs=0.01)
     assert a.ball.vel.abs().max() == 0 and ball.update_sleeping(a.ball).item()
 
@@ -105,8 +111,10 @@ def test_goal_line(mesh):
 
 def test_goal_events(mesh):
     a = _arena(3)
-    a.set_ball(pos=torch.tensor([[0.0, 5000.0, 300.0], [0.0, -5000.0, 300.0], [0.0, 0.0, 300.0]]),
-               vel=torch.tensor([[0.0, 2000.0, 0.0], [0.0, -2000.0, 0.0], [0.0, 0.0, 100.0]]))
+    a.set_ball(
+        pos=torch.tensor([[0.0, 5000.0, 300.0], [0.0, -5000.0, 300.0], [0.0, 0.0, 300.0]]),
+        vel=torch.tensor([[0.0, 2000.0, 0.0], [0.0, -2000.0, 0.0], [0.0, 0.0, 100.0]]),
+    )
     events = a.step(ticks=30)
     assert events.goal_blue.tolist() == [True, False, False]  # the +y goal is orange's: blue scored
     assert events.goal_orange.tolist() == [False, True, False]

@@ -75,7 +75,9 @@ def compare_queries(mesh, device, n, exact: bool) -> None:
     rng = np.random.default_rng(1)
     start = realistic_points(mesh, n, 1, 0.0, 60.0).to(device)
     direction = torch.from_numpy(rng.normal(size=(len(start), 3)).astype(np.float32)).to(device)
-    length = torch.from_numpy(rng.uniform(10, mesh.query_radius, (len(start), 1)).astype(np.float32)).to(device)
+    length = torch.from_numpy(rng.uniform(10, mesh.query_radius, (len(start), 1)).astype(np.float32)).to(
+        device
+    )
     end = start + direction / direction.norm(dim=1, keepdim=True) * length
     a, b = ray_cast(mesh, start, end, use_kernels=False), ray_cast(mesh, start, end, use_kernels=True)
     assert torch.equal(a.hit, b.hit) and int(a.hit.sum()) > n // 10
@@ -108,8 +110,9 @@ def compare_fused(device, per_family: int, ticks: int) -> None:
     assert float((eager.ball.pos - fused.ball.pos).norm(dim=1).max()) <= FUSED_POS_TOL
     assert torch.equal(eager.state.tick_count, fused.state.tick_count)
     for e, f in goals:
-        assert (e.goal_tick == f.goal_tick).float().mean() >= 0.98 and torch.equal(e.goal_blue | e.goal_orange,
-                                                                                   f.goal_blue | f.goal_orange)
+        assert (e.goal_tick == f.goal_tick).float().mean() >= 0.98 and torch.equal(
+            e.goal_blue | e.goal_orange, f.goal_blue | f.goal_orange
+        )
 
 
 # --- CPU: Triton's interpreter --------------------------------------------------------------------
@@ -128,8 +131,9 @@ def test_kernels_match_reference_interpreted():
         print("ok")
     """)
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=1200)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200
+    )
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
 
 

@@ -14,8 +14,17 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.mesh import (
-    MeshesNotFoundError, SOCCAR_MESH_HASHES, box_contacts_reference, box_triangle_separation, bvh_visit_order,
-    cmf_hash, find_soccar_meshes, ray_cast_reference, ray_triangle_fraction, read_cmf, sphere_contacts_reference,
+    SOCCAR_MESH_HASHES,
+    MeshesNotFoundError,
+    box_contacts_reference,
+    box_triangle_separation,
+    bvh_visit_order,
+    cmf_hash,
+    find_soccar_meshes,
+    ray_cast_reference,
+    ray_triangle_fraction,
+    read_cmf,
+    sphere_contacts_reference,
     sphere_triangle_contact,
 )
 
@@ -41,7 +50,7 @@ def _near_surface_points(mesh, n: int, rng: np.random.Generator, reach: float) -
 
 
 def _contact_sets(contacts, count):
-    return [sorted(contacts.feature[i, :count[i]].tolist()) for i in range(len(count))]
+    return [sorted(contacts.feature[i, : count[i]].tolist()) for i in range(len(count))]
 
 
 # --- files ----------------------------------------------------------------------------------------
@@ -78,7 +87,9 @@ def test_arena_without_meshes_is_an_error_not_a_substitute(tmp_path):
 def test_read_cmf_validates(tmp_path):
     good = tmp_path / "mesh_0.cmf"
     verts = np.zeros((3, 3), "<f4")
-    good.write_bytes(np.array([1, 3], "<i4").tobytes() + np.array([0, 1, 2], "<i4").tobytes() + verts.tobytes())
+    good.write_bytes(
+        np.array([1, 3], "<i4").tobytes() + np.array([0, 1, 2], "<i4").tobytes() + verts.tobytes()
+    )
     v, idx = read_cmf(good)
     assert v.shape == (3, 3) and idx.tolist() == [[0, 1, 2]]
     cases = {
@@ -127,9 +138,13 @@ def _brute_sphere(mesh, centers, radius, gap):
     for c in centers:
         has, _, _, depth = sphere_triangle_contact(c[None], v[:, 0], v[:, 1], v[:, 2], radius, gap)
         plane_depth = mesh.plane_normals @ c - mesh.plane_offsets - radius
-        feats = has.nonzero().flatten().tolist() + [mesh.num_triangles + p for p in range(4) if plane_depth[p] < gap]
+        feats = has.nonzero().flatten().tolist() + [
+            mesh.num_triangles + p for p in range(4) if plane_depth[p] < gap
+        ]
         depths = {f: float(depth[f]) for f in has.nonzero().flatten().tolist()}
-        depths.update({mesh.num_triangles + p: float(plane_depth[p]) for p in range(4) if plane_depth[p] < gap})
+        depths.update(
+            {mesh.num_triangles + p: float(plane_depth[p]) for p in range(4) if plane_depth[p] < gap}
+        )
         out.append((sorted(feats), depths))
     return out
 
@@ -150,7 +165,7 @@ def test_sphere_query_equals_brute_force_over_all_triangles(mesh):
     assert touching > 300  # the sample really exercises contacts
     # Bullet's order: planes first, then each mesh file in BVH visiting order.
     for i in range(len(centers)):
-        feats = contacts.feature[i, :int(contacts.count[i])].tolist()
+        feats = contacts.feature[i, : int(contacts.count[i])].tolist()
         keys = [(-1, f) if f >= mesh.num_triangles else (int(mesh.tri_order[f]),) * 2 for f in feats]
         assert keys == sorted(keys)
 
@@ -194,7 +209,7 @@ def test_box_query_equals_brute_force_over_all_triangles(mesh):
         radius = (q[i].T @ mesh.plane_normals.T).abs().T @ half
         plane_sep = mesh.plane_normals @ centers[i] - mesh.plane_offsets - radius
         feats += [mesh.num_triangles + p for p in range(4) if plane_sep[p] < gap]
-        assert sorted(contacts.feature[i, :int(contacts.count[i])].tolist()) == sorted(feats)
+        assert sorted(contacts.feature[i, : int(contacts.count[i])].tolist()) == sorted(feats)
         touching += bool(feats)
     assert touching > 60
 
