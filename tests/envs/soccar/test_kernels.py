@@ -171,3 +171,29 @@ def test_compiled_ball_step_matches_eager_cuda(mode):
         fast.step(ticks=40)
     # Inductor may contract multiply-adds: agreement to rounding, amplified by contacts over 120 ticks.
     assert float((eager.ball.pos - fast.ball.pos).norm(dim=1).max()) <= FUSED_POS_TOL
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("mode", ["eager", "fused"])
+def test_ticks_never_sync_with_the_host_cuda(mode):
+    """DESIGN principle 3: stepping launches work and returns; nothing waits for the device."""
+    from nitro.envs.soccar.arena import Arena
+
+    arena = Arena(4096, blue=0, orange=0, device="cuda", mode=mode)
+    g = torch.Generator().manual_seed(0)
+    arena.set_ball(
+        pos=(
+            torch.rand(4096, 3, generator=g) * torch.tensor([7000.0, 9000.0, 1800.0])
+            - torch.tensor([3500.0, 4500.0, -100.0])
+        ).cuda(),
+        vel=(torch.randn(4096, 3, generator=g) * 1000).cuda(),
+    )
+    arena.step(ticks=2)  # first call: kernel compilation and caches
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(4):
+            arena.step(ticks=8)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
