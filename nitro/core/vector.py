@@ -21,7 +21,7 @@ class VecEnv:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.env = env
         self.num_envs = num_envs
-        self.device = _concrete(torch.device(device) if device is not None else default_device())
+        self.device = concrete_device(torch.device(device) if device is not None else default_device())
         self.check_actions = check_actions
         self.single_observation_space = env.observation_space
         self.single_action_space = env.action_space
@@ -74,7 +74,7 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def _concrete(device: torch.device) -> torch.device:
+def concrete_device(device: torch.device) -> torch.device:
     """'cuda' -> 'cuda:<current>', so device checks compare like with like."""
     if device.type == "cuda" and device.index is None:
         return torch.device("cuda", torch.cuda.current_device())

@@ -14,7 +14,9 @@ import os
 import numpy as np
 import torch
 
+
 from nitro.core import tree
+from nitro.core.vector import concrete_device
 from nitro.envs.soccar import ball
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.mesh import ArenaMesh, load_arena_mesh
@@ -160,7 +162,7 @@ class Arena:
             )
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.device = concrete_device(torch.device(device) if device is not None else torch.device("cpu"))
         if mode in ("graph", "fused") and self.device.type != "cuda" and not _triton_interpreted(mode):
             raise ValueError(f"mode={mode!r} needs a CUDA device; use mode='compile' or 'eager' on CPU")
         self.num_envs, self.num_cars, self.car, self.seed = num_envs, blue + orange, car, seed
