@@ -14,7 +14,6 @@ import os
 import numpy as np
 import torch
 
-
 from nitro.core import tree
 from nitro.core.vector import concrete_device
 from nitro.envs.soccar import ball
