@@ -27,7 +27,7 @@ from nitro.envs.soccar import collide
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.mesh import PLANE_OBJECT_BASE, ArenaMesh, BoxContacts, RayHits
 
-BLOCK = 64  # envs per program
+BLOCK = 64  # queries per program of the query kernels
 _SIMD_EPSILON_UU2 = float(torch.finfo(torch.float32).eps) * C.BT_TO_UU**2
 _DEGENERATE_L2 = float(torch.finfo(torch.float32).eps) ** 2 * C.BT_TO_UU**4
 
@@ -263,12 +263,79 @@ if triton is not None:
         oz = tl.where(use_face, tnz, oz)
         return ox, oy, oz, use_clamp | use_face
 
-    # --- the 4-point manifolds, held as [BLOCK, 16] arrays (slot * 4 + point) ----------------------
+    # --- the 4-point manifolds: per lane, 4 slots of 4 points, as tuples of [BLOCK] tensors ----------
+    # Point q of a manifold is slot q // 4, index q % 4. Each lane (one env, one thread) keeps its own
+    # manifold in registers, so filing a contact is a chain of per-lane selects: no cross-lane
+    # reductions, no [BLOCK, 16] layouts (which made the fused tick take many minutes to compile).
 
     @triton.jit
-    def _pick(arr, col, index):
-        """arr[lane, index[lane]] for [BLOCK, W] arr."""
-        return tl.sum(tl.where(col[None, :] == index[:, None], arr, 0.0), axis=1)
+    def _fill16(x):
+        out = ()
+        for q in tl.static_range(16):
+            out = out + (x,)
+        return out
+
+    @triton.jit
+    def _fill4(x):
+        return (x, x, x, x)
+
+    @triton.jit
+    def _in_slot(t, slot, p: tl.constexpr):
+        """t[slot * 4 + p] for a 16-tuple t and a per-lane slot in 0..3."""
+        return tl.where(
+            slot == 0, t[p], tl.where(slot == 1, t[4 + p], tl.where(slot == 2, t[8 + p], t[12 + p]))
+        )
+
+    @triton.jit
+    def _put(t, at, index, value):
+        """The 16-tuple t with ``value`` at (slot s, ``index``) wherever the slot mask at[s] holds."""
+        out = ()
+        for q in tl.static_range(16):
+            out = out + (tl.where(at[q // 4] & (index == q % 4), value, t[q]),)
+        return out
+
+    @triton.jit
+    def _replaced_point(slot, ox, oy, oz, dep, nox, noy, noz, nd):
+        """btPersistentManifold::sortCachedPoints over the 4 points of ``slot``: which one the new
+        point replaces (keep the deepest; of the others, the replacement giving the largest area)."""
+        o0x = _in_slot(ox, slot, 0)
+        o0y = _in_slot(oy, slot, 0)
+        o0z = _in_slot(oz, slot, 0)
+        o1x = _in_slot(ox, slot, 1)
+        o1y = _in_slot(oy, slot, 1)
+        o1z = _in_slot(oz, slot, 1)
+        o2x = _in_slot(ox, slot, 2)
+        o2y = _in_slot(oy, slot, 2)
+        o2z = _in_slot(oz, slot, 2)
+        o3x = _in_slot(ox, slot, 3)
+        o3y = _in_slot(oy, slot, 3)
+        o3z = _in_slot(oz, slot, 3)
+        dd0 = _in_slot(dep, slot, 0)
+        dd1 = _in_slot(dep, slot, 1)
+        dd2 = _in_slot(dep, slot, 2)
+        dd3 = _in_slot(dep, slot, 3)
+        deepest = tl.full(nd.shape, -1, tl.int32)
+        bestd = nd
+        deepest = tl.where(dd0 < bestd, 0, deepest)
+        bestd = tl.minimum(bestd, dd0)
+        deepest = tl.where(dd1 < bestd, 1, deepest)
+        bestd = tl.minimum(bestd, dd1)
+        deepest = tl.where(dd2 < bestd, 2, deepest)
+        bestd = tl.minimum(bestd, dd2)
+        deepest = tl.where(dd3 < bestd, 3, deepest)
+        ux, uy, uz = _cross(nox - o1x, noy - o1y, noz - o1z, o3x - o2x, o3y - o2y, o3z - o2z)
+        r0 = tl.where(deepest == 0, 0.0, _dot(ux, uy, uz, ux, uy, uz))
+        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o3x - o2x, o3y - o2y, o3z - o2z)
+        r1 = tl.where(deepest == 1, 0.0, _dot(ux, uy, uz, ux, uy, uz))
+        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o3x - o1x, o3y - o1y, o3z - o1z)
+        r2 = tl.where(deepest == 2, 0.0, _dot(ux, uy, uz, ux, uy, uz))
+        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o2x - o1x, o2y - o1y, o2z - o1z)
+        r3 = tl.where(deepest == 3, 0.0, _dot(ux, uy, uz, ux, uy, uz))
+        replaced = tl.where(r1 > r0, 1, 0)
+        rbest = tl.maximum(r0, r1)
+        replaced = tl.where(r2 > rbest, 2, replaced)
+        rbest = tl.maximum(rbest, r2)
+        return tl.where(r3 > rbest, 3, replaced)
 
     @triton.jit
     def _add_point(
@@ -296,73 +363,49 @@ if triton is not None:
         ny,
         nz,
         dep,
+        WITH_POINTS: tl.constexpr,
     ):
-        """btPersistentManifold::addManifoldPoint into the slot of ``new_obj`` (sortCachedPoints when full)."""
-        scol = tl.arange(0, 4)
-        pcol = tl.arange(0, 16)
-        match = obj == new_obj[:, None]
-        free = obj < 0
-        has_slot = tl.max(match.to(tl.int32), axis=1) > 0
-        any_free = tl.max(free.to(tl.int32), axis=1) > 0
-        slot = tl.where(has_slot, tl.argmax(match.to(tl.int32), axis=1), tl.argmax(free.to(tl.int32), axis=1))
-        ok = ok & (has_slot | any_free)
-        held = tl.sum(tl.where(scol[None, :] == slot[:, None], cnt, 0), axis=1)
+        """btPersistentManifold::addManifoldPoint into the slot of ``new_obj`` (sortCachedPoints when
+        full), as `collide.build_manifolds`. ``px``/``py``/``pz`` (the point on the arena) are kept
+        only WITH_POINTS (the query; the tick never reads them)."""
+        # the slot holding new_obj, else the first free one; none left: the point is dropped
+        match = tl.full(nd.shape, -1, tl.int32)
+        free = tl.full(nd.shape, -1, tl.int32)
+        for k in tl.static_range(4):
+            match = tl.where(obj[3 - k] == new_obj, 3 - k, match)
+            free = tl.where(obj[3 - k] < 0, 3 - k, free)
+        slot = tl.where(match >= 0, match, free)
+        ok = ok & (slot >= 0)
+        held = tl.where(slot == 0, cnt[0], tl.where(slot == 1, cnt[1], tl.where(slot == 2, cnt[2], cnt[3])))
         full = held >= 4
-        # sortCachedPoints over the slot's 4 points
-        base = slot * 4
-        o0x = _pick(ox, pcol, base)
-        o0y = _pick(oy, pcol, base)
-        o0z = _pick(oz, pcol, base)
-        o1x = _pick(ox, pcol, base + 1)
-        o1y = _pick(oy, pcol, base + 1)
-        o1z = _pick(oz, pcol, base + 1)
-        o2x = _pick(ox, pcol, base + 2)
-        o2y = _pick(oy, pcol, base + 2)
-        o2z = _pick(oz, pcol, base + 2)
-        o3x = _pick(ox, pcol, base + 3)
-        o3y = _pick(oy, pcol, base + 3)
-        o3z = _pick(oz, pcol, base + 3)
-        dd0 = _pick(dep, pcol, base)
-        dd1 = _pick(dep, pcol, base + 1)
-        dd2 = _pick(dep, pcol, base + 2)
-        dd3 = _pick(dep, pcol, base + 3)
-        deepest = tl.full(nd.shape, -1, tl.int32)
-        bestd = nd
-        deepest = tl.where(dd0 < bestd, 0, deepest)
-        bestd = tl.minimum(bestd, dd0)
-        deepest = tl.where(dd1 < bestd, 1, deepest)
-        bestd = tl.minimum(bestd, dd1)
-        deepest = tl.where(dd2 < bestd, 2, deepest)
-        bestd = tl.minimum(bestd, dd2)
-        deepest = tl.where(dd3 < bestd, 3, deepest)
-        ux, uy, uz = _cross(nox - o1x, noy - o1y, noz - o1z, o3x - o2x, o3y - o2y, o3z - o2z)
-        r0 = tl.where(deepest == 0, 0.0, _dot(ux, uy, uz, ux, uy, uz))
-        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o3x - o2x, o3y - o2y, o3z - o2z)
-        r1 = tl.where(deepest == 1, 0.0, _dot(ux, uy, uz, ux, uy, uz))
-        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o3x - o1x, o3y - o1y, o3z - o1z)
-        r2 = tl.where(deepest == 2, 0.0, _dot(ux, uy, uz, ux, uy, uz))
-        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o2x - o1x, o2y - o1y, o2z - o1z)
-        r3 = tl.where(deepest == 3, 0.0, _dot(ux, uy, uz, ux, uy, uz))
-        replaced = tl.where(r1 > r0, 1, 0)
-        rbest = tl.maximum(r0, r1)
-        replaced = tl.where(r2 > rbest, 2, replaced)
-        rbest = tl.maximum(rbest, r2)
-        replaced = tl.where(r3 > rbest, 3, replaced)
-        index = tl.where(full, replaced, held)
-        at_slot = ok[:, None] & (scol[None, :] == slot[:, None])
-        at_point = ok[:, None] & (pcol[None, :] == (base + index)[:, None])
-        obj = tl.where(at_slot, new_obj[:, None], obj)
-        cnt = tl.where(at_slot & (~full[:, None]), cnt + 1, cnt)
-        ox = tl.where(at_point, nox[:, None], ox)
-        oy = tl.where(at_point, noy[:, None], oy)
-        oz = tl.where(at_point, noz[:, None], oz)
-        px = tl.where(at_point, npx[:, None], px)
-        py = tl.where(at_point, npy[:, None], py)
-        pz = tl.where(at_point, npz[:, None], pz)
-        nx = tl.where(at_point, nnx[:, None], nx)
-        ny = tl.where(at_point, nny[:, None], ny)
-        nz = tl.where(at_point, nnz[:, None], nz)
-        dep = tl.where(at_point, nd[:, None], dep)
+        index = held
+        if tl.max((ok & full).to(tl.int32), axis=0) > 0:  # a 5th point: sortCachedPoints
+            index = tl.where(full, _replaced_point(slot, ox, oy, oz, dep, nox, noy, noz, nd), held)
+        at = (ok & (slot == 0), ok & (slot == 1), ok & (slot == 2), ok & (slot == 3))
+        obj = (
+            tl.where(at[0], new_obj, obj[0]),
+            tl.where(at[1], new_obj, obj[1]),
+            tl.where(at[2], new_obj, obj[2]),
+            tl.where(at[3], new_obj, obj[3]),
+        )
+        grow = ~full
+        cnt = (
+            tl.where(at[0] & grow, cnt[0] + 1, cnt[0]),
+            tl.where(at[1] & grow, cnt[1] + 1, cnt[1]),
+            tl.where(at[2] & grow, cnt[2] + 1, cnt[2]),
+            tl.where(at[3] & grow, cnt[3] + 1, cnt[3]),
+        )
+        ox = _put(ox, at, index, nox)
+        oy = _put(oy, at, index, noy)
+        oz = _put(oz, at, index, noz)
+        nx = _put(nx, at, index, nnx)
+        ny = _put(ny, at, index, nny)
+        nz = _put(nz, at, index, nnz)
+        dep = _put(dep, at, index, nd)
+        if WITH_POINTS:
+            px = _put(px, at, index, npx)
+            py = _put(py, at, index, npy)
+            pz = _put(pz, at, index, npz)
         return obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep
 
     @triton.jit
@@ -396,22 +439,33 @@ if triton is not None:
         SIMD_EPSILON: tl.constexpr,
         MAX_ANGLE: tl.constexpr,
         EDGE_DISTANCE: tl.constexpr,
+        WITH_POINTS: tl.constexpr,
         BLOCK: tl.constexpr,
     ):
-        """Every contact of each lane's sphere, in Bullet's order, filed into 4-point manifolds."""
+        """Every contact of each lane's sphere, in Bullet's order, filed into 4-point manifolds.
+
+        Float arguments must already be float32 (the kernels cast theirs on entry). Returns tuples:
+        obj, cnt (4 each, int32), then 16 each of offset x/y/z, point x/y/z (empty tuples unless
+        WITH_POINTS), normal x/y/z and depth (float32).
+        """
         reach = radius + gap
-        obj = tl.full([BLOCK, 4], -1, tl.int32)
-        cnt = tl.zeros([BLOCK, 4], tl.int32)
-        ox = tl.zeros([BLOCK, 16], tl.float32)
-        oy = tl.zeros([BLOCK, 16], tl.float32)
-        oz = tl.zeros([BLOCK, 16], tl.float32)
-        px = tl.zeros([BLOCK, 16], tl.float32)
-        py = tl.zeros([BLOCK, 16], tl.float32)
-        pz = tl.zeros([BLOCK, 16], tl.float32)
-        nx = tl.zeros([BLOCK, 16], tl.float32)
-        ny = tl.zeros([BLOCK, 16], tl.float32)
-        nz = tl.zeros([BLOCK, 16], tl.float32)
-        dep = tl.zeros([BLOCK, 16], tl.float32)
+        zero = tl.zeros([BLOCK], tl.float32)
+        obj = _fill4(tl.full([BLOCK], -1, tl.int32))
+        cnt = _fill4(tl.zeros([BLOCK], tl.int32))
+        ox = _fill16(zero)
+        oy = _fill16(zero)
+        oz = _fill16(zero)
+        px = ()
+        py = ()
+        pz = ()
+        if WITH_POINTS:
+            px = _fill16(zero)
+            py = _fill16(zero)
+            pz = _fill16(zero)
+        nx = _fill16(zero)
+        ny = _fill16(zero)
+        nz = _fill16(zero)
+        dep = _fill16(zero)
         found = tl.zeros([BLOCK], tl.int32)
         # Planes first (btConvexPlaneCollisionAlgorithm), each its own object.
         for p in range(NUM_PLANES):  # a loop, not unrolled: one inlined _add_point
@@ -423,20 +477,21 @@ if triton is not None:
             has = live & (d < gap) & (found < MAX_CONTACTS)
             found += has.to(tl.int32)
             if tl.max(has.to(tl.int32), axis=0) > 0:  # skip the bookkeeping when no lane touches
-                sox, soy, soz = -radius * pnx + cx * 0, -radius * pny + cx * 0, -radius * pnz + cx * 0
-                spx, spy, spz = cx + sox - pnx * d, cy + soy - pny * d, cz + soz - pnz * d
+                sox = zero + (-radius) * pnx
+                soy = zero + (-radius) * pny
+                soz = zero + (-radius) * pnz
                 obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
                     has,
                     tl.zeros([BLOCK], tl.int32) + (PLANE_BASE + p),
                     sox,
                     soy,
                     soz,
-                    spx,
-                    spy,
-                    spz,
-                    pnx + cx * 0,
-                    pny + cx * 0,
-                    pnz + cx * 0,
+                    cx + sox - pnx * d,
+                    cy + soy - pny * d,
+                    cz + soz - pnz * d,
+                    zero + pnx,
+                    zero + pny,
+                    zero + pnz,
                     d,
                     obj,
                     cnt,
@@ -450,6 +505,7 @@ if triton is not None:
                     ny,
                     nz,
                     dep,
+                    WITH_POINTS,
                 )
         # The cell's triangles, in Bullet's visiting order.
         ix = tl.minimum(tl.maximum(tl.floor((cx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
@@ -459,6 +515,10 @@ if triton is not None:
         start = tl.load(cell_start_ptr + cell, mask=live, other=0)
         length = tl.where(live, tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - start, 0)
         longest = tl.max(length, axis=0)
+        # Far from every plane of the lane's candidates, a triangle cannot touch: a cheap test on the
+        # unit face normal (precomputed in float64) skips the full test when no lane of the block is
+        # within reach. The margin is ~100x the rounding of either normal, so no contact is missed.
+        screen = reach + 0.01
         j = 0
         while j < longest:  # a while loop: Triton's interpreter cannot range() over a reduced value
             valid = live & (j < length)
@@ -466,85 +526,88 @@ if triton is not None:
             ax = tl.load(tri_ptr + t * 9, mask=valid, other=0.0)
             ay = tl.load(tri_ptr + t * 9 + 1, mask=valid, other=0.0)
             az = tl.load(tri_ptr + t * 9 + 2, mask=valid, other=0.0)
-            bx = tl.load(tri_ptr + t * 9 + 3, mask=valid, other=1.0)
-            by = tl.load(tri_ptr + t * 9 + 4, mask=valid, other=0.0)
-            bz = tl.load(tri_ptr + t * 9 + 5, mask=valid, other=0.0)
-            qx = tl.load(tri_ptr + t * 9 + 6, mask=valid, other=0.0)
-            qy = tl.load(tri_ptr + t * 9 + 7, mask=valid, other=1.0)
-            qz = tl.load(tri_ptr + t * 9 + 8, mask=valid, other=0.0)
-            has, spx, spy, spz, gx, gy, gz, d = _sphere_triangle(
-                cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz, radius, reach, DEGENERATE_L2, SIMD_EPSILON
-            )
-            has = valid & has & (found < MAX_CONTACTS)
-            found += has.to(tl.int32)
-            if tl.max(has.to(tl.int32), axis=0) > 0:
-                # btManifoldResult::addContactPoint: point on the sphere = surface point + normal * depth
-                sox = (spx + gx * d) - cx
-                soy = (spy + gy * d) - cy
-                soz = (spz + gz * d) - cz
-                tnx = tl.load(tri_normal_ptr + t * 3, mask=valid, other=0.0)
-                tny = tl.load(tri_normal_ptr + t * 3 + 1, mask=valid, other=0.0)
-                tnz = tl.load(tri_normal_ptr + t * 3 + 2, mask=valid, other=1.0)
-                a0 = tl.load(edge_angle_ptr + t * 3, mask=valid, other=7.0)
-                a1 = tl.load(edge_angle_ptr + t * 3 + 1, mask=valid, other=7.0)
-                a2 = tl.load(edge_angle_ptr + t * 3 + 2, mask=valid, other=7.0)
-                fl = tl.load(edge_flags_ptr + t, mask=valid, other=0)
-                cnx, cny, cnz, changed = _adjust_internal_edge(
-                    gx,
-                    gy,
-                    gz,
-                    spx,
-                    spy,
-                    spz,
-                    ax,
-                    ay,
-                    az,
-                    bx,
-                    by,
-                    bz,
-                    qx,
-                    qy,
-                    qz,
-                    tnx,
-                    tny,
-                    tnz,
-                    a0,
-                    a1,
-                    a2,
-                    fl,
-                    MAX_ANGLE,
-                    EDGE_DISTANCE,
+            tnx = tl.load(tri_normal_ptr + t * 3, mask=valid, other=0.0)
+            tny = tl.load(tri_normal_ptr + t * 3 + 1, mask=valid, other=0.0)
+            tnz = tl.load(tri_normal_ptr + t * 3 + 2, mask=valid, other=1.0)
+            near = valid & (tl.abs(_dot(cx - ax, cy - ay, cz - az, tnx, tny, tnz)) < screen)
+            if tl.max(near.to(tl.int32), axis=0) > 0:
+                bx = tl.load(tri_ptr + t * 9 + 3, mask=near, other=1.0)
+                by = tl.load(tri_ptr + t * 9 + 4, mask=near, other=0.0)
+                bz = tl.load(tri_ptr + t * 9 + 5, mask=near, other=0.0)
+                qx = tl.load(tri_ptr + t * 9 + 6, mask=near, other=0.0)
+                qy = tl.load(tri_ptr + t * 9 + 7, mask=near, other=1.0)
+                qz = tl.load(tri_ptr + t * 9 + 8, mask=near, other=0.0)
+                has, spx, spy, spz, gx, gy, gz, d = _sphere_triangle(
+                    cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz, radius, reach, DEGENERATE_L2, SIMD_EPSILON
                 )
-                spx = tl.where(changed, (cx + sox) - cnx * d, spx)
-                spy = tl.where(changed, (cy + soy) - cny * d, spy)
-                spz = tl.where(changed, (cz + soz) - cnz * d, spz)
-                mesh_id = tl.load(tri_mesh_ptr + t, mask=valid, other=0)
-                obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
-                    has,
-                    mesh_id,
-                    sox,
-                    soy,
-                    soz,
-                    spx,
-                    spy,
-                    spz,
-                    cnx,
-                    cny,
-                    cnz,
-                    d,
-                    obj,
-                    cnt,
-                    ox,
-                    oy,
-                    oz,
-                    px,
-                    py,
-                    pz,
-                    nx,
-                    ny,
-                    nz,
-                    dep,
-                )
+                has = near & has & (found < MAX_CONTACTS)
+                found += has.to(tl.int32)
+                if tl.max(has.to(tl.int32), axis=0) > 0:
+                    # btManifoldResult::addContactPoint: point on the sphere = surface point + normal * depth
+                    sox = (spx + gx * d) - cx
+                    soy = (spy + gy * d) - cy
+                    soz = (spz + gz * d) - cz
+                    a0 = tl.load(edge_angle_ptr + t * 3, mask=has, other=7.0)
+                    a1 = tl.load(edge_angle_ptr + t * 3 + 1, mask=has, other=7.0)
+                    a2 = tl.load(edge_angle_ptr + t * 3 + 2, mask=has, other=7.0)
+                    fl = tl.load(edge_flags_ptr + t, mask=has, other=0)
+                    cnx, cny, cnz, changed = _adjust_internal_edge(
+                        gx,
+                        gy,
+                        gz,
+                        spx,
+                        spy,
+                        spz,
+                        ax,
+                        ay,
+                        az,
+                        bx,
+                        by,
+                        bz,
+                        qx,
+                        qy,
+                        qz,
+                        tnx,
+                        tny,
+                        tnz,
+                        a0,
+                        a1,
+                        a2,
+                        fl,
+                        MAX_ANGLE,
+                        EDGE_DISTANCE,
+                    )
+                    spx = tl.where(changed, (cx + sox) - cnx * d, spx)
+                    spy = tl.where(changed, (cy + soy) - cny * d, spy)
+                    spz = tl.where(changed, (cz + soz) - cnz * d, spz)
+                    mesh_id = tl.load(tri_mesh_ptr + t, mask=has, other=0)
+                    obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
+                        has,
+                        mesh_id,
+                        sox,
+                        soy,
+                        soz,
+                        spx,
+                        spy,
+                        spz,
+                        cnx,
+                        cny,
+                        cnz,
+                        d,
+                        obj,
+                        cnt,
+                        ox,
+                        oy,
+                        oz,
+                        px,
+                        py,
+                        pz,
+                        nx,
+                        ny,
+                        nz,
+                        dep,
+                        WITH_POINTS,
+                    )
             j += 1
         return obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep
 
@@ -588,6 +651,17 @@ if triton is not None:
         EDGE_DISTANCE: tl.constexpr,
         BLOCK: tl.constexpr,
     ):
+        # Float scalars arrive as fp32 from eager launches but as fp64 from torch.compile (Inductor
+        # types Python floats as fp64): cast them once, so every value below is float32.
+        radius = tl.cast(radius, tl.float32)
+        gap = tl.cast(gap, tl.float32)
+        ox0 = tl.cast(ox0, tl.float32)
+        oy0 = tl.cast(oy0, tl.float32)
+        oz0 = tl.cast(oz0, tl.float32)
+        cell_size = tl.cast(cell_size, tl.float32)
+        dim_x = tl.cast(dim_x, tl.int32)
+        dim_y = tl.cast(dim_y, tl.int32)
+        dim_z = tl.cast(dim_z, tl.int32)
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
         cx = tl.load(centers_ptr + lane * 3, mask=live, other=0.0)
@@ -623,25 +697,24 @@ if triton is not None:
             SIMD_EPSILON,
             MAX_ANGLE,
             EDGE_DISTANCE,
+            True,
             BLOCK,
         )
-        scol = tl.arange(0, 4)
-        pcol = tl.arange(0, 16)
-        smask = live[:, None] & (scol[None, :] < 4)
-        tl.store(obj_out + lane[:, None] * 4 + scol[None, :], obj, mask=smask)
-        tl.store(cnt_out + lane[:, None] * 4 + scol[None, :], cnt, mask=smask)
-        pmask = live[:, None] & (pcol[None, :] < 16)
-        base = lane[:, None] * 48 + pcol[None, :] * 3
-        tl.store(offset_out + base, ox, mask=pmask)
-        tl.store(offset_out + base + 1, oy, mask=pmask)
-        tl.store(offset_out + base + 2, oz, mask=pmask)
-        tl.store(point_out + base, px, mask=pmask)
-        tl.store(point_out + base + 1, py, mask=pmask)
-        tl.store(point_out + base + 2, pz, mask=pmask)
-        tl.store(normal_out + base, nx, mask=pmask)
-        tl.store(normal_out + base + 1, ny, mask=pmask)
-        tl.store(normal_out + base + 2, nz, mask=pmask)
-        tl.store(depth_out + lane[:, None] * 16 + pcol[None, :], dep, mask=pmask)
+        for s in tl.static_range(4):
+            tl.store(obj_out + lane * 4 + s, obj[s], mask=live)
+            tl.store(cnt_out + lane * 4 + s, cnt[s], mask=live)
+        for q in tl.static_range(16):
+            at = lane * 48 + q * 3
+            tl.store(offset_out + at, ox[q], mask=live)
+            tl.store(offset_out + at + 1, oy[q], mask=live)
+            tl.store(offset_out + at + 2, oz[q], mask=live)
+            tl.store(point_out + at, px[q], mask=live)
+            tl.store(point_out + at + 1, py[q], mask=live)
+            tl.store(point_out + at + 2, pz[q], mask=live)
+            tl.store(normal_out + at, nx[q], mask=live)
+            tl.store(normal_out + at + 1, ny[q], mask=live)
+            tl.store(normal_out + at + 2, nz[q], mask=live)
+            tl.store(depth_out + lane * 16 + q, dep[q], mask=live)
 
 
 if triton is not None:
@@ -672,6 +745,15 @@ if triton is not None:
         NUM_PLANES: tl.constexpr,
         BLOCK: tl.constexpr,
     ):
+        # fp64 under torch.compile (Inductor types Python floats as fp64): compute in float32
+        ox0 = tl.cast(ox0, tl.float32)
+        oy0 = tl.cast(oy0, tl.float32)
+        oz0 = tl.cast(oz0, tl.float32)
+        cell_size = tl.cast(cell_size, tl.float32)
+        dim_x = tl.cast(dim_x, tl.int32)
+        dim_y = tl.cast(dim_y, tl.int32)
+        dim_z = tl.cast(dim_z, tl.int32)
+        num_tris = tl.cast(num_tris, tl.int32)
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
         sx = tl.load(start_ptr + lane * 3, mask=live, other=0.0)
@@ -876,6 +958,16 @@ if triton is not None:
         K: tl.constexpr,
         BLOCK: tl.constexpr,
     ):
+        # fp64 under torch.compile (Inductor types Python floats as fp64): compute in float32
+        gap = tl.cast(gap, tl.float32)
+        ox0 = tl.cast(ox0, tl.float32)
+        oy0 = tl.cast(oy0, tl.float32)
+        oz0 = tl.cast(oz0, tl.float32)
+        cell_size = tl.cast(cell_size, tl.float32)
+        dim_x = tl.cast(dim_x, tl.int32)
+        dim_y = tl.cast(dim_y, tl.int32)
+        dim_z = tl.cast(dim_z, tl.int32)
+        num_tris = tl.cast(num_tris, tl.int32)
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
         cx = tl.load(center_ptr + lane * 3, mask=live, other=0.0)
@@ -916,7 +1008,7 @@ if triton is not None:
                 pnx + cx * 0,
                 pny + cx * 0,
                 pnz + cx * 0,
-                tl.full([BLOCK], num_tris + p, tl.int32),
+                tl.zeros([BLOCK], tl.int32) + (num_tris + p),
                 tl.full([BLOCK], p, tl.int32),
                 key_sep,
                 key_arr,
@@ -1272,9 +1364,67 @@ if triton is not None:
     # --- the whole ball tick, K ticks per launch (ball-only arenas) --------------------------------
 
     @triton.jit
-    def _column(arr, sel):
-        """Sum of arr [BLOCK, W] over the columns selected by sel [BLOCK, W] (one column at most)."""
-        return tl.sum(tl.where(sel, arr, 0.0), axis=1)
+    def _split_impulse(
+        cnt,
+        ox,
+        oy,
+        oz,
+        nx,
+        ny,
+        nz,
+        dep,
+        inv_mass,
+        inv_inertia,
+        erp2_over_dt,
+        ITERATIONS: tl.constexpr,
+        PUSH_POINTS: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
+        """`ball.split_impulse_push` on registers: Gauss-Seidel over the first PUSH_POINTS penetrating
+        points, in manifold order. Walking all 16 manifold points with the others inactive applies the
+        same updates in the same order; a point no lane of the block uses is skipped."""
+        pushx = tl.zeros([BLOCK], tl.float32)
+        pushy = tl.zeros([BLOCK], tl.float32)
+        pushz = tl.zeros([BLOCK], tl.float32)
+        turnx = tl.zeros([BLOCK], tl.float32)
+        turny = tl.zeros([BLOCK], tl.float32)
+        turnz = tl.zeros([BLOCK], tl.float32)
+        rank = tl.zeros([BLOCK], tl.int32)
+        active = ()
+        used = ()
+        for q in tl.static_range(16):
+            pen = ((q % 4) < cnt[q // 4]) & (dep[q] < 0)
+            act = pen & (rank < PUSH_POINTS)
+            rank += pen.to(tl.int32)
+            active = active + (act,)
+            used = used + (tl.max(act.to(tl.int32), axis=0) > 0,)
+        applied = _fill16(tl.zeros([BLOCK], tl.float32))
+        for _ in range(ITERATIONS):  # a runtime loop: a tenth of the code of unrolling
+            for q in tl.static_range(16):
+                if used[q]:
+                    tqx, tqy, tqz = _cross(ox[q], oy[q], oz[q], nx[q], ny[q], nz[q])
+                    agx, agy, agz = tqx * inv_inertia, tqy * inv_inertia, tqz * inv_inertia
+                    cqx, cqy, cqz = _cross(agx, agy, agz, ox[q], oy[q], oz[q])
+                    jac = 1.0 / (inv_mass + _dot(nx[q], ny[q], nz[q], cqx, cqy, cqz))
+                    rhs = tl.where(active[q], -dep[q] * erp2_over_dt * jac, 0.0)
+                    delta = (
+                        rhs
+                        - (
+                            _dot(nx[q], ny[q], nz[q], pushx, pushy, pushz)
+                            + _dot(tqx, tqy, tqz, turnx, turny, turnz)
+                        )
+                        * jac
+                    )
+                    new = tl.maximum(applied[q] + delta, 0.0)
+                    delta = tl.where(active[q], new - applied[q], 0.0)
+                    applied = applied[:q] + (applied[q] + delta,) + applied[q + 1 :]
+                    pushx += nx[q] * (inv_mass * delta)
+                    pushy += ny[q] * (inv_mass * delta)
+                    pushz += nz[q] * (inv_mass * delta)
+                    turnx += agx * delta
+                    turny += agy * delta
+                    turnz += agz * delta
+        return pushx, pushy, pushz
 
     @triton.jit
     def _ball_ticks_kernel(
@@ -1333,7 +1483,35 @@ if triton is not None:
         PUSH_POINTS: tl.constexpr,
         BLOCK: tl.constexpr,
     ):
-        """`arena.step_ticks` for ball-only arenas in one launch: the same mechanics as `ball.py`."""
+        """`arena.step_ticks` for ball-only arenas in one launch: the same mechanics as `ball.py`.
+
+        One lane (env) per thread; its state stays in registers for all ``ticks`` ticks.
+        """
+        # Float scalars arrive as fp32 from eager launches but as fp64 from torch.compile (Inductor
+        # types Python floats as fp64): cast them once, so every value below is float32.
+        dt = tl.cast(dt, tl.float32)
+        damping = tl.cast(damping, tl.float32)
+        gravity_dv = tl.cast(gravity_dv, tl.float32)
+        radius = tl.cast(radius, tl.float32)
+        gap = tl.cast(gap, tl.float32)
+        inv_mass = tl.cast(inv_mass, tl.float32)
+        inv_inertia = tl.cast(inv_inertia, tl.float32)
+        restitution_e = tl.cast(restitution_e, tl.float32)
+        friction = tl.cast(friction, tl.float32)
+        max_speed = tl.cast(max_speed, tl.float32)
+        max_ang_speed = tl.cast(max_ang_speed, tl.float32)
+        goal_line = tl.cast(goal_line, tl.float32)
+        restitution_threshold = tl.cast(restitution_threshold, tl.float32)
+        friction_eps = tl.cast(friction_eps, tl.float32)
+        erp2_over_dt = tl.cast(erp2_over_dt, tl.float32)
+        ox0 = tl.cast(ox0, tl.float32)
+        oy0 = tl.cast(oy0, tl.float32)
+        oz0 = tl.cast(oz0, tl.float32)
+        cell_size = tl.cast(cell_size, tl.float32)
+        dim_x = tl.cast(dim_x, tl.int32)
+        dim_y = tl.cast(dim_y, tl.int32)
+        dim_z = tl.cast(dim_z, tl.int32)
+        ticks = tl.cast(ticks, tl.int32)
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
         x = tl.load(pos_ptr + lane * 3, mask=live, other=0.0)
@@ -1352,7 +1530,6 @@ if triton is not None:
         tick = tl.load(tick_ptr + lane, mask=live, other=0)
         goal_tick = tl.load(goal_tick_ptr + lane, mask=live, other=-1)
         goal = tl.load(goal_ptr + lane, mask=live, other=0).to(tl.int32)  # bit 0: blue, bit 1: orange
-        pcol = tl.arange(0, 16)
         k = 0
         while k < ticks:
             # 1. zero-velocity sleeping
@@ -1360,7 +1537,7 @@ if triton is not None:
             awake = live & (~sleeping)
             # 5. Bullet step: damping, contacts at the current position, solve, integrate
             dvx, dvy, dvz = vx * damping, vy * damping, vz * damping
-            obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _gather_manifolds(
+            _obj, cnt, ox, oy, oz, _px, _py, _pz, nx, ny, nz, dep = _gather_manifolds(
                 x,
                 y,
                 z,
@@ -1390,16 +1567,28 @@ if triton is not None:
                 SIMD_EPSILON,
                 MAX_ANGLE,
                 EDGE_DISTANCE,
+                False,
                 BLOCK,
             )
-            held = _slot_count(cnt, pcol)
-            total = tl.sum(held.to(tl.int32), axis=1)
+            # RocketSim's special contact: mean normal and mean lever arm over the held points
+            total = tl.zeros([BLOCK], tl.int32)
+            snx = tl.zeros([BLOCK], tl.float32)
+            sny = tl.zeros([BLOCK], tl.float32)
+            snz = tl.zeros([BLOCK], tl.float32)
+            sarm = tl.zeros([BLOCK], tl.float32)
+            for q in tl.static_range(16):
+                held = (q % 4) < cnt[q // 4]
+                total += held.to(tl.int32)
+                snx += tl.where(held, nx[q], 0.0)
+                sny += tl.where(held, ny[q], 0.0)
+                snz += tl.where(held, nz[q], 0.0)
+                sarm += tl.where(held, tl.sqrt(ox[q] * ox[q] + oy[q] * oy[q] + oz[q] * oz[q]), 0.0)
             touching = total > 0
             per = tl.maximum(total, 1).to(tl.float32)
-            mnx = tl.sum(tl.where(held, nx, 0.0), axis=1) / per
-            mny = tl.sum(tl.where(held, ny, 0.0), axis=1) / per
-            mnz = tl.sum(tl.where(held, nz, 0.0), axis=1) / per
-            arm_len = tl.sum(tl.where(held, tl.sqrt(ox * ox + oy * oy + oz * oz), 0.0), axis=1) / per
+            mnx = snx / per
+            mny = sny / per
+            mnz = snz / per
+            arm_len = sarm / per
             rx, ry, rz = mnx * -arm_len, mny * -arm_len, mnz * -arm_len
             ex_x, ex_y, ex_z = dvx, dvy, dvz + gravity_dv
             cwx, cwy, cwz = _cross(wx, wy, wz, rx, ry, rz)
@@ -1439,54 +1628,54 @@ if triton is not None:
             sdwx = tl.zeros([BLOCK], tl.float32)
             sdwy = tl.zeros([BLOCK], tl.float32)
             sdwz = tl.zeros([BLOCK], tl.float32)
-            imp_n = tl.zeros([BLOCK], tl.float32)
-            imp_t = tl.zeros([BLOCK], tl.float32)
-            for _ in range(ITERATIONS):
-                delta = (
-                    rhs_n
-                    - (_dot(mnx, mny, mnz, sdvx, sdvy, sdvz) + _dot(tnx_, tny_, tnz_, sdwx, sdwy, sdwz))
-                    * jac_n
-                )
-                new_n = tl.maximum(imp_n + delta, 0.0)
-                delta = new_n - imp_n
-                imp_n = new_n
-                sdvx += mnx * (inv_mass * delta)
-                sdvy += mny * (inv_mass * delta)
-                sdvz += mnz * (inv_mass * delta)
-                sdwx += anx * delta
-                sdwy += any_ * delta
-                sdwz += anz * delta
-                limit = friction * imp_n
-                delta = (
-                    rhs_t
-                    - (_dot(tx, ty, tz, sdvx, sdvy, sdvz) + _dot(ttx, tty, ttz, sdwx, sdwy, sdwz)) * jac_t
-                )
-                new_t = tl.maximum(tl.minimum(imp_t + delta, limit), -limit)
-                delta = tl.where(imp_n > 0, new_t - imp_t, 0.0)
-                imp_t += delta
-                sdvx += tx * (inv_mass * delta)
-                sdvy += ty * (inv_mass * delta)
-                sdvz += tz * (inv_mass * delta)
-                sdwx += atx * delta
-                sdwy += aty * delta
-                sdwz += atz * delta
-            sdvx = tl.where(touching, sdvx, 0.0)
-            sdvy = tl.where(touching, sdvy, 0.0)
-            sdvz = tl.where(touching, sdvz, 0.0)
-            sdwx = tl.where(touching, sdwx, 0.0)
-            sdwy = tl.where(touching, sdwy, 0.0)
-            sdwz = tl.where(touching, sdwz, 0.0)
+            if tl.max(touching.to(tl.int32), axis=0) > 0:
+                imp_n = tl.zeros([BLOCK], tl.float32)
+                imp_t = tl.zeros([BLOCK], tl.float32)
+                for _ in range(ITERATIONS):
+                    delta = (
+                        rhs_n
+                        - (_dot(mnx, mny, mnz, sdvx, sdvy, sdvz) + _dot(tnx_, tny_, tnz_, sdwx, sdwy, sdwz))
+                        * jac_n
+                    )
+                    new_n = tl.maximum(imp_n + delta, 0.0)
+                    delta = new_n - imp_n
+                    imp_n = new_n
+                    sdvx += mnx * (inv_mass * delta)
+                    sdvy += mny * (inv_mass * delta)
+                    sdvz += mnz * (inv_mass * delta)
+                    sdwx += anx * delta
+                    sdwy += any_ * delta
+                    sdwz += anz * delta
+                    limit = friction * imp_n
+                    delta = (
+                        rhs_t
+                        - (_dot(tx, ty, tz, sdvx, sdvy, sdvz) + _dot(ttx, tty, ttz, sdwx, sdwy, sdwz)) * jac_t
+                    )
+                    new_t = tl.maximum(tl.minimum(imp_t + delta, limit), -limit)
+                    delta = tl.where(imp_n > 0, new_t - imp_t, 0.0)
+                    imp_t += delta
+                    sdvx += tx * (inv_mass * delta)
+                    sdvy += ty * (inv_mass * delta)
+                    sdvz += tz * (inv_mass * delta)
+                    sdwx += atx * delta
+                    sdwy += aty * delta
+                    sdwz += atz * delta
+                sdvx = tl.where(touching, sdvx, 0.0)
+                sdvy = tl.where(touching, sdvy, 0.0)
+                sdvz = tl.where(touching, sdvz, 0.0)
+                sdwx = tl.where(touching, sdwx, 0.0)
+                sdwy = tl.where(touching, sdwy, 0.0)
+                sdwz = tl.where(touching, sdwz, 0.0)
             # split impulse over the first PUSH_POINTS penetrating points, in manifold order
-            pen = held & (dep < 0)
-            pen_i = pen.to(tl.int32)
-            rank = tl.cumsum(pen_i, axis=1) - pen_i
             pushx = tl.zeros([BLOCK], tl.float32)
             pushy = tl.zeros([BLOCK], tl.float32)
             pushz = tl.zeros([BLOCK], tl.float32)
-            if tl.max(tl.sum(pen_i, axis=1), axis=0) > 0:
+            penetrating = tl.zeros([BLOCK], tl.int32)
+            for q in tl.static_range(16):
+                penetrating += (((q % 4) < cnt[q // 4]) & (dep[q] < 0)).to(tl.int32)
+            if tl.max(penetrating, axis=0) > 0:
                 pushx, pushy, pushz = _split_impulse(
-                    pen,
-                    rank,
+                    cnt,
                     ox,
                     oy,
                     oz,
@@ -1558,88 +1747,6 @@ if triton is not None:
         tl.store(goal_tick_ptr + lane, goal_tick, mask=live)
         tl.store(goal_ptr + lane, goal.to(tl.int8), mask=live)
 
-    @triton.jit
-    def _slot_count(cnt, pcol):
-        """held[lane, s * 4 + p] = p < cnt[lane, s], as a [BLOCK, 16] bool."""
-        c = tl.sum(
-            tl.where((pcol[None, :, None] // 4) == tl.arange(0, 4)[None, None, :], cnt[:, None, :], 0), axis=2
-        )
-        return (pcol[None, :] % 4) < c
-
-    @triton.jit
-    def _split_impulse(
-        pen,
-        rank,
-        ox,
-        oy,
-        oz,
-        nx,
-        ny,
-        nz,
-        dep,
-        inv_mass,
-        inv_inertia,
-        erp2_over_dt,
-        ITERATIONS: tl.constexpr,
-        PUSH_POINTS: tl.constexpr,
-        BLOCK: tl.constexpr,
-    ):
-        """`ball.split_impulse_push` on registers: Gauss-Seidel over the first PUSH_POINTS points."""
-        pushx = tl.zeros([BLOCK], tl.float32)
-        pushy = tl.zeros([BLOCK], tl.float32)
-        pushz = tl.zeros([BLOCK], tl.float32)
-        turnx = tl.zeros([BLOCK], tl.float32)
-        turny = tl.zeros([BLOCK], tl.float32)
-        turnz = tl.zeros([BLOCK], tl.float32)
-        # Gather each push point's row once: [BLOCK, PUSH_POINTS] arrays.
-        qcol = tl.arange(0, PUSH_POINTS)
-        sel = pen[:, :, None] & (rank[:, :, None] == qcol[None, None, :])  # [BLOCK, 16, P]
-        active = tl.max(sel.to(tl.int32), axis=1) > 0
-        gnx = tl.sum(tl.where(sel, nx[:, :, None], 0.0), axis=1)
-        gny = tl.sum(tl.where(sel, ny[:, :, None], 0.0), axis=1)
-        gnz = tl.sum(tl.where(sel, nz[:, :, None], 0.0), axis=1)
-        grx = tl.sum(tl.where(sel, ox[:, :, None], 0.0), axis=1)
-        gry = tl.sum(tl.where(sel, oy[:, :, None], 0.0), axis=1)
-        grz = tl.sum(tl.where(sel, oz[:, :, None], 0.0), axis=1)
-        gd = tl.sum(tl.where(sel, dep[:, :, None], 0.0), axis=1)
-        tqx, tqy, tqz = _cross(grx, gry, grz, gnx, gny, gnz)
-        agx, agy, agz = tqx * inv_inertia, tqy * inv_inertia, tqz * inv_inertia
-        cqx, cqy, cqz = _cross(agx, agy, agz, grx, gry, grz)
-        jac = 1.0 / (inv_mass + _dot(gnx, gny, gnz, cqx, cqy, cqz))
-        rhs = tl.where(active, -gd * erp2_over_dt * jac, 0.0)
-        applied = tl.zeros([BLOCK, PUSH_POINTS], tl.float32)
-        for _ in range(ITERATIONS):  # a runtime loop: a tenth of the code of unrolling
-            for q in tl.static_range(PUSH_POINTS):
-                at = qcol[None, :] == q
-                cnx = tl.sum(tl.where(at, gnx, 0.0), axis=1)
-                cny = tl.sum(tl.where(at, gny, 0.0), axis=1)
-                cnz = tl.sum(tl.where(at, gnz, 0.0), axis=1)
-                ctx = tl.sum(tl.where(at, tqx, 0.0), axis=1)
-                cty = tl.sum(tl.where(at, tqy, 0.0), axis=1)
-                ctz = tl.sum(tl.where(at, tqz, 0.0), axis=1)
-                cax = tl.sum(tl.where(at, agx, 0.0), axis=1)
-                cay = tl.sum(tl.where(at, agy, 0.0), axis=1)
-                caz = tl.sum(tl.where(at, agz, 0.0), axis=1)
-                cj = tl.sum(tl.where(at, jac, 0.0), axis=1)
-                cr = tl.sum(tl.where(at, rhs, 0.0), axis=1)
-                ca = tl.sum(tl.where(at, applied, 0.0), axis=1)
-                cact = tl.sum(tl.where(at, active.to(tl.int32), 0), axis=1) > 0
-                delta = (
-                    cr
-                    - (_dot(cnx, cny, cnz, pushx, pushy, pushz) + _dot(ctx, cty, ctz, turnx, turny, turnz))
-                    * cj
-                )
-                new = tl.maximum(ca + delta, 0.0)
-                delta = tl.where(cact, new - ca, 0.0)
-                applied = tl.where(at, (ca + delta)[:, None], applied)
-                pushx += cnx * (inv_mass * delta)
-                pushy += cny * (inv_mass * delta)
-                pushz += cnz * (inv_mass * delta)
-                turnx += cax * delta
-                turny += cay * delta
-                turnz += caz * delta
-        return pushx, pushy, pushz
-
 
 def _require_triton():
     if triton is None:
@@ -1647,6 +1754,14 @@ def _require_triton():
             "Triton is not installed: the arena query kernels need a CUDA build of PyTorch "
             "(which ships Triton), or `pip install triton` with TRITON_INTERPRET=1 for CPU tests"
         )
+
+
+def _warps(block: int) -> int:
+    """One lane per thread: a program of ``block`` lanes runs ``block / 32`` warps (Triton's default of 4
+    warps would run each lane of a 64-lane program on two threads)."""
+    if block < 32 or block & (block - 1):
+        raise ValueError(f"the kernels run 32, 64, 128, ... lanes per program, got {block}")
+    return block // 32
 
 
 def _grid_args(mesh: ArenaMesh):
@@ -1718,6 +1833,7 @@ if triton is not None:
             MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
             EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD,
             BLOCK=BLOCK,
+            num_warps=_warps(BLOCK),
         )
         return obj, cnt, offset, point, normal, depth
 
@@ -1793,6 +1909,7 @@ if triton is not None:
             feature,
             NUM_PLANES=4,
             BLOCK=BLOCK,
+            num_warps=_warps(BLOCK),
         )
         return hit, fraction, normal, feature
 
@@ -1846,6 +1963,7 @@ if triton is not None:
             NUM_PLANES=4,
             K=slots,
             BLOCK=BLOCK,
+            num_warps=_warps(BLOCK),
         )
         return count, sep, arrival, normal, feature
 
@@ -1992,6 +2110,7 @@ if triton is not None:
             ITERATIONS=C.SOLVER_NUM_ITERATIONS,
             PUSH_POINTS=_push_points(),
             BLOCK=block,
+            num_warps=_warps(block),
         )
 
 
