@@ -668,14 +668,18 @@ def sphere_triangle_contact(center, v0, v1, v2, radius: float, gap: float):
     return has, point, normal, depth
 
 
-def adjust_internal_edge_contacts(normal, point, v0, v1, v2, tri_normal, edge_angle, edge_flags):
+def adjust_internal_edge_contacts(
+    normal, point, v0, v1, v2, tri_normal, edge_angle, edge_flags, forced_edge=None
+):
     """btAdjustInternalEdgeContacts (default flags), over [...] contacts of triangles.
 
     A contact close to an edge shared with a neighbour gets a normal that the neighbour pair allows:
     near a flat or concave edge, the triangle's face normal (so a ball rolling over a seam of a smooth
     surface does not bump); near a convex edge, the normal clamped into the edge's wedge.
     ``normal`` points from the triangle into the other body, ``point`` is on the triangle.
-    Returns (normal, changed): ``changed`` marks where Bullet rewrote the normal.
+    Returns (normal, changed): ``changed`` marks where Bullet rewrote the normal. ``forced_edge`` [...] (0: v0v1,
+    1: v1v2, 2: v2v0) forces the edge tested instead of the nearest one with a neighbour (the kernel
+    checks use it for a point at a vertex, where two edges are both at distance 0).
     """
     seg_a = torch.stack((v0, v1, v2), -2)
     seg_b = torch.stack((v1, v2, v0), -2)
@@ -685,7 +689,10 @@ def adjust_internal_edge_contacts(normal, point, v0, v1, v2, tri_normal, edge_an
     edge_dist = torch.linalg.vector_norm(point[..., None, :] - nearest, dim=-1)  # [..., 3]
     has_neighbour = edge_angle.abs() < C.INTERNAL_EDGE_MAX_ANGLE
     # bestedge: the nearest edge with a neighbour (strict <, so the lowest edge wins ties)
-    best = torch.argmin(torch.where(has_neighbour, edge_dist, _INF), dim=-1, keepdim=True)
+    if forced_edge is None:
+        best = torch.argmin(torch.where(has_neighbour, edge_dist, _INF), dim=-1, keepdim=True)
+    else:
+        best = forced_edge.expand(edge_dist.shape[:-1])[..., None].to(torch.int64)
     best_dist = edge_dist.gather(-1, best)[..., 0]
     near = has_neighbour.gather(-1, best)[..., 0] & (best_dist < C.INTERNAL_EDGE_DISTANCE_THRESHOLD)
     angle = edge_angle.gather(-1, best)[..., 0]
@@ -952,8 +959,11 @@ def _box_support(center, axes, half, direction):
     return center + torch.einsum("...ij,...j->...i", axes, signs * half)
 
 
-def box_triangle_separation(center, axes, half, v0, v1, v2):
-    """SAT between an oriented box and a triangle, broadcast: (separation [...], normal [..., 3]).
+def box_triangle_axes(center, axes, half, v0, v1, v2):
+    """Every separating-axis candidate of a box and a triangle, broadcast: (separation [..., 13],
+    unit axis pointing from the triangle into the box [..., 13, 3]). Candidates: the triangle normal,
+    the box's three axes, their nine cross products with the triangle's edges; a candidate from
+    (nearly) parallel edges gives no axis and has separation -inf.
 
     ``axes`` [..., 3, 3] holds the box axes as columns, ``half`` [..., 3] its half extents.
     """
@@ -974,13 +984,18 @@ def box_triangle_separation(center, axes, half, v0, v1, v2):
     proj = torch.stack([dot(v[..., None, :], u) for v in (v0, v1, v2)], -1)  # [..., 13, 3]
     below = proj.amin(-1) - (centre + radius)  # box entirely on the negative side
     above = (centre - radius) - proj.amax(-1)  # box entirely on the positive side
-    sep = torch.maximum(below, above)
-    sep = torch.where(usable, sep, -_INF)
+    sep = torch.where(usable, torch.maximum(below, above), -_INF)
+    return sep, torch.where((below > above)[..., None], -u, u)
+
+
+def box_triangle_separation(center, axes, half, v0, v1, v2):
+    """SAT between an oriented box and a triangle, broadcast: (separation [...], normal [..., 3]):
+    the candidate of `box_triangle_axes` with the largest separation (the first of equal ones)."""
+    sep, axis = box_triangle_axes(center, axes, half, v0, v1, v2)
     best = torch.argmax(sep, dim=-1, keepdim=True)
-    separation = sep.gather(-1, best)[..., 0]
-    axis = u.gather(-2, best[..., None].expand(*best.shape[:-1], 1, 3))[..., 0, :]
-    flip = (below.gather(-1, best) > above.gather(-1, best))[..., 0]
-    return separation, torch.where(flip[..., None], -axis, axis)
+    return sep.gather(-1, best)[..., 0], axis.gather(-2, best[..., None].expand(*best.shape[:-1], 1, 3))[
+        ..., 0, :
+    ]
 
 
 def box_contacts_reference(
