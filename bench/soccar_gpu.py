@@ -1,45 +1,56 @@
-"""Soccar ball physics on one GPU: correctness checks, then ball-ticks/s and query rates.
+"""Soccar ball physics on one GPU: ball-ticks/s, query rates, and the kernels' correctness checks.
 
-    python bench/soccar_gpu.py --out bench/results [--meshes DIR] [--budget 360]
+    python bench/soccar_gpu.py --out bench/results [--meshes DIR] [--budget 540]
 
-Sections, each in its own subprocess with its own time limit (a slow compile or a crash costs only
-its section; every measurement is written as soon as it is taken):
+Sections, each in its own subprocess with its own share of the time budget (a slow compile, a hang
+or a crash costs only its section), most important first:
 
-1. ``checks``: the Triton kernels against their PyTorch references at 65,536 queries (sphere
-   manifolds, ray casts, box contacts) and the fused tick against the PyTorch tick pipeline.
-2. ``fused``: ball-ticks/s of the whole tick in one Triton kernel (K ticks per launch), at 32 and
-   64 envs per program.
-3. ``query``: each query kernel's own rate at 1M queries (queries/s).
+1. ``fused``: ball-ticks/s of the whole tick in one Triton kernel (K ticks per launch, state in
+   registers), at 32, 64 and 128 envs per program, largest batch first.
+2. ``query``: each query kernel's own rate at 1M queries (queries/s): sphere manifolds, ray casts,
+   box contacts.
+3. ``checks``: every query kernel against its PyTorch reference at 98,304 random queries, classified
+   by `nitro.envs.soccar.kernel_checks` (agree / tie decided by the rounding / unexplained), and the
+   fused tick against the PyTorch tick pipeline.
 4. ``eager``: ball-ticks/s of the PyTorch pipeline (with the query kernel), eager.
-5. ``compile``: the same pipeline under torch.compile (one tick compiled, dynamic batch size), then
-   K compiled ticks captured in a CUDA graph ("graph"); checked against eager.
+5. ``compile``: the same pipeline under torch.compile (one tick compiled once for every batch size),
+   then K compiled ticks captured in one CUDA graph ("graph"); checked against eager.
 
-Times are CUDA-event medians over repeats after warm-up. Each section writes
-``<out>/soccar_<section>.json`` (device, torch / triton versions, sizes, mode, medians) and the
-parent prints a table at the end. The arena meshes must be present (rlgym-rocket-league installed,
-$NITRO_MESHES, or ``--meshes``).
+Every measurement is printed as one line when it starts and when it ends, and written to
+``<out>/soccar_<section>.json`` as soon as it is taken (device, versions, sizes, results, errors,
+skips). Each worker stops starting measurements when its time share runs out (the rest are recorded
+as skipped); if it must be killed, it first dumps its Python stacks, and the parent records in the
+section's JSON how the worker ended (status, seconds, the tail of its output). Times are CUDA-event
+medians over repeats after warm-up. The arena meshes must be present (rlgym-rocket-league installed,
+$NITRO_MESHES, or ``--meshes``). ``--device cpu`` dry-runs every code path on Triton's interpreter
+(TRITON_INTERPRET=1) with tiny sizes.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import faulthandler
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("checks", "fused", "query", "eager", "compile")
-# Share of the time budget per section. "checks" runs first and pays for Triton's first compile of
-# every kernel (cached on disk for the later sections); "compile" pays for torch.compile.
-SHARES = {"checks": 0.22, "fused": 0.14, "query": 0.08, "eager": 0.16, "compile": 0.40}
+SECTIONS = ("fused", "query", "checks", "eager", "compile")
+# Shares of the time budget. Each section gets its share of what is left when it starts, so time a
+# section does not use goes to the later ones. "compile" pays for Inductor (about a minute), "checks"
+# for the reference at scale and the tie search (CPU), "fused" for up to three kernel compiles.
+SHARES = {"fused": 0.20, "query": 0.10, "checks": 0.22, "eager": 0.12, "compile": 0.36}
 DEFAULT_SIZES = (1 << 10, 1 << 14, 1 << 18, 1 << 20)
-DEVICE = "cuda"  # --device cpu only dry-runs the code paths on Triton's interpreter
+DEVICE = "cuda"  # --device cpu dry-runs the code paths on Triton's interpreter
+WRAP_UP_S = 8.0  # a worker stops starting measurements this long before its limit
 
 
 # --- shared helpers (worker side) -----------------------------------------------------------------
@@ -63,7 +74,12 @@ def _env_info() -> dict:
     try:
         info["commit"] = (
             subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+                ["git", "rev-parse", "--short", "HEAD"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
             ).stdout.strip()
             or None
         )
@@ -73,37 +89,102 @@ def _env_info() -> dict:
 
 
 class Recorder:
-    """Accumulates one section's results and rewrites its JSON after every measurement."""
+    """One section's JSON, rewritten after every result, error or skip, and its progress lines."""
 
-    def __init__(self, path: Path, section: str, extra: dict):
-        self.path = path
-        self.data = {"bench": f"soccar_{section}", **_env_info(), **extra, "results": [], "errors": []}
+    def __init__(self, path: Path, section: str, extra: dict, deadline: float):
+        self.path, self.section, self.deadline = path, section, deadline
+        self.data = {
+            "bench": f"soccar_{section}",
+            **_env_info(),
+            **extra,
+            "status": "running",
+            "results": [],
+            "errors": [],
+            "skipped": [],
+        }
         self.flush()
+
+    def time_left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def say(self, text: str) -> None:
+        print(f"[{self.section} {time.strftime('%H:%M:%S')}] {text}", flush=True)
 
     def add(self, **row) -> None:
         self.data["results"].append(row)
         self.flush()
-        print(json.dumps(row), flush=True)
+        self.say("  -> " + _row_text(row))
 
     def error(self, what: str, exc: BaseException) -> None:
         self.data["errors"].append(
-            {"what": what, "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}
+            {
+                "what": what,
+                "error": f"{type(exc).__name__}: {exc}"[:4000],
+                "trace": traceback.format_exc()[-3000:],
+            }
         )
         self.flush()
-        print(f"[error] {what}: {type(exc).__name__}: {exc}", flush=True)
+        self.say(f"  !! {what}: {type(exc).__name__}: {str(exc)[:300]}")
+
+    def measure(self, what: str, fn, needs_s: float = 5.0) -> bool:
+        """Run ``fn`` (which records its own results) if the time share allows; record any failure."""
+        left = self.time_left()
+        if left < needs_s:
+            self.data["skipped"].append({"what": what, "why": f"{left:.0f} s left, needs ~{needs_s:.0f} s"})
+            self.flush()
+            self.say(f"skip {what}: {left:.0f} s left")
+            return False
+        self.say(f"{what} ...")
+        try:
+            fn()
+            return True
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: the section goes on
+            self.error(what, exc)
+            return False
+
+    def finish(self) -> None:
+        self.data["status"] = "done"
+        self.flush()
 
     def flush(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.data, indent=2))
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2, default=str))
+        os.replace(tmp, self.path)
 
 
-def _time_cuda(fn, repeats: int, warmup: int) -> list[float]:
+def _row_text(row: dict) -> str:
+    if "ball_ticks_per_s" in row:
+        return (
+            f"{row['mode']} {row['num_envs']} envs: {row['ball_ticks_per_s']:.3e} ball-ticks/s "
+            f"({row['median_s'] * 1e3:.3f} ms per {row['ticks_per_call']} ticks)"
+        )
+    if "queries_per_s" in row:
+        return f"{row['query']}: {row['queries_per_s']:.3e} queries/s at {row['queries']} queries"
+    if "check" in row:
+        keep = ("ties", "tie_fraction", "unexplained", "median_pos_error_uu", "max_pos_error_uu")
+        return f"{row['check']} {'PASS' if row.get('passed') else 'FAIL'} " + ", ".join(
+            f"{k}={row[k]:.3g}" if isinstance(row[k], float) else f"{k}={row[k]}" for k in keep if k in row
+        )
+    return json.dumps(row, default=str)
+
+
+def _sync() -> None:
+    import torch
+
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def _time_calls(fn, repeats: int, warmup: int) -> list[float]:
     """Seconds per call of fn, one CUDA-event pair per call, after warm-up."""
     import torch
 
     for _ in range(warmup):
         fn()
-    if DEVICE != "cuda":  # --device cpu: a dry run of the code paths (TRITON_INTERPRET=1), wall clock
+    if DEVICE != "cuda":  # dry run: wall clock
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
@@ -122,8 +203,13 @@ def _time_cuda(fn, repeats: int, warmup: int) -> list[float]:
     return times
 
 
+def _timing_row(times: list[float]) -> dict:
+    med = statistics.median(times)
+    return {"median_s": med, "min_s": min(times), "max_s": max(times), "repeats": len(times)}
+
+
 def _random_balls(n: int, seed: int, device):
-    """Balls spread over the arena with game-like speeds (up to 3000 UU/s) and spins."""
+    """Balls spread over the arena with game-like speeds (up to ~3000 UU/s) and spins."""
     import torch
 
     g = torch.Generator(device="cpu").manual_seed(seed)
@@ -135,238 +221,183 @@ def _random_balls(n: int, seed: int, device):
     return pos.to(device), vel.to(device), ang.to(device)
 
 
-def _arena(n: int, mode: str, meshes, seed: int = 0, settle: int = 60):
-    """A ball-only arena of n balls, stepped ``settle`` ticks so contacts are in a natural mix."""
+def _arena(n: int, mode: str, meshes, seed: int = 0):
+    """A ball-only arena of n balls thrown around the arena."""
     from nitro.envs.soccar.arena import Arena
 
     arena = Arena(n, blue=0, orange=0, device=DEVICE, mode=mode, meshes=meshes)
-    pos, vel, ang = _random_balls(n, seed, DEVICE)
+    pos, vel, ang = _random_balls(n, seed, arena.device)
     arena.set_ball(pos=pos, vel=vel, ang_vel=ang)
-    return arena, settle
+    return arena
+
+
+def _tick_rate(rec: Recorder, args, mode: str, n: int, step, **extra) -> None:
+    """Time ``step`` (args.ticks ticks of n balls) and record its ball-ticks/s."""
+    warm = max(2, 60 // args.ticks)  # ~60 ticks: balls reach walls and floors before timing
+    times = _time_calls(step, args.repeats, warmup=warm)
+    row = {"mode": mode, "num_envs": n, "ticks_per_call": args.ticks, **extra, **_timing_row(times)}
+    row["ball_ticks_per_s"] = n * args.ticks / row["median_s"]
+    rec.add(**row)
+
+
+def _sizes_largest_first(args) -> list[int]:
+    return sorted(args.sizes, reverse=True)
+
+
+def _release() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if DEVICE == "cuda":
+        torch.cuda.empty_cache()
 
 
 # --- sections -------------------------------------------------------------------------------------
-
-
-def section_checks(rec: Recorder, args) -> None:
-    import torch
-
-    from nitro.envs.soccar import collide, kernels
-    from nitro.envs.soccar import constants as C
-    from nitro.envs.soccar.mesh import box_contacts, load_arena_mesh, ray_cast
-
-    mesh = load_arena_mesh(args.meshes, DEVICE)
-    n = min(1 << 16, max(args.sizes))
-    r, gap = C.BALL_COLLISION_RADIUS_SOCCAR, C.BALL_CONTACT_BREAKING_THRESHOLD
-    g = torch.Generator().manual_seed(1)
-    tri = torch.randint(0, mesh.num_triangles, (n,), generator=g).to(DEVICE)
-    bary = torch.rand(n, 2, generator=g)
-    bary = torch.where(bary.sum(1, keepdim=True) > 1, 1 - bary, bary).to(DEVICE)
-    v = mesh.tri_verts[tri]
-    on = v[:, 0] + bary[:, :1] * (v[:, 1] - v[:, 0]) + bary[:, 1:] * (v[:, 2] - v[:, 0])
-    normal = mesh.tri_normals[tri]
-    anywhere = _random_balls(n // 2, 2, DEVICE)[0]
-
-    try:  # sphere manifolds: balls at -10..+2 UU from random triangles, and anywhere
-        centers = torch.cat(
-            [on + normal * (r + torch.empty(n, 1, device=DEVICE).uniform_(-10, gap + 2)), anywhere]
-        )
-        ref = collide.sphere_manifolds(mesh, centers, r, gap, use_kernels=False)
-        ker = kernels.sphere_manifolds(mesh, centers, r, gap)
-        held = ref.held()
-        same = (ref.object == ker.object).all(1) & (ref.count == ker.count).all(1)
-        diff = ((ref.depth - ker.depth).abs() * held).amax((1, 2))
-        ok_lanes = same & (diff <= 1e-3)
-        rec.add(
-            check="sphere_manifolds",
-            queries=len(centers),
-            touching=int((ref.count.sum(1) > 0).sum()),
-            mismatched_lane_fraction=1 - ok_lanes.float().mean().item(),
-            max_depth_error_uu=float(diff[ok_lanes].max()),
-            max_normal_error=float(((ref.normal - ker.normal).abs().amax(-1) * held)[ok_lanes].max()),
-            passed=bool(1 - ok_lanes.float().mean().item() <= 1e-3),
-        )
-    except Exception as exc:  # noqa: BLE001
-        rec.error("sphere_manifolds check", exc)
-
-    try:  # ray casts from near the surfaces, 10..112 UU long
-        start = torch.cat([on + normal * torch.empty(n, 1, device=DEVICE).uniform_(0, 60), anywhere])
-        direction = torch.randn(len(start), 3, device=DEVICE)
-        end = start + direction / direction.norm(dim=1, keepdim=True) * torch.empty(
-            len(start), 1, device=DEVICE
-        ).uniform_(10, mesh.query_radius)
-        a, b = ray_cast(mesh, start, end, use_kernels=False), ray_cast(mesh, start, end, use_kernels=True)
-        rec.add(
-            check="ray_cast",
-            queries=len(start),
-            hits=int(a.hit.sum()),
-            hit_mismatches=int((a.hit != b.hit).sum()),
-            feature_mismatch_fraction=(a.feature != b.feature).float().mean().item(),
-            max_fraction_error=float((a.fraction - b.fraction).abs().max()),
-            passed=bool((a.hit == b.hit).all() and (a.fraction - b.fraction).abs().max() <= 1e-4),
-        )
-    except Exception as exc:  # noqa: BLE001
-        rec.error("ray_cast check", exc)
-
-    try:  # Octane-sized boxes, random orientations, near the surfaces
-        centers = torch.cat([on + normal * torch.empty(n, 1, device=DEVICE).uniform_(0, 40), anywhere])
-        q, _ = torch.linalg.qr(torch.randn(len(centers), 3, 3, device=DEVICE))
-        half = torch.tensor([60.25, 43.35, 19.33], device=DEVICE)
-        a = box_contacts(mesh, centers, q, half, 2.0, 8, use_kernels=False)
-        b = box_contacts(mesh, centers, q, half, 2.0, 8, use_kernels=True)
-        rec.add(
-            check="box_contacts",
-            queries=len(centers),
-            touching=int((a.count > 0).sum()),
-            count_mismatches=int((a.count != b.count).sum()),
-            feature_mismatch_fraction=1 - (a.feature == b.feature).all(1).float().mean().item(),
-            max_depth_error_uu=float((a.depth - b.depth).abs().max()),
-            passed=bool((a.count == b.count).all() and (a.depth - b.depth).abs().max() <= 1e-3),
-        )
-    except Exception as exc:  # noqa: BLE001
-        rec.error("box_contacts check", exc)
-
-    m, calls = min(4096, max(args.sizes)), (8 if DEVICE == "cuda" else 1)
-    try:  # fused kernel ticks == PyTorch pipeline ticks, 4096 balls x 240 ticks
-        eager, settle = _arena(m, "eager", args.meshes, seed=3)
-        fused, _ = _arena(m, "fused", args.meshes, seed=3)
-        goals_equal = True
-        for _ in range(calls):
-            e, f = eager.step(ticks=30), fused.step(ticks=30)
-            goals_equal &= bool(torch.equal(e.goal_blue | e.goal_orange, f.goal_blue | f.goal_orange))
-        err = (eager.ball.pos - fused.ball.pos).norm(dim=1)
-        rec.add(
-            check=f"fused_vs_eager_{30 * calls}_ticks",
-            envs=m,
-            median_pos_error_uu=float(err.median()),
-            p99_pos_error_uu=float(err.quantile(0.99)),
-            max_pos_error_uu=float(err.max()),
-            goal_events_equal=goals_equal,
-            passed=bool(err.median() <= 1e-2),
-        )
-    except Exception as exc:  # noqa: BLE001
-        rec.error("fused vs eager check", exc)
-
-
-def section_query(rec: Recorder, args) -> None:
-    import torch
-
-    from nitro.envs.soccar import constants as C
-    from nitro.envs.soccar import kernels
-    from nitro.envs.soccar.mesh import load_arena_mesh
-
-    mesh = load_arena_mesh(args.meshes, DEVICE)
-    n = min(1 << 20, max(args.sizes))
-    r, gap = C.BALL_COLLISION_RADIUS_SOCCAR, C.BALL_CONTACT_BREAKING_THRESHOLD
-    # Half the queries near random triangles (real work), half anywhere in the arena.
-    g = torch.Generator().manual_seed(4)
-    tri = torch.randint(0, mesh.num_triangles, (n // 2,), generator=g).to(DEVICE)
-    v = mesh.tri_verts[tri]
-    centers = torch.cat(
-        [(v[:, 0] + v[:, 1] + v[:, 2]) / 3 + mesh.tri_normals[tri] * r, _random_balls(n // 2, 5, DEVICE)[0]]
-    )
-    ends = centers + torch.nn.functional.normalize(torch.randn(n, 3, device=DEVICE), dim=1) * 50.0
-    axes, _ = torch.linalg.qr(torch.randn(n, 3, 3, device=DEVICE))
-    half = torch.tensor([60.25, 43.35, 19.33], device=DEVICE)
-    cases = {
-        "sphere_manifolds": lambda: kernels.sphere_manifolds(mesh, centers, r, gap),
-        "ray_cast": lambda: kernels.ray_cast(mesh, centers, ends),
-        "box_contacts": lambda: kernels.box_contacts(mesh, centers, axes, half, 2.0, 8),
-    }
-    for name, fn in cases.items():
-        try:
-            times = _time_cuda(fn, args.repeats, warmup=3)
-            med = statistics.median(times)
-            rec.add(
-                query=name,
-                queries=n,
-                median_s=med,
-                min_s=min(times),
-                max_s=max(times),
-                repeats=len(times),
-                queries_per_s=n / med,
-            )
-        except Exception as exc:  # noqa: BLE001
-            rec.error(f"query {name}", exc)
-
-
-def _tick_rates(rec: Recorder, args, mode: str, make_step) -> None:
-    """Ball-ticks/s of ``mode`` at every size; make_step(n) -> (callable doing args.ticks ticks, arena)."""
-    for n in args.sizes:
-        try:
-            step, _ = make_step(n)
-            warm_calls = max(2, 60 // args.ticks)
-            times = _time_cuda(step, args.repeats, warmup=warm_calls)
-            med = statistics.median(times)
-            rec.add(
-                mode=mode,
-                num_envs=n,
-                ticks_per_call=args.ticks,
-                median_s=med,
-                min_s=min(times),
-                max_s=max(times),
-                repeats=len(times),
-                ball_ticks_per_s=n * args.ticks / med,
-            )
-        except Exception as exc:  # noqa: BLE001
-            rec.error(f"{mode} at {n} envs", exc)
-        finally:
-            import torch
-
-            torch.cuda.empty_cache()
 
 
 def section_fused(rec: Recorder, args) -> None:
     from nitro.envs.soccar import kernels
     from nitro.envs.soccar.arena import ArenaEvents
 
-    def make(block):
-        def build(n):
-            arena, _ = _arena(n, "fused", args.meshes)
-            events = ArenaEvents.none(n, 0, arena.device)
-            return (lambda: kernels.ball_ticks_(arena.state, events, arena.world, args.ticks, block)), arena
+    rec.data["compile_seconds"] = {}
+    for block in args.fused_blocks:  # envs per program (one per thread): registers vs parallelism
 
-        return build
+        def compile_once(block=block):
+            arena = _arena(min(1024, max(args.sizes)), "fused", args.meshes)
+            events = ArenaEvents.none(arena.num_envs, 0, arena.device)
+            t0 = time.perf_counter()
+            kernels.ball_ticks_(arena.state, events, arena.world, 1, block)
+            _sync()
+            rec.data["compile_seconds"][f"b{block}"] = time.perf_counter() - t0
+            rec.say(f"  fused kernel b{block} compiled and ran in {time.perf_counter() - t0:.1f} s")
 
-    for block in (32, 64):  # envs per program: registers per env vs. parallelism
-        _tick_rates(rec, args, f"fused_b{block}", make(block))
+        if not rec.measure(f"compile fused b{block}", compile_once, needs_s=20):
+            continue
+        for n in _sizes_largest_first(args):
+
+            def one(n=n, block=block):
+                arena = _arena(n, "fused", args.meshes)
+                events = ArenaEvents.none(n, 0, arena.device)
+                _tick_rate(
+                    rec,
+                    args,
+                    f"fused_b{block}",
+                    n,
+                    lambda: kernels.ball_ticks_(arena.state, events, arena.world, args.ticks, block),
+                    block=block,
+                )
+
+            rec.measure(f"fused b{block} at {n} envs", one, needs_s=5)
+            _release()
+
+
+def section_query(rec: Recorder, args) -> None:
+    import torch
+
+    from nitro.envs.soccar import constants as C
+    from nitro.envs.soccar import kernel_checks, kernels
+    from nitro.envs.soccar.mesh import load_arena_mesh
+
+    mesh = load_arena_mesh(args.meshes, DEVICE)
+    n = min(1 << 20, max(args.sizes))
+    r, gap = C.BALL_COLLISION_RADIUS_SOCCAR, C.BALL_CONTACT_BREAKING_THRESHOLD
+    # Two thirds of the queries touching random triangles (real work), a third anywhere in the arena.
+    centers = kernel_checks.query_points(mesh, -(-2 * n // 3), 4, r - 2.0, r + gap)[:n].to(DEVICE)
+    g = torch.Generator().manual_seed(6)
+    ends = centers + torch.nn.functional.normalize(torch.randn(n, 3, generator=g), dim=1).to(DEVICE) * 50.0
+    axes = kernel_checks.random_rotations(n, 7).to(DEVICE)
+    half = torch.tensor(kernel_checks.OCTANE_HALF_EXTENTS, device=DEVICE)
+    rec.data["queries"] = n
+    cases = {
+        "sphere_manifolds": lambda: kernels.sphere_manifolds(mesh, centers, r, gap),
+        "ray_cast": lambda: kernels.ray_cast(mesh, centers, ends),
+        "box_contacts": lambda: kernels.box_contacts(mesh, centers, axes, half, 2.0, 8),
+    }
+    for name, fn in cases.items():
+
+        def one(name=name, fn=fn):
+            times = _time_calls(fn, args.repeats, warmup=3)
+            row = {"query": name, "queries": n, **_timing_row(times)}
+            row["queries_per_s"] = n / row["median_s"]
+            rec.add(**row)
+
+        rec.measure(f"query {name} at {n} queries", one, needs_s=15)
+
+
+def section_checks(rec: Recorder, args) -> None:
+    import torch
+
+    from nitro.envs.soccar import kernel_checks
+    from nitro.envs.soccar.mesh import load_arena_mesh
+
+    mesh = load_arena_mesh(args.meshes, DEVICE)
+    checks = {
+        "sphere_manifolds": kernel_checks.check_sphere_manifolds,
+        "ray_cast": kernel_checks.check_ray_cast,
+        "box_contacts": kernel_checks.check_box_contacts,
+    }
+    queries = args.check_queries + args.check_queries // 2
+    for name, check in checks.items():
+        rec.measure(
+            f"check {name} ({queries} queries)",
+            lambda check=check: rec.add(**check(mesh, args.check_queries, seed=1)),
+            needs_s=20,
+        )
+
+    def fused_vs_eager():
+        m, chunks = min(4096, max(args.sizes)), (8 if DEVICE == "cuda" else 1)
+        eager, fused = _arena(m, "eager", args.meshes, seed=3), _arena(m, "fused", args.meshes, seed=3)
+        goals_equal = True
+        for _ in range(chunks):
+            e, f = eager.step(ticks=30), fused.step(ticks=30)
+            goals_equal &= bool(torch.equal(e.goal_blue | e.goal_orange, f.goal_blue | f.goal_orange))
+        err = (eager.ball.pos - fused.ball.pos).norm(dim=1)
+        rec.add(
+            check=f"fused_vs_eager_{30 * chunks}_ticks",
+            envs=m,
+            median_pos_error_uu=float(err.median()),
+            p99_pos_error_uu=float(err.quantile(0.99)),
+            max_pos_error_uu=float(err.max()),
+            goal_events_equal=goals_equal,
+            # Contacts amplify ulp differences (FMA) chaotically; the median stays at rounding level.
+            passed=bool(err.median() <= 1e-2),
+        )
+
+    rec.measure("check fused tick vs PyTorch tick", fused_vs_eager, needs_s=25)
 
 
 def section_eager(rec: Recorder, args) -> None:
-    def make(n):
-        arena, _ = _arena(n, "eager", args.meshes)
-        return (lambda: arena.step(ticks=args.ticks)), arena
+    for n in _sizes_largest_first(args):
 
-    _tick_rates(rec, args, "eager", make)
+        def one(n=n):
+            arena = _arena(n, "eager", args.meshes)
+            _tick_rate(rec, args, "eager", n, lambda: arena.step(ticks=args.ticks))
+
+        rec.measure(f"eager at {n} envs", one, needs_s=10)
+        _release()
 
 
 def section_compile(rec: Recorder, args) -> None:
-    """torch.compile of one tick (dynamic batch: compiled once), then K ticks in a CUDA graph."""
+    """torch.compile of one tick (a dynamic batch axis: compiled once), then K ticks in a CUDA graph."""
     import torch
 
     from nitro.core import tree
     from nitro.envs.soccar.arena import ArenaEvents, fold_tick
 
-    compiled = {}
-
     def body(state, events, world):
         return fold_tick(state, events, world)
 
-    t0 = time.perf_counter()
-    # Scalars (radius, grid) stay static; only the batch axis is dynamic, so one compile serves every
-    # size (marked per call below). If that fails, each size compiles on its own (dynamic=False).
-    fn = torch.compile(body, fullgraph=True)
-    per_size = {}
-
-    def _mark(state, events):
-        for t in tree.leaves((state, events)):
-            torch._dynamo.mark_dynamic(t, 0)
+    dynamic = torch.compile(body, fullgraph=True)
+    per_size: dict = {}
 
     def run_tick(state, events, world):
         if not per_size.get("fallback"):
             try:
-                _mark(state, events)
-                return fn(state, events, world)
+                for t in tree.leaves((state, events)):
+                    torch._dynamo.mark_dynamic(t, 0)
+                return dynamic(state, events, world)
             except Exception as exc:  # noqa: BLE001
                 rec.error("compile with a dynamic batch axis (falling back to one compile per size)", exc)
                 per_size["fallback"] = True
@@ -375,44 +406,29 @@ def section_compile(rec: Recorder, args) -> None:
             per_size[n] = torch.compile(body, fullgraph=True, dynamic=False)
         return per_size[n](state, events, world)
 
+    def first_compile():
+        arena = _arena(min(1024, max(args.sizes)), "eager", args.meshes)
+        t0 = time.perf_counter()
+        run_tick(arena.state, ArenaEvents.none(arena.num_envs, 0, arena.device), arena.world)
+        _sync()
+        rec.data["compile_seconds"] = time.perf_counter() - t0
+        rec.say(f"  first compile took {rec.data['compile_seconds']:.0f} s")
+
+    if not rec.measure("torch.compile of one tick", first_compile, needs_s=60):
+        return
+
     def make_compiled(n):
-        arena, _ = _arena(n, "eager", args.meshes)
+        arena = _arena(n, "eager", args.meshes)
         carry = [arena.state, ArenaEvents.none(n, 0, arena.device)]
 
         def step():
             for _ in range(args.ticks):
                 carry[0], carry[1] = run_tick(carry[0], carry[1], arena.world)
 
-        if not compiled:
-            step()
-            torch.cuda.synchronize()
-            compiled["seconds"] = time.perf_counter() - t0
-            rec.data["compile_seconds"] = compiled["seconds"]
-            rec.flush()
-        return step, arena
-
-    _tick_rates(rec, args, "compile", make_compiled)
-
-    try:  # compiled == eager over 240 ticks
-        eager, _ = _arena(4096, "eager", args.meshes, seed=3)
-        comp, _ = _arena(4096, "eager", args.meshes, seed=3)
-        state, events = comp.state, ArenaEvents.none(4096, 0, comp.device)
-        for _ in range(240):
-            state, events = run_tick(state, events, comp.world)
-        eager.step(ticks=240)
-        err = (eager.ball.pos - state.ball.pos).norm(dim=1)
-        rec.add(
-            check="compile_vs_eager_240_ticks",
-            envs=4096,
-            median_pos_error_uu=float(err.median()),
-            max_pos_error_uu=float(err.max()),
-            passed=bool(err.median() <= 1e-2),
-        )
-    except Exception as exc:  # noqa: BLE001
-        rec.error("compile vs eager check", exc)
+        return step
 
     def make_graph(n):
-        arena, _ = _arena(n, "eager", args.meshes)
+        arena = _arena(n, "eager", args.meshes)
         carry = tree.clone((arena.state, ArenaEvents.none(n, 0, arena.device)))
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -427,9 +443,37 @@ def section_compile(rec: Recorder, args) -> None:
             for _ in range(args.ticks):  # K ticks in one graph
                 c = run_tick(c[0], c[1], arena.world)
             tree.copy_(carry, c)
-        return graph.replay, arena
+        return graph.replay
 
-    _tick_rates(rec, args, "graph", make_graph)
+    for mode, make in (("graph", make_graph), ("compile", make_compiled)):
+        if mode == "graph" and DEVICE != "cuda":
+            continue
+        for n in _sizes_largest_first(args):
+            rec.measure(
+                f"{mode} at {n} envs",
+                lambda n=n, mode=mode, make=make: _tick_rate(rec, args, mode, n, make(n)),
+                15,
+            )
+            _release()
+
+    def compiled_vs_eager():
+        m = min(4096, max(args.sizes))
+        eager, comp = _arena(m, "eager", args.meshes, seed=3), _arena(m, "eager", args.meshes, seed=3)
+        state, events = comp.state, ArenaEvents.none(m, 0, comp.device)
+        ticks = 240 if DEVICE == "cuda" else 8
+        for _ in range(ticks):
+            state, events = run_tick(state, events, comp.world)
+        eager.step(ticks=ticks)
+        err = (eager.ball.pos - state.ball.pos).norm(dim=1)
+        rec.add(
+            check=f"compile_vs_eager_{ticks}_ticks",
+            envs=m,
+            median_pos_error_uu=float(err.median()),
+            max_pos_error_uu=float(err.max()),
+            passed=bool(err.median() <= 1e-2),
+        )
+
+    rec.measure("check compiled tick vs eager", compiled_vs_eager, needs_s=15)
 
 
 # --- orchestration --------------------------------------------------------------------------------
@@ -437,6 +481,9 @@ def section_compile(rec: Recorder, args) -> None:
 
 def _worker(section: str, args) -> None:
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(min(16, os.cpu_count() or 1)))
+    faulthandler.enable()  # a crash prints the Python stack
+    _watchdog(max(5.0, args.limit - 4.0))
+    deadline = time.monotonic() + args.limit - WRAP_UP_S
     import torch
 
     sys.path.insert(0, str(ROOT))
@@ -445,52 +492,107 @@ def _worker(section: str, args) -> None:
     rec = Recorder(
         Path(args.out) / f"soccar_{section}.json",
         section,
-        {"sizes": list(args.sizes), "ticks_per_call": args.ticks, "repeats": args.repeats},
+        {
+            "sizes": list(args.sizes),
+            "ticks_per_call": args.ticks,
+            "repeats": args.repeats,
+            "limit_s": args.limit,
+        },
+        deadline,
     )
     {
-        "checks": section_checks,
-        "query": section_query,
         "fused": section_fused,
+        "query": section_query,
+        "checks": section_checks,
         "eager": section_eager,
         "compile": section_compile,
     }[section](rec, args)
+    rec.finish()
+    rec.say(f"done, {len(rec.data['results'])} results, {len(rec.data['errors'])} errors")
 
 
-def _table(out: Path) -> str:
-    lines = ["", "soccar GPU benchmark", "=" * 72]
-    for section in SECTIONS:
+def _watchdog(after_s: float) -> None:
+    """Shortly before the parent's hard limit, print where the main thread is (a hang or a slow step
+    then shows in the output). A Python thread, not faulthandler's timer, which can crash a process
+    that is inside a C extension."""
+    main = threading.main_thread().ident
+
+    def bark():
+        time.sleep(after_s)
+        frame = sys._current_frames().get(main)
+        stack = "".join(traceback.format_stack(frame)[-12:]) if frame is not None else "(no frame)\n"
+        print(f"[watchdog] still running after {after_s:.0f} s, main thread at:\n{stack}", end="", flush=True)
+
+    threading.Thread(target=bark, daemon=True).start()
+
+
+def _run_section(section: str, cmd: list[str], limit: float, out: Path) -> str:
+    """Run one worker, echoing its output; kill it at ``limit``; record how it ended in its JSON."""
+    started = time.monotonic()
+    tail: collections.deque = collections.deque(maxlen=40)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+    def pump():
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            tail.append(line.rstrip("\n"))
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        code = proc.wait(timeout=limit)
+        status = f"exit {code}"
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        status = f"killed at its {limit:.0f} s limit"
+    reader.join(timeout=5)
+    seconds = time.monotonic() - started
+    path = out / f"soccar_{section}.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {"bench": f"soccar_{section}", "results": [], "errors": [], "status": "never started"}
+    if data.get("status") != "done" or status != "exit 0":
+        data["status"] = f"{status} (worker status: {data.get('status')})"
+        data["output_tail"] = list(tail)
+    data["seconds"] = seconds
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str))
+    return f"{data['status']} after {seconds:.0f} s"
+
+
+def _table(out: Path, wanted) -> str:
+    lines = ["", "soccar GPU benchmark", "=" * 100]
+    for section in wanted:
         path = out / f"soccar_{section}.json"
         if not path.exists():
             lines.append(f"{section:8s} (no results)")
             continue
         data = json.loads(path.read_text())
-        if section == SECTIONS[0]:
+        if len(lines) == 3:
             lines.append(
                 f"device {data.get('device')}  torch {data.get('torch')}  triton {data.get('triton')}"
             )
+        lines.append(f"-- {section}: {data.get('status')}, {data.get('seconds', 0):.0f} s")
         for row in data["results"]:
-            if "ball_ticks_per_s" in row:
-                lines.append(
-                    f"{row['mode']:8s} {row['num_envs']:>8d} envs  {row['ball_ticks_per_s']:12.3e} ball-ticks/s"
-                    f"  ({row['median_s'] * 1e3:8.3f} ms per {row['ticks_per_call']} ticks)"
-                )
-            elif "queries_per_s" in row:
-                lines.append(
-                    f"query    {row['query']:16s} {row['queries_per_s']:12.3e} queries/s at {row['queries']}"
-                )
-            elif "check" in row:
-                lines.append(
-                    f"check    {row['check']:28s} {'PASS' if row.get('passed') else 'FAIL'}  "
-                    + ", ".join(
-                        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                        for k, v in row.items()
-                        if k not in ("check", "passed")
-                    )
-                )
-        if "compile_seconds" in data:
-            lines.append(f"compile  first compile took {data['compile_seconds']:.0f} s")
+            lines.append("   " + _row_text(row))
+        compile_s = data.get("compile_seconds")
+        if compile_s:
+            lines.append(f"   compile: {json.dumps(compile_s)} s")
         for err in data.get("errors", []):
-            lines.append(f"ERROR    {err['what']}: {err['error']}")
+            lines.append(f"   ERROR {err['what']}: {err['error'][:300]}")
+        for skip in data.get("skipped", []):
+            lines.append(f"   skipped {skip['what']}: {skip['why']}")
     return "\n".join(lines)
 
 
@@ -503,16 +605,18 @@ def main() -> None:
     parser.add_argument(
         "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="comma-separated env counts"
     )
-    parser.add_argument(
-        "--ticks", type=int, default=8, help="ticks per timed call (captured together in graphs)"
-    )
+    parser.add_argument("--ticks", type=int, default=8, help="ticks per timed call (one launch / one graph)")
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--budget", type=float, default=360.0, help="seconds for all sections together")
+    parser.add_argument("--fused-blocks", default="32,64,128", help="envs per program of the fused kernel")
+    parser.add_argument("--check-queries", type=int, default=65536, help="n: each check runs 1.5 n queries")
+    parser.add_argument("--budget", type=float, default=540.0, help="seconds for all sections together")
     parser.add_argument("--only", default=",".join(SECTIONS), help="sections to run, comma-separated")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--limit", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.sizes = tuple(int(s) for s in str(args.sizes).split(","))
+    args.fused_blocks = tuple(int(s) for s in str(args.fused_blocks).split(","))
     if args.meshes:
         os.environ["NITRO_MESHES"] = str(Path(args.meshes).resolve())
     global DEVICE
@@ -522,17 +626,18 @@ def main() -> None:
         return
     out = Path(args.out)
     wanted = [s for s in SECTIONS if s in args.only.split(",")]
-    total = sum(SHARES[s] for s in wanted)
     deadline = time.monotonic() + args.budget
     for i, section in enumerate(wanted):
         remaining = deadline - time.monotonic()
         later = sum(SHARES[s] for s in wanted[i + 1 :])
-        limit = max(20.0, remaining * SHARES[section] / (SHARES[section] + later)) if remaining > 0 else 20.0
+        limit = max(15.0, remaining * SHARES[section] / (SHARES[section] + later))
         cmd = [
             sys.executable,
             str(Path(__file__).resolve()),
             "--worker",
             section,
+            "--limit",
+            f"{limit:.1f}",
             "--out",
             str(out),
             "--device",
@@ -543,19 +648,16 @@ def main() -> None:
             str(args.ticks),
             "--repeats",
             str(args.repeats),
+            "--fused-blocks",
+            ",".join(map(str, args.fused_blocks)),
+            "--check-queries",
+            str(args.check_queries),
         ]
         if args.meshes:
             cmd += ["--meshes", args.meshes]
-        print(f"== {section} (limit {limit:.0f} s)", flush=True)
-        started = time.monotonic()
-        try:
-            done = subprocess.run(cmd, cwd=ROOT, timeout=limit)
-            status = f"exit {done.returncode}"
-        except subprocess.TimeoutExpired:
-            status = "timed out (partial results kept)"
-        print(f"== {section}: {status} after {time.monotonic() - started:.0f} s", flush=True)
-        _ = total
-    print(_table(out))
+        print(f"== {section} (limit {limit:.0f} s, {remaining:.0f} s of the budget left)", flush=True)
+        print(f"== {section}: {_run_section(section, cmd, limit, out)}", flush=True)
+    print(_table(out, wanted), flush=True)
 
 
 if __name__ == "__main__":

@@ -507,39 +507,61 @@ def query_points(mesh: ArenaMesh, n: int, seed: int, lo: float, hi: float) -> to
     return torch.from_numpy(np.concatenate([near, anywhere]).astype(np.float32))
 
 
-def check_queries(mesh: ArenaMesh, n: int, seed: int = 0) -> list[dict]:
-    """Run the three query kernels on ~1.5 n random queries each and classify every answer.
-
-    Spheres: balls 10 UU deep to 2 UU beyond the gap from random triangles (a ball never sinks more
-    than ~10 UU: one tick of travel at 1200 UU/s, less the recovery). Rays: from 0-60 UU off the
-    surfaces, 10 UU to the grid's query radius long. Boxes: car-sized, random orientations, 0-40 UU
-    off the surfaces. Returns one `Verdict.summary` row per query.
-    """
+def check_sphere_manifolds(mesh: ArenaMesh, n: int, seed: int = 0) -> dict:
+    """The sphere kernel on n balls 10 UU deep to 2 UU beyond the gap from random triangles (a ball
+    never sinks more than ~10 UU: one tick of travel at 1200 UU/s, less the recovery) and n // 2
+    anywhere: its `Verdict.summary`."""
     from nitro.envs.soccar import kernels
 
-    device = mesh.device
     r, gap = C.BALL_COLLISION_RADIUS_SOCCAR, C.BALL_CONTACT_BREAKING_THRESHOLD
-    rows = []
-
-    centers = query_points(mesh, n, seed, r - 10.0, r + gap + 2.0).to(device)
+    centers = query_points(mesh, n, seed, r - 10.0, r + gap + 2.0).to(mesh.device)
     ker = kernels.sphere_manifolds(mesh, centers, r, gap)
     verdict = compare_sphere_manifolds(mesh, centers, r, gap, ker)
-    rows.append(verdict.summary("sphere_manifolds", touching=int((ker.count.sum(1) > 0).sum())))
+    return verdict.summary("sphere_manifolds", touching=int((ker.count.sum(1) > 0).sum()))
+
+
+def check_ray_cast(mesh: ArenaMesh, n: int, seed: int = 0) -> dict:
+    """The ray kernel on n rays from 0-60 UU off random triangles and n // 2 from anywhere, 10 UU
+    to the grid's query radius long, in random directions: its `Verdict.summary`."""
+    from nitro.envs.soccar import kernels
 
     rng = np.random.default_rng(seed + 1)
     start = query_points(mesh, n, seed + 1, 0.0, 60.0)
     direction = torch.from_numpy(rng.normal(size=(len(start), 3)).astype(np.float32))
     length = torch.from_numpy(rng.uniform(10, mesh.query_radius, (len(start), 1)).astype(np.float32))
-    end = (start + direction / direction.norm(dim=1, keepdim=True) * length).to(device)
-    start = start.to(device)
+    end = (start + direction / direction.norm(dim=1, keepdim=True) * length).to(mesh.device)
+    start = start.to(mesh.device)
     hits = kernels.ray_cast(mesh, start, end)
-    verdict = compare_ray_cast(mesh, start, end, hits)
-    rows.append(verdict.summary("ray_cast", hits=int(hits.hit.sum())))
+    return compare_ray_cast(mesh, start, end, hits).summary("ray_cast", hits=int(hits.hit.sum()))
 
-    centers = query_points(mesh, n, seed + 2, 0.0, 40.0).to(device)
-    q, _ = torch.linalg.qr(torch.from_numpy(rng.normal(size=(len(centers), 3, 3)).astype(np.float32)))
-    axes, half = q.to(device), torch.tensor(OCTANE_HALF_EXTENTS, device=device)
+
+def check_box_contacts(mesh: ArenaMesh, n: int, seed: int = 0) -> dict:
+    """The box kernel on n car-sized boxes in random orientations 0-40 UU off random triangles and
+    n // 2 anywhere: its `Verdict.summary`."""
+    from nitro.envs.soccar import kernels
+
+    centers = query_points(mesh, n, seed + 2, 0.0, 40.0).to(mesh.device)
+    axes = random_rotations(len(centers), seed + 3).to(mesh.device)
+    half = torch.tensor(OCTANE_HALF_EXTENTS, device=mesh.device)
     boxes = kernels.box_contacts(mesh, centers, axes, half, 2.0, 8)
     verdict = compare_box_contacts(mesh, centers, axes, half, 2.0, 8, boxes)
-    rows.append(verdict.summary("box_contacts", touching=int((boxes.count > 0).sum())))
-    return rows
+    return verdict.summary("box_contacts", touching=int((boxes.count > 0).sum()))
+
+
+def check_queries(mesh: ArenaMesh, n: int, seed: int = 0) -> list[dict]:
+    """The three query checks, n + n // 2 queries each."""
+    return [check(mesh, n, seed) for check in (check_sphere_manifolds, check_ray_cast, check_box_contacts)]
+
+
+def random_rotations(n: int, seed: int) -> torch.Tensor:
+    """n uniformly random rotation matrices [n, 3, 3] float32 on the CPU (from unit quaternions)."""
+    q = np.random.default_rng(seed).normal(size=(n, 4))
+    w, x, y, z = (q / np.linalg.norm(q, axis=1, keepdims=True)).T
+    m = np.stack(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    return torch.from_numpy(np.moveaxis(m, -1, 0).astype(np.float32))
