@@ -67,10 +67,12 @@ from nitro.envs.soccar import collide
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.mesh import (
     ArenaMesh,
+    _cell_candidates,
     adjust_internal_edge_contacts,
     box_contacts,
     box_triangle_axes,
     ray_cast,
+    ray_triangle_fraction,
     sphere_contacts_reference,
     sphere_triangle_contact,
 )
@@ -378,6 +380,38 @@ def _ray_discrete_match(ref, ker, normal_tol):
     return same & ((ref.normal - ker.normal).abs().amax(-1) <= normal_tol)
 
 
+def _ray_equivalent(mesh, start, end, ker, tol, normal_tol):
+    """[R] bool: the kernel's hit is the reference's up to near-equal candidates: any feature the
+    reference's segment meets at a fraction within 2 ``tol`` (UU along the segment) of the nearest
+    one (two coplanar triangles both count a hit on their shared edge within Bullet's tolerance, at
+    fractions equal in exact arithmetic), with the kernel's fraction and that feature's normal."""
+    r = start.shape[0]
+    ids, valid = _cell_candidates(mesh, start)
+    v = mesh.tri_verts[ids]
+    hit, fraction, normal = ray_triangle_fraction(
+        start[:, None, :], end[:, None, :], v[..., 0, :], v[..., 1, :], v[..., 2, :]
+    )
+    hit = hit & valid
+    da = start @ mesh.plane_normals.T - mesh.plane_offsets
+    db = end @ mesh.plane_normals.T - mesh.plane_offsets
+    p_hit = da * db < 0
+    p_fraction = torch.where(p_hit, da / torch.where(p_hit, da - db, 1), 1.0)
+    p_normal = torch.where((da <= 0)[..., None], -mesh.plane_normals, mesh.plane_normals)
+    plane_ids = mesh.num_triangles + torch.arange(mesh.num_planes, device=start.device).expand(r, -1)
+    hit, fraction = torch.cat((hit, p_hit), 1), torch.cat((fraction, p_fraction), 1)
+    feature, normal = torch.cat((ids, plane_ids), 1), torch.cat((normal, p_normal), 1)
+    length = (end - start).norm(dim=1, keepdim=True).clamp(min=1e-6)
+    nearest = torch.where(hit, fraction, math.inf).amin(1, keepdim=True)
+    tied = hit & ((fraction - nearest) * length <= 2 * tol)
+    fits = (
+        tied
+        & (feature == ker.feature[:, None])
+        & ((fraction - ker.fraction[:, None]).abs() * length <= tol)
+        & ((normal - ker.normal[:, None, :]).abs().amax(-1) <= normal_tol)
+    )
+    return torch.where(ker.hit, fits.any(1), ~hit.any(1))
+
+
 def compare_ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, ker) -> Verdict:
     """Classify the kernel's ray hits ``ker`` (`mesh.RayHits`) against the reference."""
     ref = ray_cast(mesh, start, end, use_kernels=False)
@@ -390,20 +424,25 @@ def compare_ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, ke
     if rows.numel():
         s, e = start[rows], end[rows]
         kin = _rows(ker, rows)
+        found = _ray_equivalent(mesh, s, e, kin, VALUE_TOL, NORMAL_TOL)
         lo = torch.full((rows.numel(),), math.inf, device=start.device)
         hi = -lo
         matched = torch.zeros(rows.numel(), dtype=torch.bool, device=start.device)
-        runs = [(s, e)]
-        for _, move in _neighbour_moves(start.device):
-            runs += [(s + move, e + move), (s + move, e), (s, e + move)]
-        for s2, e2 in runs:
-            near = ray_cast(mesh, s2, e2, use_kernels=False)
-            ok = _ray_discrete_match(near, kin, NORMAL_TOL)
-            matched |= ok
-            lo = torch.where(ok, torch.minimum(lo, near.fraction), lo)
-            hi = torch.where(ok, torch.maximum(hi, near.fraction), hi)
+        for d, move in _neighbour_moves(start.device):
+            for s2, e2 in ((s + move, e + move), (s + move, e), (s, e + move)):
+                near = ray_cast(mesh, s2, e2, use_kernels=False)
+                ok = _ray_discrete_match(near, kin, NORMAL_TOL)
+                matched |= ok
+                lo = torch.where(ok, torch.minimum(lo, near.fraction), lo)
+                hi = torch.where(ok, torch.maximum(hi, near.fraction), hi)
+                found |= _ray_equivalent(mesh, s2, e2, kin, VALUE_TOL + d, NORMAL_TOL)
+        # the reference's own fraction counts as one end of the range
+        ok = _ray_discrete_match(_rows(ref, rows), kin, NORMAL_TOL)
+        lo = torch.where(ok, torch.minimum(lo, ref.fraction[rows]), lo)
+        hi = torch.where(ok, torch.maximum(hi, ref.fraction[rows]), hi)
         slack = VALUE_TOL / length[rows]
-        tie[rows] = matched & (kin.fraction >= lo - slack) & (kin.fraction <= hi + slack)
+        found |= (matched | ok) & (kin.fraction >= lo - slack) & (kin.fraction <= hi + slack)
+        tie[rows] = found
     errors = {
         "fraction_error": _max_over(f_err, agree),
         "hit_point_error_uu": _max_over(f_err * length, agree),
