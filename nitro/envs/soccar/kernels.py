@@ -295,6 +295,17 @@ if triton is not None:
         return out
 
     @triton.jit
+    def _put_first(t, at, value):
+        """The 16-tuple t with ``value`` as point 0 of slot s wherever at[s] holds."""
+        out = ()
+        for q in tl.static_range(16):
+            if q % 4 == 0:
+                out = out + (tl.where(at[q // 4], value, t[q]),)
+            else:
+                out = out + (t[q],)
+        return out
+
+    @triton.jit
     def _replaced_point(slot, ox, oy, oz, dep, nox, noy, noz, nd):
         """btPersistentManifold::sortCachedPoints over the 4 points of ``slot``: which one the new
         point replaces (keep the deepest; of the others, the replacement giving the largest area)."""
@@ -417,7 +428,7 @@ if triton is not None:
         radius,
         gap,
         tri_ptr,
-        tri_normal_ptr,
+        tri_bounds_ptr,
         tri_mesh_ptr,
         edge_angle_ptr,
         edge_flags_ptr,
@@ -467,46 +478,45 @@ if triton is not None:
         nz = _fill16(zero)
         dep = _fill16(zero)
         found = tl.zeros([BLOCK], tl.int32)
-        # Planes first (btConvexPlaneCollisionAlgorithm), each its own object.
-        for p in range(NUM_PLANES):  # a loop, not unrolled: one inlined _add_point
+        # Planes first (btConvexPlaneCollisionAlgorithm), each its own object with one point: the
+        # k-th plane a lane touches takes slot k (what `_add_point` does for a new object when the
+        # slots before hold the other planes), so no slot search and no reduction.
+        for p in range(NUM_PLANES):  # a loop, not unrolled
             pnx = tl.load(plane_n_ptr + p * 3)
             pny = tl.load(plane_n_ptr + p * 3 + 1)
             pnz = tl.load(plane_n_ptr + p * 3 + 2)
             pd = tl.load(plane_d_ptr + p)
             d = (cx * pnx + cy * pny + cz * pnz) - pd - radius
             has = live & (d < gap) & (found < MAX_CONTACTS)
-            found += has.to(tl.int32)
             if tl.max(has.to(tl.int32), axis=0) > 0:  # skip the bookkeeping when no lane touches
+                at = (has & (found == 0), has & (found == 1), has & (found == 2), has & (found == 3))
                 sox = zero + (-radius) * pnx
                 soy = zero + (-radius) * pny
                 soz = zero + (-radius) * pnz
-                obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
-                    has,
-                    tl.zeros([BLOCK], tl.int32) + (PLANE_BASE + p),
-                    sox,
-                    soy,
-                    soz,
-                    cx + sox - pnx * d,
-                    cy + soy - pny * d,
-                    cz + soz - pnz * d,
-                    zero + pnx,
-                    zero + pny,
-                    zero + pnz,
-                    d,
-                    obj,
-                    cnt,
-                    ox,
-                    oy,
-                    oz,
-                    px,
-                    py,
-                    pz,
-                    nx,
-                    ny,
-                    nz,
-                    dep,
-                    WITH_POINTS,
+                obj = (
+                    tl.where(at[0], PLANE_BASE + p, obj[0]),
+                    tl.where(at[1], PLANE_BASE + p, obj[1]),
+                    tl.where(at[2], PLANE_BASE + p, obj[2]),
+                    tl.where(at[3], PLANE_BASE + p, obj[3]),
                 )
+                cnt = (
+                    tl.where(at[0], 1, cnt[0]),
+                    tl.where(at[1], 1, cnt[1]),
+                    tl.where(at[2], 1, cnt[2]),
+                    tl.where(at[3], 1, cnt[3]),
+                )
+                ox = _put_first(ox, at, sox)
+                oy = _put_first(oy, at, soy)
+                oz = _put_first(oz, at, soz)
+                nx = _put_first(nx, at, zero + pnx)
+                ny = _put_first(ny, at, zero + pny)
+                nz = _put_first(nz, at, zero + pnz)
+                dep = _put_first(dep, at, d)
+                if WITH_POINTS:
+                    px = _put_first(px, at, cx + sox - pnx * d)
+                    py = _put_first(py, at, cy + soy - pny * d)
+                    pz = _put_first(pz, at, cz + soz - pnz * d)
+            found += has.to(tl.int32)
         # The cell's triangles, in Bullet's visiting order.
         ix = tl.minimum(tl.maximum(tl.floor((cx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
         iy = tl.minimum(tl.maximum(tl.floor((cy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
@@ -515,22 +525,35 @@ if triton is not None:
         start = tl.load(cell_start_ptr + cell, mask=live, other=0)
         length = tl.where(live, tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - start, 0)
         longest = tl.max(length, axis=0)
-        # Far from every plane of the lane's candidates, a triangle cannot touch: a cheap test on the
-        # unit face normal (precomputed in float64) skips the full test when no lane of the block is
-        # within reach. The margin is ~100x the rounding of either normal, so no contact is missed.
-        screen = reach + 0.01
+        # A triangle whose plane, or whose bounding ball, is out of the sphere's reach cannot touch
+        # it: a cheap test on precomputed bounds (`ArenaMesh.tri_bounds`) skips the full test when
+        # no lane of the block is in reach. The 0.05-UU margin is 10x what the tests can be off by
+        # (the normals agree with the reference's float32 ones to 2.2e-7, over lever arms under
+        # 4,100 UU; the dot products round by ~0.002 UU), so no contact of the reference is skipped.
+        screen = reach + 0.05
         j = 0
         while j < longest:  # a while loop: Triton's interpreter cannot range() over a reduced value
             valid = live & (j < length)
             t = tl.load(cell_tris_ptr + start + j, mask=valid, other=0)
-            ax = tl.load(tri_ptr + t * 9, mask=valid, other=0.0)
-            ay = tl.load(tri_ptr + t * 9 + 1, mask=valid, other=0.0)
-            az = tl.load(tri_ptr + t * 9 + 2, mask=valid, other=0.0)
-            tnx = tl.load(tri_normal_ptr + t * 3, mask=valid, other=0.0)
-            tny = tl.load(tri_normal_ptr + t * 3 + 1, mask=valid, other=0.0)
-            tnz = tl.load(tri_normal_ptr + t * 3 + 2, mask=valid, other=1.0)
-            near = valid & (tl.abs(_dot(cx - ax, cy - ay, cz - az, tnx, tny, tnz)) < screen)
+            tnx = tl.load(tri_bounds_ptr + t * 8, mask=valid, other=0.0)
+            tny = tl.load(tri_bounds_ptr + t * 8 + 1, mask=valid, other=0.0)
+            tnz = tl.load(tri_bounds_ptr + t * 8 + 2, mask=valid, other=1.0)
+            tnd = tl.load(tri_bounds_ptr + t * 8 + 3, mask=valid, other=0.0)
+            bcx = tl.load(tri_bounds_ptr + t * 8 + 4, mask=valid, other=0.0)
+            bcy = tl.load(tri_bounds_ptr + t * 8 + 5, mask=valid, other=0.0)
+            bcz = tl.load(tri_bounds_ptr + t * 8 + 6, mask=valid, other=0.0)
+            bcr = tl.load(tri_bounds_ptr + t * 8 + 7, mask=valid, other=0.0)
+            bx_, by_, bz_ = cx - bcx, cy - bcy, cz - bcz
+            ball = screen + bcr
+            near = (
+                valid
+                & (tl.abs(_dot(cx, cy, cz, tnx, tny, tnz) - tnd) < screen)
+                & (_dot(bx_, by_, bz_, bx_, by_, bz_) < ball * ball)
+            )
             if tl.max(near.to(tl.int32), axis=0) > 0:
+                ax = tl.load(tri_ptr + t * 9, mask=near, other=0.0)
+                ay = tl.load(tri_ptr + t * 9 + 1, mask=near, other=0.0)
+                az = tl.load(tri_ptr + t * 9 + 2, mask=near, other=0.0)
                 bx = tl.load(tri_ptr + t * 9 + 3, mask=near, other=1.0)
                 by = tl.load(tri_ptr + t * 9 + 4, mask=near, other=0.0)
                 bz = tl.load(tri_ptr + t * 9 + 5, mask=near, other=0.0)
@@ -620,7 +643,7 @@ if triton is not None:
         gap,
         # arena
         tri_ptr,
-        tri_normal_ptr,
+        tri_bounds_ptr,
         tri_mesh_ptr,
         edge_angle_ptr,
         edge_flags_ptr,
@@ -675,7 +698,7 @@ if triton is not None:
             radius,
             gap,
             tri_ptr,
-            tri_normal_ptr,
+            tri_bounds_ptr,
             tri_mesh_ptr,
             edge_angle_ptr,
             edge_flags_ptr,
@@ -1457,7 +1480,7 @@ if triton is not None:
         erp2_over_dt,
         # arena
         tri_ptr,
-        tri_normal_ptr,
+        tri_bounds_ptr,
         tri_mesh_ptr,
         edge_angle_ptr,
         edge_flags_ptr,
@@ -1535,8 +1558,7 @@ if triton is not None:
             # 1. zero-velocity sleeping
             sleeping = ((vx * vx + vy * vy + vz * vz) == 0) & ((wx * wx + wy * wy + wz * wz) == 0)
             awake = live & (~sleeping)
-            # 5. Bullet step: damping, contacts at the current position, solve, integrate
-            dvx, dvy, dvz = vx * damping, vy * damping, vz * damping
+            # 5. Bullet step: contacts at the current position, damping, solve, integrate
             _obj, cnt, ox, oy, oz, _px, _py, _pz, nx, ny, nz, dep = _gather_manifolds(
                 x,
                 y,
@@ -1545,7 +1567,7 @@ if triton is not None:
                 radius,
                 gap,
                 tri_ptr,
-                tri_normal_ptr,
+                tri_bounds_ptr,
                 tri_mesh_ptr,
                 edge_angle_ptr,
                 edge_flags_ptr,
@@ -1570,19 +1592,36 @@ if triton is not None:
                 False,
                 BLOCK,
             )
+            dvx, dvy, dvz = (
+                vx * damping,
+                vy * damping,
+                vz * damping,
+            )  # after the contacts: fewer live registers
             # RocketSim's special contact: mean normal and mean lever arm over the held points
             total = tl.zeros([BLOCK], tl.int32)
+            penetrating = tl.zeros([BLOCK], tl.int32)
             snx = tl.zeros([BLOCK], tl.float32)
             sny = tl.zeros([BLOCK], tl.float32)
             snz = tl.zeros([BLOCK], tl.float32)
             sarm = tl.zeros([BLOCK], tl.float32)
-            for q in tl.static_range(16):
-                held = (q % 4) < cnt[q // 4]
-                total += held.to(tl.int32)
-                snx += tl.where(held, nx[q], 0.0)
-                sny += tl.where(held, ny[q], 0.0)
-                snz += tl.where(held, nz[q], 0.0)
-                sarm += tl.where(held, tl.sqrt(ox[q] * ox[q] + oy[q] * oy[q] + oz[q] * oz[q]), 0.0)
+            for slot in tl.static_range(4):
+                if tl.max(cnt[slot], axis=0) > 0:  # most slots are empty in every lane of the block
+                    for i in tl.static_range(4):
+                        held = i < cnt[slot]
+                        total += held.to(tl.int32)
+                        penetrating += (held & (dep[slot * 4 + i] < 0)).to(tl.int32)
+                        snx += tl.where(held, nx[slot * 4 + i], 0.0)
+                        sny += tl.where(held, ny[slot * 4 + i], 0.0)
+                        snz += tl.where(held, nz[slot * 4 + i], 0.0)
+                        arm2 = _dot(
+                            ox[slot * 4 + i],
+                            oy[slot * 4 + i],
+                            oz[slot * 4 + i],
+                            ox[slot * 4 + i],
+                            oy[slot * 4 + i],
+                            oz[slot * 4 + i],
+                        )
+                        sarm += tl.where(held, tl.sqrt(arm2), 0.0)
             touching = total > 0
             per = tl.maximum(total, 1).to(tl.float32)
             mnx = snx / per
@@ -1670,9 +1709,6 @@ if triton is not None:
             pushx = tl.zeros([BLOCK], tl.float32)
             pushy = tl.zeros([BLOCK], tl.float32)
             pushz = tl.zeros([BLOCK], tl.float32)
-            penetrating = tl.zeros([BLOCK], tl.int32)
-            for q in tl.static_range(16):
-                penetrating += (((q % 4) < cnt[q // 4]) & (dep[q] < 0)).to(tl.int32)
             if tl.max(penetrating, axis=0) > 0:
                 pushx, pushy, pushz = _split_impulse(
                     cnt,
@@ -1780,7 +1816,7 @@ if triton is not None:
         radius: float,
         gap: float,
         tri: torch.Tensor,
-        tri_normals: torch.Tensor,
+        tri_bounds: torch.Tensor,
         tri_mesh: torch.Tensor,
         edge_angle: torch.Tensor,
         edge_flags: torch.Tensor,
@@ -1804,7 +1840,7 @@ if triton is not None:
             radius,
             gap,
             tri,
-            tri_normals,
+            tri_bounds,
             tri_mesh,
             edge_angle,
             edge_flags,
@@ -1851,7 +1887,7 @@ def sphere_manifolds(
         float(radius),
         float(gap),
         _flat_tris(mesh),
-        mesh.tri_normals,
+        mesh.tri_bounds,
         mesh.tri_mesh,
         mesh.edge_angle,
         mesh.edge_flags,
@@ -2060,7 +2096,7 @@ if triton is not None:
         ticks: int,
         consts: list[float],
         tri: torch.Tensor,
-        tri_normals: torch.Tensor,
+        tri_bounds: torch.Tensor,
         tri_mesh: torch.Tensor,
         edge_angle: torch.Tensor,
         edge_flags: torch.Tensor,
@@ -2085,7 +2121,7 @@ if triton is not None:
             ticks,
             *consts,
             tri,
-            tri_normals,
+            tri_bounds,
             tri_mesh,
             edge_angle,
             edge_flags,
@@ -2143,7 +2179,29 @@ def _tick_constants(world) -> list[float]:
     ]
 
 
-FUSED_BLOCK = 32  # envs per program of the fused tick (it holds more per env than the queries)
+FUSED_BLOCK = 32  # envs per program of the fused tick: one warp, so block-wide branches are warp-wide
+# The fused tick reads its own grid, made for the ball's reach (radius + gap = 93.2 UU): 64-UU cells
+# listing the triangles within 96 UU, where the shared grid (128-UU cells, 112 UU for every query)
+# lists 1.5x as many per cell near the walls. Lists stay in Bullet's visiting order and hold every
+# triangle the ball can touch, so the contacts, in order, are the same.
+BALL_GRID_CELL = 64.0
+BALL_GRID_RADIUS = 96.0
+
+
+def ball_grid(world) -> ArenaMesh:
+    """The arena with the fused tick's grid (`BALL_GRID_CELL`), or the world's own when a ball
+    mutated bigger than `BALL_GRID_RADIUS` would not fit it."""
+    from nitro.envs.soccar.mesh import load_arena_mesh
+
+    m, mesh = world.mutators, world.mesh
+    if m.ball_radius + m.ball_contact_gap > BALL_GRID_RADIUS:
+        if m.ball_radius + m.ball_contact_gap > mesh.query_radius:
+            raise ValueError(
+                f"ball reach radius + gap = {m.ball_radius + m.ball_contact_gap} UU exceeds the grid's "
+                f"query radius {mesh.query_radius} UU; load the mesh with a larger query_radius"
+            )
+        return mesh
+    return load_arena_mesh(mesh.folder, mesh.device, query_radius=BALL_GRID_RADIUS, cell_size=BALL_GRID_CELL)
 
 
 def ball_ticks_(state, events, world, ticks: int, block: int = FUSED_BLOCK) -> None:
@@ -2156,7 +2214,7 @@ def ball_ticks_(state, events, world, ticks: int, block: int = FUSED_BLOCK) -> N
     _require_triton()
     if state.cars.pos.shape[1]:
         raise NotImplementedError("the fused tick kernel simulates ball-only arenas")
-    mesh = world.mesh
+    mesh = ball_grid(world)
     b = state.ball
     goal = events.goal_blue.to(torch.int8) | (events.goal_orange.to(torch.int8) << 1)
     _ball_ticks_op(
@@ -2171,7 +2229,7 @@ def ball_ticks_(state, events, world, ticks: int, block: int = FUSED_BLOCK) -> N
         int(ticks),
         _tick_constants(world),
         _flat_tris(mesh),
-        mesh.tri_normals,
+        mesh.tri_bounds,
         mesh.tri_mesh,
         mesh.edge_angle,
         mesh.edge_flags,

@@ -350,6 +350,9 @@ class ArenaMesh:
     ====================  ==========================================================  ===========
     tri_verts             triangle vertices, in file order (mesh 0 first)             [T, 3, 3]
     tri_normals           unit winding normal, (v1 - v0) x (v2 - v0) normalised       [T, 3]
+    tri_bounds            unit normal, normal . v0, centroid, and the radius of the   [T, 8]
+                          ball about the centroid holding the triangle (rounded up):
+                          the kernels' cheap test that a triangle is out of reach
     tri_mesh              index of the .cmf file each triangle came from              [T]
     tri_order             Bullet's visiting order: mesh index * 2^16 + BVH rank       [T]
     edge_angle            internal-edge angle per edge v0v1, v1v2, v2v0 (2*pi: none)  [T, 3]
@@ -363,6 +366,7 @@ class ArenaMesh:
 
     tri_verts: torch.Tensor
     tri_normals: torch.Tensor
+    tri_bounds: torch.Tensor
     tri_mesh: torch.Tensor
     tri_order: torch.Tensor
     edge_angle: torch.Tensor
@@ -466,6 +470,18 @@ def _load_cpu(folder: str, query_radius: float, cell_size: float) -> ArenaMesh:
     tv = np.concatenate(tri_verts)
     normals = np.cross(tv[:, 1].astype(np.float64) - tv[:, 0], tv[:, 2].astype(np.float64) - tv[:, 0])
     normals = (normals / np.linalg.norm(normals, axis=1, keepdims=True)).astype(np.float32)
+    centroid = tv.astype(np.float64).mean(1)
+    bound_radius = np.linalg.norm(tv - centroid[:, None, :], axis=2).max(1)
+    bounds = np.concatenate(
+        [
+            normals,
+            np.einsum("ij,ij->i", normals.astype(np.float64), tv[:, 0].astype(np.float64))[:, None],
+            centroid,
+            bound_radius[:, None],
+        ],
+        1,
+    ).astype(np.float32)
+    bounds[:, 7] = np.nextafter(bounds[:, 7], np.float32(np.inf))  # a radius rounded up
     tri_order = np.concatenate(orders)
     start, tris, origin, dims, max_count = build_grid(tv, query_radius, cell_size, tri_order)
     planes_n = np.array([n for n, _ in C.ARENA_PLANES], np.float32)
@@ -473,6 +489,7 @@ def _load_cpu(folder: str, query_radius: float, cell_size: float) -> ArenaMesh:
     return ArenaMesh(
         tri_verts=torch.from_numpy(tv),
         tri_normals=torch.from_numpy(normals),
+        tri_bounds=torch.from_numpy(bounds),
         tri_mesh=torch.from_numpy(np.concatenate(mesh_ids)),
         tri_order=torch.from_numpy(tri_order.astype(np.int32)),
         edge_angle=torch.from_numpy(np.concatenate(angles)),
