@@ -31,7 +31,10 @@ So each query lands in one of three classes:
 
 Every check reports its share of ties. It is the share of queries whose answer the float32 rounding
 itself decides, not a tolerance (a float64 evaluation of the reference differs from the float32 one
-on about as many), and a check also fails when it exceeds `MAX_TIE_FRACTION`.
+on about as many), and a check also fails when it exceeds `MAX_TIE_FRACTION`. Even on the CPU,
+under Triton's interpreter (numpy float32, no fused multiply-adds), a rare query ties: the kernel
+normalises by multiplying with 1 / sqrt(x.x) as Bullet does, the reference divides by
+`torch.linalg.vector_norm`, an ulp apart.
 
 Tolerances (UU unless said otherwise):
 
@@ -85,8 +88,9 @@ SCALES = (1.0, 0.5, 0.25)
 POSITION_DRIFT = 3.0  # UU per UU of input move
 NORMAL_DRIFT = 0.03  # per UU of input move
 MAX_TIE_FRACTION = 0.01
-"""A check also fails when more of its queries are ties: on the random queries of `check_queries`
-they are a few per thousand (mostly balls pressed 5-10 UU into finely meshed surfaces)."""
+"""A check also fails when more of its queries are ties (2 are always allowed, for small samples):
+on the random queries of `check_queries` they are a few per thousand (mostly balls pressed 5-10 UU
+into finely meshed surfaces)."""
 MAX_OUTCOMES = 4096  # tied manifold reductions followed at once, per query, before giving up
 
 
@@ -126,7 +130,7 @@ class Verdict:
                 "neighbour_move_uu": DELTA,
                 "max_tie_fraction": MAX_TIE_FRACTION,
             },
-            "passed": bad == 0 and ties <= MAX_TIE_FRACTION * n,
+            "passed": bad == 0 and ties <= max(2, MAX_TIE_FRACTION * n),
         }
 
 
@@ -171,25 +175,36 @@ def _sphere_match(ref: collide.ContactManifolds, ker: collide.ContactManifolds, 
 
 def _replace_choices(held_offset, held_depth, new_offset, new_depth, pos_tol) -> set[int]:
     """Every point `collide.sort_cached_points` may drop when its near-equal depths and areas
-    (within what errors of ``pos_tol`` per coordinate allow) go either way. float64 numpy."""
-    depths = np.concatenate([[new_depth], held_depth])
-    deepest_options = [j - 1 for j in range(5) if depths[j] <= depths.min() + 2 * pos_tol]
+    (within what errors of ``pos_tol`` per coordinate allow) go either way. Plain float64 Python
+    (tuples of 3 floats): this runs thousands of times per tied query."""
+    depths = (new_depth, *held_depth)
+    lowest = min(depths)
+    deepest_options = [j - 1 for j in range(5) if depths[j] <= lowest + 2 * pos_tol]
     p0, p1, p2, p3 = held_offset
     a = new_offset
-    pairs = ((a - p1, p3 - p2), (a - p0, p3 - p2), (a - p0, p3 - p1), (a - p0, p2 - p1))
-    length = np.array([np.linalg.norm(np.cross(u, v)) for u, v in pairs])
-    bound = np.array(
-        [
-            2 * math.sqrt(3) * pos_tol * (np.linalg.norm(u) + np.linalg.norm(v)) + 12 * pos_tol**2
-            for u, v in pairs
-        ]
-    )
+
+    def sub(u, v):
+        return (u[0] - v[0], u[1] - v[1], u[2] - v[2])
+
+    def norm(u):
+        return math.sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
+
+    length, bound = [], []
+    for u, v in (
+        (sub(a, p1), sub(p3, p2)),
+        (sub(a, p0), sub(p3, p2)),
+        (sub(a, p0), sub(p3, p1)),
+        (sub(a, p0), sub(p2, p1)),
+    ):
+        c = (u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0])
+        length.append(norm(c))
+        bound.append(2 * math.sqrt(3) * pos_tol * (norm(u) + norm(v)) + 12 * pos_tol**2)
     choices = set()
     for deepest in deepest_options:
-        lk, bk = length.copy(), bound.copy()
+        lk, bk = list(length), list(bound)
         if deepest >= 0:
             lk[deepest], bk[deepest] = 0.0, 0.0
-        best = int(np.argmax(lk))
+        best = max(range(4), key=lambda i: (lk[i], -i))
         choices |= {i for i in range(4) if lk[i] + bk[i] >= lk[best] - bk[best]}
     return choices
 
@@ -201,14 +216,16 @@ def _manifold_outcomes(obj, offset, depth, count, pos_tol):
     triangles touching at a shared vertex) are interchangeable in every decision, so each is
     represented by the first of them."""
     n = min(int(count), len(obj))
-    rep = np.arange(n)
+    points = [tuple(float(x) for x in offset[k]) for k in range(n)]
+    depths = [float(x) for x in depth[:n]]
+    rep = list(range(n))
     for k in range(n):
         for j in range(k):
             if (
                 rep[j] == j
                 and obj[j] == obj[k]
-                and abs(depth[j] - depth[k]) <= pos_tol
-                and np.abs(offset[j] - offset[k]).max() <= pos_tol
+                and abs(depths[j] - depths[k]) <= pos_tol
+                and max(abs(points[j][i] - points[k][i]) for i in range(3)) <= pos_tol
             ):
                 rep[k] = j
                 break
@@ -223,14 +240,15 @@ def _manifold_outcomes(obj, offset, depth, count, pos_tol):
             if slot is None:  # no free slot: Bullet ignores the object
                 grown.add(state)
                 continue
-            points = state[slot][1]
-            if len(points) < 4:
-                options = [(*points, int(rep[k]))]
+            held = state[slot][1]
+            if len(held) < 4:
+                options = [(*held, rep[k])]
             else:
-                idx = list(points)
                 options = [
-                    tuple(int(rep[k]) if i == r else p for i, p in enumerate(points))
-                    for r in _replace_choices(offset[idx], depth[idx], offset[k], depth[k], pos_tol)
+                    tuple(rep[k] if i == r else p for i, p in enumerate(held))
+                    for r in _replace_choices(
+                        [points[p] for p in held], [depths[p] for p in held], points[k], depths[k], pos_tol
+                    )
                 ]
             for pts in options:
                 grown.add(tuple((int(obj[k]), pts) if s == slot else state[s] for s in range(4)))
