@@ -6,7 +6,8 @@ Sections, each in its own subprocess with its own share of the time budget (a sl
 or a crash costs only its section), most important first:
 
 1. ``fused``: ball-ticks/s of the whole tick in one Triton kernel (K ticks per launch, state in
-   registers), at 32, 64 and 128 envs per program, largest batch first.
+   registers): 32 envs per program at every size (largest first), then other configurations (64 and
+   128 envs per program, a cap of 168 registers per thread) at 262k and 1M envs.
 2. ``query``: each query kernel's own rate at 1M queries (queries/s): sphere manifolds, ray casts,
    box contacts.
 3. ``checks``: every query kernel against its PyTorch reference at 98,304 random queries, classified
@@ -262,34 +263,43 @@ def section_fused(rec: Recorder, args) -> None:
     from nitro.envs.soccar.arena import ArenaEvents
 
     rec.data["compile_seconds"] = {}
-    for block in args.fused_blocks:  # envs per program (one per thread): registers vs parallelism
+    for i, config in enumerate(args.fused_configs):
+        # envs per program (one per thread) and an optional register cap: occupancy vs spills
+        block, _, cap = config.partition(":")
+        block, cap = int(block), int(cap or 0)
+        name = f"fused_b{block}" + (f"_r{cap}" if cap else "")
 
-        def compile_once(block=block):
+        def compile_once(block=block, cap=cap, name=name):
             arena = _arena(min(1024, max(args.sizes)), "fused", args.meshes)
             events = ArenaEvents.none(arena.num_envs, 0, arena.device)
             t0 = time.perf_counter()
-            kernels.ball_ticks_(arena.state, events, arena.world, 1, block)
+            kernels.ball_ticks_(arena.state, events, arena.world, 1, block, cap)
             _sync()
-            rec.data["compile_seconds"][f"b{block}"] = time.perf_counter() - t0
-            rec.say(f"  fused kernel b{block} compiled and ran in {time.perf_counter() - t0:.1f} s")
+            rec.data["compile_seconds"][name] = time.perf_counter() - t0
+            rec.say(f"  {name} compiled and ran in {time.perf_counter() - t0:.1f} s")
 
-        if not rec.measure(f"compile fused b{block}", compile_once, needs_s=20):
+        if not rec.measure(f"compile {name}", compile_once, needs_s=20):
             continue
-        for n in _sizes_largest_first(args):
+        # the first configuration at every size; the others where they can differ, at scale
+        sizes = (
+            _sizes_largest_first(args) if i == 0 else [n for n in _sizes_largest_first(args) if n >= 1 << 18]
+        )
+        for n in sizes or _sizes_largest_first(args)[:1]:
 
-            def one(n=n, block=block):
+            def one(n=n, block=block, cap=cap, name=name):
                 arena = _arena(n, "fused", args.meshes)
                 events = ArenaEvents.none(n, 0, arena.device)
                 _tick_rate(
                     rec,
                     args,
-                    f"fused_b{block}",
+                    name,
                     n,
-                    lambda: kernels.ball_ticks_(arena.state, events, arena.world, args.ticks, block),
+                    lambda: kernels.ball_ticks_(arena.state, events, arena.world, args.ticks, block, cap),
                     block=block,
+                    maxnreg=cap,
                 )
 
-            rec.measure(f"fused b{block} at {n} envs", one, needs_s=5)
+            rec.measure(f"{name} at {n} envs", one, needs_s=5)
             _release()
 
 
@@ -607,7 +617,11 @@ def main() -> None:
     )
     parser.add_argument("--ticks", type=int, default=8, help="ticks per timed call (one launch / one graph)")
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--fused-blocks", default="32,64,128", help="envs per program of the fused kernel")
+    parser.add_argument(
+        "--fused-configs",
+        default="32,64,32:168,128,64:168",
+        help="fused kernel configurations: envs per program[:register cap], comma-separated",
+    )
     parser.add_argument("--check-queries", type=int, default=65536, help="n: each check runs 1.5 n queries")
     parser.add_argument("--budget", type=float, default=540.0, help="seconds for all sections together")
     parser.add_argument("--only", default=",".join(SECTIONS), help="sections to run, comma-separated")
@@ -616,7 +630,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.sizes = tuple(int(s) for s in str(args.sizes).split(","))
-    args.fused_blocks = tuple(int(s) for s in str(args.fused_blocks).split(","))
+    args.fused_configs = tuple(str(args.fused_configs).split(","))
     if args.meshes:
         os.environ["NITRO_MESHES"] = str(Path(args.meshes).resolve())
     global DEVICE
@@ -648,8 +662,8 @@ def main() -> None:
             str(args.ticks),
             "--repeats",
             str(args.repeats),
-            "--fused-blocks",
-            ",".join(map(str, args.fused_blocks)),
+            "--fused-configs",
+            ",".join(args.fused_configs),
             "--check-queries",
             str(args.check_queries),
         ]

@@ -2106,8 +2106,12 @@ if triton is not None:
         cell_tris: torch.Tensor,
         grid: list[float],
         block: int,
+        maxnreg: int = 0,
     ) -> None:
         n = pos.shape[0]
+        # ptxas's register cap per thread (trading spills for occupancy): eager launches only, as
+        # torch.compile does not pass it through to Triton.
+        cap = {"maxnreg": maxnreg} if maxnreg else {}
         wrap_triton(_ball_ticks_kernel)[(triton.cdiv(n, block),)](
             pos,
             vel,
@@ -2147,6 +2151,7 @@ if triton is not None:
             PUSH_POINTS=_push_points(),
             BLOCK=block,
             num_warps=_warps(block),
+            **cap,
         )
 
 
@@ -2204,9 +2209,12 @@ def ball_grid(world) -> ArenaMesh:
     return load_arena_mesh(mesh.folder, mesh.device, query_radius=BALL_GRID_RADIUS, cell_size=BALL_GRID_CELL)
 
 
-def ball_ticks_(state, events, world, ticks: int, block: int = FUSED_BLOCK) -> None:
+def ball_ticks_(state, events, world, ticks: int, block: int = FUSED_BLOCK, maxnreg: int = 0) -> None:
     """Advance ball-only arenas by ``ticks`` ticks in one kernel launch, updating ``state`` and
     ``events`` (`arena.ArenaEvents`) in place. The same mechanics as `arena.step_ticks`.
+
+    ``block``: envs per program (32, 64, ...; one per thread). ``maxnreg``: a cap on registers per
+    thread (0: ptxas's choice, about 255 here), for benchmarks of spills against occupancy.
 
     ``events.goal_blue`` / ``goal_orange`` are rewritten from the kernel's per-env goal bits, so they
     must be the arena's own event buffers.
@@ -2239,6 +2247,7 @@ def ball_ticks_(state, events, world, ticks: int, block: int = FUSED_BLOCK) -> N
         mesh.cell_tris,
         [float(v) for v in _grid_args(mesh)],
         int(block),
+        int(maxnreg),
     )
     events.goal_blue.copy_((goal & 1) > 0)
     events.goal_orange.copy_((goal & 2) > 0)
