@@ -108,6 +108,8 @@ class Verdict:
     """Largest differences over the agreeing queries, per value."""
     capped: int = 0
     """Ties counted because the tied reductions outgrew MAX_OUTCOMES (not proven either way)."""
+    examples: list = dataclasses.field(default_factory=list)
+    """The first unexplained queries: index, input, reference's and kernel's answers (for debugging)."""
 
     def summary(self, name: str, **extra) -> dict:
         n = int(self.agree.numel())
@@ -122,7 +124,7 @@ class Verdict:
             "tie_fraction": ties / max(n, 1),
             "ties_capped": self.capped,
             "unexplained": bad,
-            "unexplained_examples": self.unexplained.nonzero().flatten()[:5].tolist(),
+            "unexplained_examples": self.examples,
             **{f"max_{k}": v for k, v in self.errors.items()},
             "tolerances": {
                 "value_uu": VALUE_TOL,
@@ -148,6 +150,23 @@ def _neighbour_moves(device) -> list[tuple[float, torch.Tensor]]:
 
 def _max_over(x: torch.Tensor, mask: torch.Tensor) -> float:
     return float(x[mask].max()) if bool(mask.any()) else 0.0
+
+
+def _examples(unexplained: torch.Tensor, inputs: dict, ref, ker, limit: int = 3) -> list[dict]:
+    """The first ``limit`` unexplained queries, as plain lists: their inputs and both answers."""
+
+    def row(obj, i):
+        return {f.name: getattr(obj, f.name)[i].tolist() for f in dataclasses.fields(obj)}
+
+    return [
+        {
+            "index": i,
+            **{k: v[i].tolist() for k, v in inputs.items()},
+            "reference": row(ref, i),
+            "kernel": row(ker, i),
+        }
+        for i in unexplained.nonzero().flatten()[:limit].tolist()
+    ]
 
 
 def _rows(obj, rows: torch.Tensor):
@@ -387,7 +406,11 @@ def compare_sphere_manifolds(
         tie[rows] = found | cap
         capped[rows] = cap & ~found
     errors = {f"{k}_error": _max_over(v, agree) for k, v in err.items()}
-    return Verdict(agree=agree, tie=tie, unexplained=~agree & ~tie, errors=errors, capped=int(capped.sum()))
+    bad = ~agree & ~tie
+    examples = _examples(bad, {"center": centers}, ref, ker)
+    return Verdict(
+        agree=agree, tie=tie, unexplained=bad, errors=errors, capped=int(capped.sum()), examples=examples
+    )
 
 
 # --- ray casts ----------------------------------------------------------------------------------
@@ -466,7 +489,9 @@ def compare_ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, ke
         "hit_point_error_uu": _max_over(f_err * length, agree),
         "normal_error": _max_over(n_err, agree),
     }
-    return Verdict(agree=agree, tie=tie, unexplained=~agree & ~tie, errors=errors)
+    bad = ~agree & ~tie
+    examples = _examples(bad, {"start": start, "end": end}, ref, ker)
+    return Verdict(agree=agree, tie=tie, unexplained=bad, errors=errors, examples=examples)
 
 
 # --- box contacts -------------------------------------------------------------------------------
@@ -541,7 +566,9 @@ def compare_box_contacts(
             found |= _box_equivalent(mesh, c + move, a, half, near, kin, VALUE_TOL + d, NORMAL_TOL)
         tie[rows] = found
     errors = {"depth_error": _max_over(depth, agree), "normal_error": _max_over(normal, agree)}
-    return Verdict(agree=agree, tie=tie, unexplained=~agree & ~tie, errors=errors)
+    bad = ~agree & ~tie
+    examples = _examples(bad, {"center": centers, "axes": axes}, ref, ker)
+    return Verdict(agree=agree, tie=tie, unexplained=bad, errors=errors, examples=examples)
 
 
 # --- the queries a check runs -------------------------------------------------------------------
