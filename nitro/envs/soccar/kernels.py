@@ -27,7 +27,10 @@ from nitro.envs.soccar import collide
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.mesh import PLANE_OBJECT_BASE, ArenaMesh, BoxContacts, RayHits
 
-BLOCK = 64  # queries per program of the query kernels
+BLOCK = 64  # queries per program of the ray and box kernels
+# The sphere query branches on its whole program per candidate triangle: one warp makes those
+# branches warp-wide and the block reductions shuffles.
+SPHERE_BLOCK = 32
 _SIMD_EPSILON_UU2 = float(torch.finfo(torch.float32).eps) * C.BT_TO_UU**2
 _DEGENERATE_L2 = float(torch.finfo(torch.float32).eps) ** 2 * C.BT_TO_UU**4
 
@@ -1834,7 +1837,7 @@ if triton is not None:
         point = torch.empty(n, 4, 4, 3, device=dev)
         normal = torch.empty(n, 4, 4, 3, device=dev)
         depth = torch.empty(n, 4, 4, device=dev)
-        wrap_triton(_sphere_manifolds_kernel)[(triton.cdiv(n, BLOCK),)](
+        wrap_triton(_sphere_manifolds_kernel)[(triton.cdiv(n, SPHERE_BLOCK),)](
             centers,
             n,
             radius,
@@ -1868,8 +1871,8 @@ if triton is not None:
             SIMD_EPSILON=_SIMD_EPSILON_UU2,
             MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
             EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD,
-            BLOCK=BLOCK,
-            num_warps=_warps(BLOCK),
+            BLOCK=SPHERE_BLOCK,
+            num_warps=_warps(SPHERE_BLOCK),
         )
         return obj, cnt, offset, point, normal, depth
 
