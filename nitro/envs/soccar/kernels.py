@@ -2209,7 +2209,15 @@ def ball_grid(world) -> ArenaMesh:
                 f"query radius {mesh.query_radius} UU; load the mesh with a larger query_radius"
             )
         return mesh
-    return load_arena_mesh(mesh.folder, mesh.device, query_radius=BALL_GRID_RADIUS, cell_size=BALL_GRID_CELL)
+    key = (mesh.folder, str(mesh.device))
+    if key not in _BALL_GRIDS:  # once per folder and device: no file system work per step
+        _BALL_GRIDS[key] = load_arena_mesh(
+            mesh.folder, mesh.device, query_radius=BALL_GRID_RADIUS, cell_size=BALL_GRID_CELL
+        )
+    return _BALL_GRIDS[key]
+
+
+_BALL_GRIDS: dict = {}
 
 
 def ball_ticks_(state, events, world, ticks: int, block: int = FUSED_BLOCK, maxnreg: int = 0) -> None:
