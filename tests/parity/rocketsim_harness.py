@@ -129,10 +129,12 @@ def run_rocketsim(throws: Throws, ticks: int, tick_rate: int = TICK_RATE) -> Rec
 # --- nitro ----------------------------------------------------------------------------------------
 
 
-def run_nitro(throws: Throws, ticks: int, tick_rate: int = TICK_RATE, device: str = "cpu") -> Recording:
-    """Step all throws together in one ball-only nitro Arena; record every tick."""
+def run_nitro(
+    throws: Throws, ticks: int, tick_rate: int = TICK_RATE, device: str = "cpu", mode: str = "eager"
+) -> Recording:
+    """Step all throws together in one ball-only nitro Arena (`Arena` ``mode``); record every tick."""
     n = len(throws)
-    arena = Arena(n, blue=0, orange=0, device=device, tick_rate=tick_rate)
+    arena = Arena(n, blue=0, orange=0, device=device, tick_rate=tick_rate, mode=mode)
     arena.set_ball(
         pos=torch.from_numpy(throws.pos).to(device),
         vel=torch.from_numpy(throws.vel).to(device),

@@ -29,6 +29,11 @@ R, GAP = C.BALL_COLLISION_RADIUS_SOCCAR, C.BALL_CONTACT_BREAKING_THRESHOLD
 # The fused tick over 120 ticks: ulp differences per tick (fused multiply-adds on the GPU), amplified
 # by bounces. On the interpreter the fused tick equals the PyTorch tick bit for bit.
 FUSED_POS_TOL = 0.05
+# On the GPU a rare throw diverges entirely: a hit on the finely meshed goal posts or crossbar, where
+# a one-ulp difference picks another contact manifold. RocketSim does the same to itself when a
+# throw's start moves by one ulp (docs/FIDELITY.md, "RocketSim against itself"). On the H200, 1 of
+# 220 and 1 of 440 parity throws (both post hits; the rest within 0.0015 UU).
+FUSED_DIVERGED_SHARE = 0.02
 
 
 def compare_queries(mesh, n: int, interpreted: bool) -> None:
@@ -57,12 +62,15 @@ def compare_fused(device, per_family: int, ticks: int) -> None:
     eager.set_ball(**start)
     fused.set_ball(**start)
     goals = [(eager.step(ticks=ticks // 2), fused.step(ticks=ticks // 2)) for _ in range(2)]
-    assert float((eager.ball.pos - fused.ball.pos).norm(dim=1).max()) <= FUSED_POS_TOL
+    error = (eager.ball.pos - fused.ball.pos).norm(dim=1)
+    diverged = error > FUSED_POS_TOL
+    assert float(error.median()) <= 1e-3 and float(diverged.float().mean()) <= FUSED_DIVERGED_SHARE, error
+    if torch.device(device).type == "cpu":
+        assert not diverged.any(), error
     assert torch.equal(eager.state.tick_count, fused.state.tick_count)
     for e, f in goals:
-        assert (e.goal_tick == f.goal_tick).float().mean() >= 0.98 and torch.equal(
-            e.goal_blue | e.goal_orange, f.goal_blue | f.goal_orange
-        )
+        same = (e.goal_tick == f.goal_tick) & ((e.goal_blue | e.goal_orange) == (f.goal_blue | f.goal_orange))
+        assert bool((same | diverged).all()), (e.goal_tick, f.goal_tick)
 
 
 # --- CPU: Triton's interpreter --------------------------------------------------------------------
