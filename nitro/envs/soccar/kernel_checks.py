@@ -41,21 +41,38 @@ Tolerances (UU unless said otherwise):
 - `ULP` = 2^-11 UU, the spacing of float32 numbers in [4096, 8192): arena coordinates reach ~6000 UU.
 - `VALUE_TOL` = 16 ulps (0.0078 UU). Outputs are chains of about ten float32 operations on such
   coordinates, some with cancellation (the closest point on a long thin triangle). Measured: the
-  float32 reference against a float64 evaluation, 99.9% of sphere queries within 0.0021 UU and the
-  worst non-tied one 0.0038 UU; the H200 kernels against the reference, 0.00054 UU (sphere) and
-  0.0015 UU (box). Two float32 evaluations can each be off by the float64 gap, hence 2 x 0.0038.
+  float32 reference against a float64 evaluation (the triangle contacts of 4 x 12288 sphere queries,
+  half the check's, half balls 0-91 UU from a triangle), offsets and points within 0.00075 UU and
+  depths within 0.00051 UU where the centre is at least `LEVER` from the contact (closer: Lever,
+  below); in manifolds the worst agreeing query is 0.0048 UU off, where of two contacts of equal
+  depth 0.0048 UU apart the other is kept. The H200 kernels against the reference, 0.00054 UU
+  (sphere) and 0.0015 UU (box). Two float32 evaluations can each be off by the float64 gap: 16 ulps
+  is 5 times twice the worst contact, and covers such a near-identical contact.
 - `NORMAL_TOL` = 2e-4 (unitless): normals are differences of such points over lever arms of 80 UU or
   more (16 ulps / 80 UU = 1e-4), doubled; rotations use angles good to 1e-7 rad.
+- Lever (`lever_scale`): those two hold for a triangle contact whose ball centre is at least
+  `LEVER` = 80 UU (r - 10 UU, as in play) from it. Closer (the check's balls "anywhere" may sit
+  inside the mesh) the contact is ill-conditioned: its normal is (centre - p) / dist with p the
+  closest point on the triangle, its offset p + normal * depth - centre is -r * normal, so the
+  rounding error e of p (about an ulp) turns the normal by e / dist and moves the offset, and the
+  edge-corrected point made from it, by r * e / dist. There offsets, points and normals are compared
+  within the tolerances times LEVER / dist; depths (dist - r) are not amplified and keep VALUE_TOL.
+  Measured on the contacts above: float32 offsets up to 0.475 UU off float64 (dist 0.08 UU), but at
+  every dist their error times dist / LEVER is within 0.00053 UU, the margin at the lever. The H200
+  run's one unexplained sphere query (seed 0, query 75190) was such a contact: a ball 1.58 UU from
+  triangle 1771 (scale 50), kernel and reference offsets 0.011 UU apart, each 0.005 / 0.007 UU off
+  float64 (and 0.0125 UU for triangle 1773, 0.40 UU away, where the two happened to agree).
 - `DELTA` = 16 ulps: a neighbour moves the input by more than the rounding can, so every threshold
   whose margin is within reach of the rounding is crossed by some neighbour.
 - Drift: a move of d changes a depth or a separation by at most d, a point on the sphere or the
   arena by at most ~2.1 d (the edge-corrected point), a contact normal by at most 2 d / (r - 10 UU),
-  so a neighbour at distance d is matched within VALUE_TOL + 3 d and NORMAL_TOL + 0.03 d / UU. A
+  so a neighbour at distance d is matched within VALUE_TOL + 3 d and NORMAL_TOL + 0.03 d / UU (for a
+  contact closer than the lever, both times its scale, as its drift grows as 1 / dist too). A
   ray's hit fraction has no such bound (it grows as 1 / sin of the grazing angle), so a tied ray's
   fraction must lie in the range its neighbours span.
 - Near-equal candidates: two depths within 2 VALUE_TOL tie; two manifold areas |u x v|^2 tie when
-  their |u x v| are within the bound that errors of VALUE_TOL in each offset coordinate allow; two
-  box axes tie when their separations are within 2 VALUE_TOL.
+  their |u x v| are within the bound that errors of VALUE_TOL (times the lever scale) in each offset
+  coordinate allow; two box axes tie when their separations are within 2 VALUE_TOL.
 """
 
 from __future__ import annotations
@@ -69,6 +86,8 @@ import torch
 from nitro.envs.soccar import collide
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.mesh import (
+    _SIMD_EPSILON_UU2,
+    PLANE_OBJECT_BASE,
     ArenaMesh,
     _cell_candidates,
     adjust_internal_edge_contacts,
@@ -92,6 +111,24 @@ MAX_TIE_FRACTION = 0.01
 on the random queries of `check_queries` they are a few per thousand (mostly balls pressed 5-10 UU
 into finely meshed surfaces)."""
 MAX_OUTCOMES = 4096  # tied manifold reductions followed at once, per query, before giving up
+LEVER = 80.0
+"""UU: the distance from a ball's centre to a triangle contact that VALUE_TOL and NORMAL_TOL assume
+(r - 10 UU: a ball sinks 10 UU at most in play). A contact whose centre is closer has its offset,
+point and normal compared within those tolerances times `lever_scale`."""
+_MIN_LEVER = math.sqrt(_SIMD_EPSILON_UU2)  # UU: below it Bullet takes the face normal (no 1 / dist)
+
+
+def lever_scale(radius: float, depth: torch.Tensor, on_triangle: torch.Tensor) -> torch.Tensor:
+    """The condition number of a triangle contact's offset, point and normal, relative to the one
+    VALUE_TOL and NORMAL_TOL assume: max(1, LEVER / dist), dist = radius + depth the centre's distance
+    to the contact point (1 for a plane contact, whose offset is exactly -radius * plane normal).
+
+    Bullet's normal is (centre - p) / dist with p the closest point on the triangle, and the offset
+    p + normal * depth - centre is -radius * normal: an error e of p (the rounding of arena
+    coordinates) turns the normal by e / dist and moves the offset, and the edge-corrected point
+    made from it, by radius * e / dist."""
+    dist = (radius + depth).clamp(min=_MIN_LEVER)
+    return torch.where(on_triangle, (LEVER / dist).clamp(min=1.0), 1.0)
 
 
 @dataclasses.dataclass
@@ -105,7 +142,8 @@ class Verdict:
     unexplained: torch.Tensor
     """[N] bool: class 3."""
     errors: dict
-    """Largest differences over the agreeing queries, per value."""
+    """Largest differences over the agreeing queries, per value (a sphere contact's offset, point and
+    normal divided by its `lever_scale`, so they compare with the tolerances)."""
     capped: int = 0
     """Ties counted because the tied reductions outgrew MAX_OUTCOMES (not proven either way)."""
     examples: list = dataclasses.field(default_factory=list)
@@ -177,25 +215,31 @@ def _rows(obj, rows: torch.Tensor):
 # --- sphere manifolds -------------------------------------------------------------------------------
 
 
-def _sphere_match(ref: collide.ContactManifolds, ker: collide.ContactManifolds, pos_tol, normal_tol):
-    """[N] bool: same objects and counts, every held value within tolerance; and the per-lane errors."""
+def _sphere_match(
+    ref: collide.ContactManifolds, ker: collide.ContactManifolds, radius: float, pos_tol, normal_tol
+):
+    """[N] bool: same objects and counts, every held value within tolerance (offsets, points and
+    normals within it times their `lever_scale`); and the per-lane errors (those three divided by
+    their lever scale, so they compare with the tolerances)."""
     held = ref.held()
     same = (ref.object == ker.object).all(1) & (ref.count == ker.count).all(1)
+    on_triangle = ((ref.object >= 0) & (ref.object < PLANE_OBJECT_BASE))[..., None]
+    scale = lever_scale(radius, ref.depth, on_triangle)
     err = {}
-    for name in ("offset", "point", "depth"):
+    for name in ("offset", "point", "depth", "normal"):
         d = (getattr(ref, name) - getattr(ker, name)).abs()
         d = d.amax(-1) if d.dim() == 4 else d
+        d = d if name == "depth" else d / scale
         err[name] = torch.where(held, d, 0.0).amax((1, 2))
-    d = (ref.normal - ker.normal).abs().amax(-1)
-    err["normal"] = torch.where(held, d, 0.0).amax((1, 2))
     ok = same & (err["offset"] <= pos_tol) & (err["point"] <= pos_tol) & (err["depth"] <= pos_tol)
     return ok & (err["normal"] <= normal_tol), err
 
 
-def _replace_choices(held_offset, held_depth, new_offset, new_depth, pos_tol) -> set[int]:
-    """Every point `collide.sort_cached_points` may drop when its near-equal depths and areas
-    (within what errors of ``pos_tol`` per coordinate allow) go either way. Plain float64 Python
-    (tuples of 3 floats): this runs thousands of times per tied query."""
+def _replace_choices(held_offset, held_depth, new_offset, new_depth, pos_tol, held_tol, new_tol) -> set[int]:
+    """Every point `collide.sort_cached_points` may drop when its near-equal depths (within
+    ``pos_tol``) and areas (within what errors of ``held_tol`` / ``new_tol`` per offset coordinate
+    allow) go either way. Plain float64 Python (tuples of 3 floats): this runs thousands of times
+    per tied query."""
     depths = (new_depth, *held_depth)
     lowest = min(depths)
     deepest_options = [j - 1 for j in range(5) if depths[j] <= lowest + 2 * pos_tol]
@@ -208,16 +252,18 @@ def _replace_choices(held_offset, held_depth, new_offset, new_depth, pos_tol) ->
     def norm(u):
         return math.sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
 
+    t0, t1, t2, t3 = held_tol
     length, bound = [], []
-    for u, v in (
-        (sub(a, p1), sub(p3, p2)),
-        (sub(a, p0), sub(p3, p2)),
-        (sub(a, p0), sub(p3, p1)),
-        (sub(a, p0), sub(p2, p1)),
+    for u, v, tu, tv in (
+        (sub(a, p1), sub(p3, p2), new_tol + t1, t3 + t2),
+        (sub(a, p0), sub(p3, p2), new_tol + t0, t3 + t2),
+        (sub(a, p0), sub(p3, p1), new_tol + t0, t3 + t1),
+        (sub(a, p0), sub(p2, p1), new_tol + t0, t2 + t1),
     ):
         c = (u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0])
         length.append(norm(c))
-        bound.append(2 * math.sqrt(3) * pos_tol * (norm(u) + norm(v)) + 12 * pos_tol**2)
+        # |u x v| moves by at most |du| |v| + |u| |dv| + |du| |dv|, |du| <= sqrt(3) tu
+        bound.append(math.sqrt(3) * (tu * norm(v) + tv * norm(u)) + 3 * tu * tv)
     choices = set()
     for deepest in deepest_options:
         lk, bk = list(length), list(bound)
@@ -228,15 +274,16 @@ def _replace_choices(held_offset, held_depth, new_offset, new_depth, pos_tol) ->
     return choices
 
 
-def _manifold_outcomes(obj, offset, depth, count, pos_tol):
+def _manifold_outcomes(obj, offset, depth, count, pos_tol, offset_tol):
     """Every manifold `collide.build_manifolds` can build from one query's contacts (Bullet's order)
     when its tied decisions go either way: a set of 4 slots (object, contact indices), or None past
-    MAX_OUTCOMES. Contacts of one object with the same offset and depth (within ``pos_tol``; several
-    triangles touching at a shared vertex) are interchangeable in every decision, so each is
-    represented by the first of them."""
+    MAX_OUTCOMES. Contacts of one object with the same offset and depth (within ``offset_tol`` [K],
+    each contact's, and ``pos_tol``; several triangles touching at a shared vertex) are
+    interchangeable in every decision, so each is represented by the first of them."""
     n = min(int(count), len(obj))
     points = [tuple(float(x) for x in offset[k]) for k in range(n)]
     depths = [float(x) for x in depth[:n]]
+    tols = [float(x) for x in offset_tol[:n]]
     rep = list(range(n))
     for k in range(n):
         for j in range(k):
@@ -244,7 +291,7 @@ def _manifold_outcomes(obj, offset, depth, count, pos_tol):
                 rep[j] == j
                 and obj[j] == obj[k]
                 and abs(depths[j] - depths[k]) <= pos_tol
-                and max(abs(points[j][i] - points[k][i]) for i in range(3)) <= pos_tol
+                and max(abs(points[j][i] - points[k][i]) for i in range(3)) <= max(tols[j], tols[k])
             ):
                 rep[k] = j
                 break
@@ -266,7 +313,13 @@ def _manifold_outcomes(obj, offset, depth, count, pos_tol):
                 options = [
                     tuple(rep[k] if i == r else p for i, p in enumerate(held))
                     for r in _replace_choices(
-                        [points[p] for p in held], [depths[p] for p in held], points[k], depths[k], pos_tol
+                        [points[p] for p in held],
+                        [depths[p] for p in held],
+                        points[k],
+                        depths[k],
+                        pos_tol,
+                        [tols[p] for p in held],
+                        tols[k],
                     )
                 ]
             for pts in options:
@@ -323,6 +376,8 @@ def _search_sphere(mesh, centers, radius, gap, ker, pos_tol, normal_tol):
     at ``centers`` (each contact with any of its `_edge_alternatives`)? ([R] found, [R] capped)."""
     contacts = sphere_contacts_reference(mesh, centers, radius, gap, collide.MAX_NEW_CONTACTS)
     alt_normal, alt_point, alt_valid = _edge_alternatives(mesh, centers, contacts, radius, gap)
+    on_triangle = (contacts.feature >= 0) & (contacts.feature < mesh.num_triangles)
+    scale = lever_scale(radius, contacts.depth, on_triangle)
 
     def host(x):
         return x.double().cpu().numpy() if x.is_floating_point() else x.cpu().numpy()
@@ -330,14 +385,16 @@ def _search_sphere(mesh, centers, radius, gap, ker, pos_tol, normal_tol):
     c_obj, c_count, c_off, c_dep = (
         host(x) for x in (contacts.object, contacts.count, contacts.offset, contacts.depth)
     )
-    a_n, a_p, a_ok = host(alt_normal), host(alt_point), host(alt_valid)
+    a_n, a_p, a_ok, c_scale = host(alt_normal), host(alt_point), host(alt_valid), host(scale)
     k_obj, k_cnt, k_off, k_pt, k_n, k_dep = (
         host(x) for x in (ker.object, ker.count, ker.offset, ker.point, ker.normal, ker.depth)
     )
     found = np.zeros(len(c_obj), bool)
     capped = np.zeros(len(c_obj), bool)
     for i in range(len(c_obj)):
-        outcomes, rep = _manifold_outcomes(c_obj[i], c_off[i], c_dep[i], c_count[i], pos_tol)
+        outcomes, rep = _manifold_outcomes(
+            c_obj[i], c_off[i], c_dep[i], c_count[i], pos_tol, pos_tol * c_scale[i]
+        )
         if outcomes is None:
             capped[i] = True
             continue
@@ -348,15 +405,16 @@ def _search_sphere(mesh, centers, radius, gap, ker, pos_tol, normal_tol):
             for m in range(n):
                 if rep[m] != p:
                     continue
+                lever = c_scale[i, m]
                 if (
                     abs(c_dep[i, m] - k_dep[i, s, j]) > pos_tol
-                    or np.abs(c_off[i, m] - k_off[i, s, j]).max() > pos_tol
+                    or np.abs(c_off[i, m] - k_off[i, s, j]).max() > pos_tol * lever
                 ):
                     continue
                 fits = (
                     a_ok[i, m]
-                    & (np.abs(a_n[i, m] - k_n[i, s, j]).max(-1) <= normal_tol)
-                    & (np.abs(a_p[i, m] - k_pt[i, s, j]).max(-1) <= pos_tol)
+                    & (np.abs(a_n[i, m] - k_n[i, s, j]).max(-1) <= normal_tol * lever)
+                    & (np.abs(a_p[i, m] - k_pt[i, s, j]).max(-1) <= pos_tol * lever)
                 )
                 if fits.any():
                     return True
@@ -380,7 +438,7 @@ def compare_sphere_manifolds(
 ) -> Verdict:
     """Classify the kernel's manifolds ``ker`` of spheres at ``centers`` against the reference."""
     ref = collide.sphere_manifolds(mesh, centers, radius, gap, use_kernels=False)
-    agree, err = _sphere_match(ref, ker, VALUE_TOL, NORMAL_TOL)
+    agree, err = _sphere_match(ref, ker, radius, VALUE_TOL, NORMAL_TOL)
     tie = torch.zeros_like(agree)
     capped = torch.zeros_like(agree)
     rows = (~agree).nonzero().flatten()
@@ -390,9 +448,8 @@ def compare_sphere_manifolds(
         moves = _neighbour_moves(centers.device)
         for d, move in moves:  # thresholds: the strict answer at a neighbour
             near = collide.sphere_manifolds(mesh, centers[rows] + move, radius, gap, use_kernels=False)
-            found |= _sphere_match(near, kin, VALUE_TOL + POSITION_DRIFT * d, NORMAL_TOL + NORMAL_DRIFT * d)[
-                0
-            ]
+            pos_tol, normal_tol = VALUE_TOL + POSITION_DRIFT * d, NORMAL_TOL + NORMAL_DRIFT * d
+            found |= _sphere_match(near, kin, radius, pos_tol, normal_tol)[0]
         for d, move in moves:  # both at once: a tied outcome at a neighbour
             left = (~found).nonzero().flatten()
             if not left.numel():

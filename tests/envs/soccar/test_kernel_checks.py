@@ -109,6 +109,51 @@ def test_sphere_ties_of_reduction_and_vertex_edges(mesh, mesh64, lane):
     _one_tie(K.compare_sphere_manifolds(mesh, c, R, GAP, _sphere64(mesh64, c)))
 
 
+# The H200 sphere check's one unexplained query (check_queries(mesh, 1 << 16, seed=0), query 75190):
+# a ball "anywhere" with its centre 1.58 UU from triangle 1771 (manifold point 1) and 0.40 UU from
+# triangle 1773 (point 0), both of mesh file 2.
+DEEP_CENTER = (3504.925048828125, 4500.58984375, 1736.3341064453125)
+DEEP_REF_OFFSET = (44.264404296875, 44.2783203125, -66.382568359375)
+DEEP_KERNEL_OFFSET = (44.275146484375, 44.275390625, -66.3775634765625)
+
+
+def test_sphere_contact_close_to_the_centre_is_compared_at_its_conditioning(mesh, mesh64):
+    """Offset -r * (c - p) / dist magnifies the rounding of the closest point p by r / dist: the
+    kernel's offset of point 1 was 0.011 UU from the reference's (each 0.005 / 0.007 UU from float64;
+    the reference's point 0 is 0.0125 UU off float64). Both agree within VALUE_TOL times the contact's
+    lever scale (80 / 1.58); the depth, not magnified, keeps VALUE_TOL. An offset 3 UU off is a bug:
+    beyond what the answer at a neighbour 16 ulps away can reach ((VALUE_TOL + 3 DELTA) x 50 = 1.6 UU;
+    there the normal turns by DELTA / 1.58 UU and the offset moves 0.45 UU)."""
+    c = torch.tensor([DEEP_CENTER])
+    ref = collide.sphere_manifolds(mesh, c, R, GAP, use_kernels=False)
+    assert ref.object[0].tolist() == [2, -1, -1, -1] and ref.count[0].tolist() == [4, 0, 0, 0]
+    assert torch.allclose(ref.offset[0, 0, 1], torch.tensor(DEEP_REF_OFFSET), rtol=0, atol=1e-3)
+    dist = R + float(ref.depth[0, 0, 1])
+    assert 1.5 < dist < 1.7
+
+    def kernel(offset, depth_error=0.0):
+        """The reference's manifold with point 1 as the kernel gave it: its offset, and its
+        edge-corrected point (c + offset) - face normal * depth."""
+        ker = dataclasses.replace(
+            ref, offset=ref.offset.clone(), point=ref.point.clone(), depth=ref.depth.clone()
+        )
+        ker.offset[0, 0, 1] = torch.tensor(offset)
+        ker.point[0, 0, 1] = (c[0] + ker.offset[0, 0, 1]) - ref.normal[0, 0, 1] * ref.depth[0, 0, 1]
+        ker.depth[0, 0, 1] += depth_error
+        return ker
+
+    ker = kernel(DEEP_KERNEL_OFFSET)
+    gap = (ker.offset - ref.offset).abs().amax()
+    assert K.VALUE_TOL < gap < 0.012 and (ker.point - ref.point).abs().amax() > K.VALUE_TOL
+    for answer in (ker, _sphere64(mesh64, c)):  # the kernel's, and float64's
+        verdict = K.compare_sphere_manifolds(mesh, c, R, GAP, answer)
+        assert bool(verdict.agree[0]), verdict
+        assert verdict.errors["offset_error"] <= K.VALUE_TOL and verdict.errors["point_error"] <= K.VALUE_TOL
+    far = tuple(x + 3.0 for x in DEEP_KERNEL_OFFSET)
+    for bad in (kernel(far), kernel(DEEP_KERNEL_OFFSET, depth_error=0.05)):
+        assert bool(K.compare_sphere_manifolds(mesh, c, R, GAP, bad).unexplained[0])
+
+
 def test_ray_tie_of_coplanar_triangles_at_their_shared_edge(mesh, mesh64):
     """Two coplanar triangles both count a hit near their shared edge (Bullet's edge test is
     tolerant) at fractions equal in exact arithmetic: float32 keeps the first, float64 the other."""
