@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from nitro.envs.soccar.mesh import MeshesNotFoundError, load_arena_mesh
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: the tensors here are small, and when other processes share the cores,
-    OpenMP's spinning threads slow small ops down by 10-100x."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+from tests.envs.soccar.conftest import one_thread  # noqa: F401  (autouse here too)
 
 
 @pytest.fixture(scope="session")
