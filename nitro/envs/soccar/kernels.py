@@ -41,15 +41,70 @@ def available() -> bool:
 
 
 if triton is not None:
-    # --- small vector helpers (one lane = one env; x, y, z as separate tensors) ------------------
+    # --- 3-vectors: (x, y, z) tuples of [BLOCK] tensors (one lane = one env) or of scalars ---------
+    # Each helper does its float operations in the order the scalar code did, component by component.
 
     @triton.jit
-    def _dot(ax, ay, az, bx, by, bz):
-        return ax * bx + ay * by + az * bz
+    def _add(a, b):
+        return a[0] + b[0], a[1] + b[1], a[2] + b[2]
 
     @triton.jit
-    def _cross(ax, ay, az, bx, by, bz):
-        return ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx
+    def _sub(a, b):
+        return a[0] - b[0], a[1] - b[1], a[2] - b[2]
+
+    @triton.jit
+    def _scale(a, s):
+        return a[0] * s, a[1] * s, a[2] * s
+
+    @triton.jit
+    def _dot(a, b):
+        return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+    @triton.jit
+    def _cross(a, b):
+        return a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
+
+    @triton.jit
+    def _where(c, a, b):
+        return tl.where(c, a[0], b[0]), tl.where(c, a[1], b[1]), tl.where(c, a[2], b[2])
+
+    @triton.jit
+    def _vec(ptr):
+        """ptr[0], ptr[1], ptr[2] (a scalar 3-vector, as the plane normals)."""
+        return tl.load(ptr), tl.load(ptr + 1), tl.load(ptr + 2)
+
+    @triton.jit
+    def _load(ptr, mask, other):
+        """ptr[0], ptr[1], ptr[2] per lane; ``other``: the value of each component where masked."""
+        return (
+            tl.load(ptr, mask=mask, other=other[0]),
+            tl.load(ptr + 1, mask=mask, other=other[1]),
+            tl.load(ptr + 2, mask=mask, other=other[2]),
+        )
+
+    @triton.jit
+    def _store(ptr, v, mask):
+        tl.store(ptr, v[0], mask=mask)
+        tl.store(ptr + 1, v[1], mask=mask)
+        tl.store(ptr + 2, v[2], mask=mask)
+
+    @triton.jit
+    def _grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z):
+        """The grid's origin, cell size and dimensions, cast: float scalars arrive as fp32 from eager
+        launches but as fp64 from torch.compile (Inductor types Python floats as fp64)."""
+        origin = (tl.cast(ox0, tl.float32), tl.cast(oy0, tl.float32), tl.cast(oz0, tl.float32))
+        dims = (tl.cast(dim_x, tl.int32), tl.cast(dim_y, tl.int32), tl.cast(dim_z, tl.int32))
+        return origin, tl.cast(cell_size, tl.float32), dims
+
+    @triton.jit
+    def _cell_list(c, live, cell_start_ptr, origin, cell_size, dims):
+        """Where the list of the grid cell holding point c starts in ``cell_tris``, and its length."""
+        ix = tl.minimum(tl.maximum(tl.floor((c[0] - origin[0]) / cell_size).to(tl.int32), 0), dims[0] - 1)
+        iy = tl.minimum(tl.maximum(tl.floor((c[1] - origin[1]) / cell_size).to(tl.int32), 0), dims[1] - 1)
+        iz = tl.minimum(tl.maximum(tl.floor((c[2] - origin[2]) / cell_size).to(tl.int32), 0), dims[2] - 1)
+        cell = (ix * dims[1] + iy) * dims[2] + iz
+        first = tl.load(cell_start_ptr + cell, mask=live, other=0)
+        return first, tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - first
 
     @triton.jit
     def _atan2(y, x):
@@ -80,8 +135,8 @@ if triton is not None:
         kx, ky, kz = kx * inv, ky * inv, kz * inv
         c = tl.cos(angle)
         s = tl.sin(angle)
-        cx, cy, cz = _cross(kx, ky, kz, vx, vy, vz)
-        kv = _dot(kx, ky, kz, vx, vy, vz) * (1 - c)
+        cx, cy, cz = _cross((kx, ky, kz), (vx, vy, vz))
+        kv = _dot((kx, ky, kz), (vx, vy, vz)) * (1 - c)
         return vx * c + cx * s + kx * kv, vy * c + cy * s + ky * kv, vz * c + cz * s + kz * kv
 
     # --- sphere vs triangle (SphereTriangleDetector::collide, RocketSim's variant) ---------------
@@ -90,12 +145,12 @@ if triton is not None:
     def _closest_point(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
         abx, aby, abz = bx - ax, by - ay, bz - az
         acx, acy, acz = cx - ax, cy - ay, cz - az
-        d1 = _dot(abx, aby, abz, px - ax, py - ay, pz - az)
-        d2 = _dot(acx, acy, acz, px - ax, py - ay, pz - az)
-        d3 = _dot(abx, aby, abz, px - bx, py - by, pz - bz)
-        d4 = _dot(acx, acy, acz, px - bx, py - by, pz - bz)
-        d5 = _dot(abx, aby, abz, px - cx, py - cy, pz - cz)
-        d6 = _dot(acx, acy, acz, px - cx, py - cy, pz - cz)
+        d1 = _dot((abx, aby, abz), (px - ax, py - ay, pz - az))
+        d2 = _dot((acx, acy, acz), (px - ax, py - ay, pz - az))
+        d3 = _dot((abx, aby, abz), (px - bx, py - by, pz - bz))
+        d4 = _dot((acx, acy, acz), (px - bx, py - by, pz - bz))
+        d5 = _dot((abx, aby, abz), (px - cx, py - cy, pz - cz))
+        d6 = _dot((acx, acy, acz), (px - cx, py - cy, pz - cz))
         va = d3 * d6 - d5 * d4
         vb = d5 * d2 - d1 * d6
         vc = d1 * d4 - d3 * d2
@@ -147,20 +202,20 @@ if triton is not None:
     ):
         e1x, e1y, e1z = bx - ax, by - ay, bz - az
         e2x, e2y, e2z = qx - ax, qy - ay, qz - az
-        fx, fy, fz = _cross(e1x, e1y, e1z, e2x, e2y, e2z)
-        l2 = _dot(fx, fy, fz, fx, fy, fz)
+        fx, fy, fz = _cross((e1x, e1y, e1z), (e2x, e2y, e2z))
+        l2 = _dot((fx, fy, fz), (fx, fy, fz))
         inv = 1.0 / tl.sqrt(tl.where(l2 > 0, l2, 1.0))
         nx, ny, nz = fx * inv, fy * inv, fz * inv
         wx, wy, wz = cx - ax, cy - ay, cz - az
-        plane = _dot(wx, wy, wz, nx, ny, nz)
+        plane = _dot((wx, wy, wz), (nx, ny, nz))
         flip = plane < 0
         nx, ny, nz = tl.where(flip, -nx, nx), tl.where(flip, -ny, ny), tl.where(flip, -nz, nz)
         plane = tl.abs(plane)
-        g1x, g1y, g1z = _cross(e1x, e1y, e1z, wx, wy, wz)
-        g2x, g2y, g2z = _cross(wx, wy, wz, e2x, e2y, e2z)
+        g1x, g1y, g1z = _cross((e1x, e1y, e1z), (wx, wy, wz))
+        g2x, g2y, g2z = _cross((wx, wy, wz), (e2x, e2y, e2z))
         l2s = tl.where(l2 > 0, l2, 1.0)
-        gamma = _dot(g1x, g1y, g1z, fx, fy, fz) / l2s
-        beta = _dot(g2x, g2y, g2z, fx, fy, fz) / l2s
+        gamma = _dot((g1x, g1y, g1z), (fx, fy, fz)) / l2s
+        beta = _dot((g2x, g2y, g2z), (fx, fy, fz)) / l2s
         alpha = 1 - gamma - beta
         inside = (alpha >= 0) & (alpha <= 1) & (beta >= 0) & (beta <= 1) & (gamma >= 0) & (gamma <= 1)
         kx, ky, kz = _closest_point(cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz)
@@ -168,7 +223,7 @@ if triton is not None:
         py = tl.where(inside, cy - ny * plane, ky)
         pz = tl.where(inside, cz - nz * plane, kz)
         tx, ty, tz = cx - px, cy - py, cz - pz
-        dist2 = _dot(tx, ty, tz, tx, ty, tz)
+        dist2 = _dot((tx, ty, tz), (tx, ty, tz))
         has = (l2 >= DEGENERATE_L2) & (plane < reach) & (dist2 < reach * reach)
         tiny = dist2 <= SIMD_EPSILON
         dist = tl.sqrt(dist2)
@@ -182,10 +237,10 @@ if triton is not None:
     @triton.jit
     def _edge_distance(px, py, pz, ax, ay, az, bx, by, bz):
         dx, dy, dz = bx - ax, by - ay, bz - az
-        t = _dot(px - ax, py - ay, pz - az, dx, dy, dz) / _dot(dx, dy, dz, dx, dy, dz)
+        t = _dot((px - ax, py - ay, pz - az), (dx, dy, dz)) / _dot((dx, dy, dz), (dx, dy, dz))
         t = tl.minimum(tl.maximum(t, 0.0), 1.0)
         ex, ey, ez = px - (ax + t * dx), py - (ay + t * dy), pz - (az + t * dz)
-        return tl.sqrt(_dot(ex, ey, ez, ex, ey, ez))
+        return tl.sqrt(_dot((ex, ey, ez), (ex, ey, ez)))
 
     @triton.jit
     def _adjust_internal_edge(
@@ -238,7 +293,7 @@ if triton is not None:
         ex = tl.where(best == 0, ax - bx, tl.where(best == 1, bx - qx, qx - ax))
         ey = tl.where(best == 0, ay - by, tl.where(best == 1, by - qy, qy - ay))
         ez = tl.where(best == 0, az - bz, tl.where(best == 1, bz - qz, qz - az))
-        ninv = 1.0 / tl.sqrt(_dot(gx, gy, gz, gx, gy, gz))
+        ninv = 1.0 / tl.sqrt(_dot((gx, gy, gz), (gx, gy, gz)))
         nix, niy, niz = gx * ninv, gy * ninv, gz * ninv
         sw = tl.where(convex, 1.0, -1.0)
         nax, nay, naz = sw * tnx, sw * tny, sw * tnz
@@ -246,21 +301,21 @@ if triton is not None:
         cbx = tl.where(swap_b, -cbx, cbx)
         cby = tl.where(swap_b, -cby, cby)
         cbz = tl.where(swap_b, -cbz, cbz)
-        back = (_dot(nix, niy, niz, nax, nay, naz) < 0) & (
-            _dot(nix, niy, niz, sw * cbx, sw * cby, sw * cbz) < 0
+        back = (_dot((nix, niy, niz), (nax, nay, naz)) < 0) & (
+            _dot((nix, niy, niz), (sw * cbx, sw * cby, sw * cbz)) < 0
         )
         concave = near & ((angle == 0) | back)
-        ecx, ecy, ecz = _cross(ex, ey, ez, nax, nay, naz)
-        einv = 1.0 / tl.sqrt(_dot(ecx, ecy, ecz, ecx, ecy, ecz))
+        ecx, ecy, ecz = _cross((ex, ey, ez), (nax, nay, naz))
+        einv = 1.0 / tl.sqrt(_dot((ecx, ecy, ecz), (ecx, ecy, ecz)))
         ecx, ecy, ecz = ecx * einv, ecy * einv, ecz * einv
-        cur = _atan2(_dot(gx, gy, gz, ecx, ecy, ecz), _dot(gx, gy, gz, nax, nay, naz))
+        cur = _atan2(_dot((gx, gy, gz), (ecx, ecy, ecz)), _dot((gx, gy, gz), (nax, nay, naz)))
         clamp = tl.where(angle < 0, cur < angle, cur > angle)
         clx, cly, clz = _rotate(gx, gy, gz, ex, ey, ez, angle - cur)
-        use_clamp = near & (~concave) & clamp & (_dot(clx, cly, clz, tnx, tny, tnz) > 0)
+        use_clamp = near & (~concave) & clamp & (_dot((clx, cly, clz), (tnx, tny, tnz)) > 0)
         ox = tl.where(use_clamp, clx, gx)
         oy = tl.where(use_clamp, cly, gy)
         oz = tl.where(use_clamp, clz, gz)
-        use_face = concave & (_dot(tnx, tny, tnz, nix, niy, niz) >= 0)
+        use_face = concave & (_dot((tnx, tny, tnz), (nix, niy, niz)) >= 0)
         ox = tl.where(use_face, tnx, ox)
         oy = tl.where(use_face, tny, oy)
         oz = tl.where(use_face, tnz, oz)
@@ -337,14 +392,14 @@ if triton is not None:
         deepest = tl.where(dd2 < bestd, 2, deepest)
         bestd = tl.minimum(bestd, dd2)
         deepest = tl.where(dd3 < bestd, 3, deepest)
-        ux, uy, uz = _cross(nox - o1x, noy - o1y, noz - o1z, o3x - o2x, o3y - o2y, o3z - o2z)
-        r0 = tl.where(deepest == 0, 0.0, _dot(ux, uy, uz, ux, uy, uz))
-        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o3x - o2x, o3y - o2y, o3z - o2z)
-        r1 = tl.where(deepest == 1, 0.0, _dot(ux, uy, uz, ux, uy, uz))
-        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o3x - o1x, o3y - o1y, o3z - o1z)
-        r2 = tl.where(deepest == 2, 0.0, _dot(ux, uy, uz, ux, uy, uz))
-        ux, uy, uz = _cross(nox - o0x, noy - o0y, noz - o0z, o2x - o1x, o2y - o1y, o2z - o1z)
-        r3 = tl.where(deepest == 3, 0.0, _dot(ux, uy, uz, ux, uy, uz))
+        ux, uy, uz = _cross((nox - o1x, noy - o1y, noz - o1z), (o3x - o2x, o3y - o2y, o3z - o2z))
+        r0 = tl.where(deepest == 0, 0.0, _dot((ux, uy, uz), (ux, uy, uz)))
+        ux, uy, uz = _cross((nox - o0x, noy - o0y, noz - o0z), (o3x - o2x, o3y - o2y, o3z - o2z))
+        r1 = tl.where(deepest == 1, 0.0, _dot((ux, uy, uz), (ux, uy, uz)))
+        ux, uy, uz = _cross((nox - o0x, noy - o0y, noz - o0z), (o3x - o1x, o3y - o1y, o3z - o1z))
+        r2 = tl.where(deepest == 2, 0.0, _dot((ux, uy, uz), (ux, uy, uz)))
+        ux, uy, uz = _cross((nox - o0x, noy - o0y, noz - o0z), (o2x - o1x, o2y - o1y, o2z - o1z))
+        r3 = tl.where(deepest == 3, 0.0, _dot((ux, uy, uz), (ux, uy, uz)))
         replaced = tl.where(r1 > r0, 1, 0)
         rbest = tl.maximum(r0, r1)
         replaced = tl.where(r2 > rbest, 2, replaced)
@@ -550,8 +605,8 @@ if triton is not None:
             ball = screen + bcr
             near = (
                 valid
-                & (tl.abs(_dot(cx, cy, cz, tnx, tny, tnz) - tnd) < screen)
-                & (_dot(bx_, by_, bz_, bx_, by_, bz_) < ball * ball)
+                & (tl.abs(_dot((cx, cy, cz), (tnx, tny, tnz)) - tnd) < screen)
+                & (_dot((bx_, by_, bz_), (bx_, by_, bz_)) < ball * ball)
             )
             if tl.max(near.to(tl.int32), axis=0) > 0:
                 ax = tl.load(tri_ptr + t * 9, mask=near, other=0.0)
@@ -771,96 +826,63 @@ if triton is not None:
         NUM_PLANES: tl.constexpr,
         BLOCK: tl.constexpr,
     ):
-        # fp64 under torch.compile (Inductor types Python floats as fp64): compute in float32
-        ox0 = tl.cast(ox0, tl.float32)
-        oy0 = tl.cast(oy0, tl.float32)
-        oz0 = tl.cast(oz0, tl.float32)
-        cell_size = tl.cast(cell_size, tl.float32)
-        dim_x = tl.cast(dim_x, tl.int32)
-        dim_y = tl.cast(dim_y, tl.int32)
-        dim_z = tl.cast(dim_z, tl.int32)
+        origin, cell_size, dims = _grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
         num_tris = tl.cast(num_tris, tl.int32)
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
-        sx = tl.load(start_ptr + lane * 3, mask=live, other=0.0)
-        sy = tl.load(start_ptr + lane * 3 + 1, mask=live, other=0.0)
-        sz = tl.load(start_ptr + lane * 3 + 2, mask=live, other=0.0)
-        ex = tl.load(end_ptr + lane * 3, mask=live, other=0.0)
-        ey = tl.load(end_ptr + lane * 3 + 1, mask=live, other=0.0)
-        ez = tl.load(end_ptr + lane * 3 + 2, mask=live, other=0.0)
+        s = _load(start_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+        e = _load(end_ptr + lane * 3, live, (0.0, 0.0, 0.0))
         best = tl.full([BLOCK], 3.0e38, tl.float32)
         feature = tl.full([BLOCK], -1, tl.int32)
-        bnx = tl.zeros([BLOCK], tl.float32)
-        bny = tl.zeros([BLOCK], tl.float32)
-        bnz = tl.zeros([BLOCK], tl.float32)
-        ix = tl.minimum(tl.maximum(tl.floor((sx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
-        iy = tl.minimum(tl.maximum(tl.floor((sy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
-        iz = tl.minimum(tl.maximum(tl.floor((sz - oz0) / cell_size).to(tl.int32), 0), dim_z - 1)
-        cell = (ix * dim_y + iy) * dim_z + iz
-        first = tl.load(cell_start_ptr + cell, mask=live, other=0)
-        length = tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - first
+        zero = tl.zeros([BLOCK], tl.float32)
+        normal = (zero, zero, zero)
+        first, length = _cell_list(s, live, cell_start_ptr, origin, cell_size, dims)
         longest = tl.max(length, axis=0)
         j = 0
         while j < longest:
             valid = live & (j < length)
             t = tl.load(cell_tris_ptr + first + j, mask=valid, other=0)
-            ax = tl.load(tri_ptr + t * 9, mask=valid, other=0.0)
-            ay = tl.load(tri_ptr + t * 9 + 1, mask=valid, other=0.0)
-            az = tl.load(tri_ptr + t * 9 + 2, mask=valid, other=0.0)
-            bx = tl.load(tri_ptr + t * 9 + 3, mask=valid, other=0.0)
-            by = tl.load(tri_ptr + t * 9 + 4, mask=valid, other=0.0)
-            bz = tl.load(tri_ptr + t * 9 + 5, mask=valid, other=0.0)
-            qx = tl.load(tri_ptr + t * 9 + 6, mask=valid, other=0.0)
-            qy = tl.load(tri_ptr + t * 9 + 7, mask=valid, other=0.0)
-            qz = tl.load(tri_ptr + t * 9 + 8, mask=valid, other=1.0)
-            nx, ny, nz = _cross(bx - ax, by - ay, bz - az, qx - ax, qy - ay, qz - az)
-            plane = _dot(ax, ay, az, nx, ny, nz)
-            da = _dot(nx, ny, nz, sx, sy, sz) - plane
-            db = _dot(nx, ny, nz, ex, ey, ez) - plane
+            a = _load(tri_ptr + t * 9, valid, (0.0, 0.0, 0.0))
+            b = _load(tri_ptr + t * 9 + 3, valid, (0.0, 0.0, 0.0))
+            q = _load(tri_ptr + t * 9 + 6, valid, (0.0, 0.0, 1.0))
+            nrm = _cross(_sub(b, a), _sub(q, a))
+            plane = _dot(a, nrm)
+            da = _dot(nrm, s) - plane
+            db = _dot(nrm, e) - plane
             crosses = da * db < 0
             f = da / tl.where(crosses, da - db, 1.0)
             f = tl.where(crosses, f, 1.0)
-            px, py, pz = sx * (1 - f) + ex * f, sy * (1 - f) + ey * f, sz * (1 - f) + ez * f
-            tol = _dot(nx, ny, nz, nx, ny, nz) * -0.0001
-            c0x, c0y, c0z = _cross(ax - px, ay - py, az - pz, bx - px, by - py, bz - pz)
-            c1x, c1y, c1z = _cross(bx - px, by - py, bz - pz, qx - px, qy - py, qz - pz)
-            c2x, c2y, c2z = _cross(qx - px, qy - py, qz - pz, ax - px, ay - py, az - pz)
+            p = _add(_scale(s, 1 - f), _scale(e, f))
+            tol = _dot(nrm, nrm) * -0.0001
+            pa, pb, pq = _sub(a, p), _sub(b, p), _sub(q, p)
             inside = (
-                (_dot(c0x, c0y, c0z, nx, ny, nz) >= tol)
-                & (_dot(c1x, c1y, c1z, nx, ny, nz) >= tol)
-                & (_dot(c2x, c2y, c2z, nx, ny, nz) >= tol)
+                (_dot(_cross(pa, pb), nrm) >= tol)
+                & (_dot(_cross(pb, pq), nrm) >= tol)
+                & (_dot(_cross(pq, pa), nrm) >= tol)
             )
             take = valid & crosses & inside & (f < best)
-            inv = 1.0 / tl.sqrt(tl.where(take, _dot(nx, ny, nz, nx, ny, nz), 1.0))
+            inv = 1.0 / tl.sqrt(tl.where(take, _dot(nrm, nrm), 1.0))
             sign = tl.where(da <= 0, -inv, inv)
             best = tl.where(take, f, best)
             feature = tl.where(take, t, feature)
-            bnx = tl.where(take, nx * sign, bnx)
-            bny = tl.where(take, ny * sign, bny)
-            bnz = tl.where(take, nz * sign, bnz)
+            normal = _where(take, _scale(nrm, sign), normal)
             j += 1
         for p in tl.static_range(NUM_PLANES):  # the planes come after the meshes (creation order)
-            pnx = tl.load(plane_n_ptr + p * 3)
-            pny = tl.load(plane_n_ptr + p * 3 + 1)
-            pnz = tl.load(plane_n_ptr + p * 3 + 2)
+            pn = _vec(plane_n_ptr + p * 3)
             pd = tl.load(plane_d_ptr + p)
-            da = (sx * pnx + sy * pny + sz * pnz) - pd
-            db = (ex * pnx + ey * pny + ez * pnz) - pd
+            da = _dot(s, pn) - pd
+            db = _dot(e, pn) - pd
             crosses = da * db < 0
             f = da / tl.where(crosses, da - db, 1.0)
             take = live & crosses & (f < best)
             sign = tl.where(da <= 0, -1.0, 1.0)
             best = tl.where(take, f, best)
             feature = tl.where(take, num_tris + p, feature)
-            bnx = tl.where(take, pnx * sign, bnx)
-            bny = tl.where(take, pny * sign, bny)
-            bnz = tl.where(take, pnz * sign, bnz)
+            normal = _where(take, _scale(pn, sign), normal)
         hit = feature >= 0
         tl.store(hit_out + lane, hit.to(tl.int8), mask=live)
         tl.store(fraction_out + lane, tl.where(hit, best, 1.0), mask=live)
-        tl.store(normal_out + lane * 3, bnx, mask=live)
-        tl.store(normal_out + lane * 3 + 1, bny, mask=live)
-        tl.store(normal_out + lane * 3 + 2, bnz, mask=live)
+        _store(normal_out + lane * 3, normal, mask=live)
         tl.store(feature_out + lane, feature, mask=live)
 
     # --- box contacts (separating axes) -------------------------------------------------------------
@@ -868,9 +890,9 @@ if triton is not None:
     @triton.jit
     def _box_radius(ux, uy, uz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz):
         return (
-            tl.abs(_dot(a0x, a0y, a0z, ux, uy, uz)) * hx
-            + tl.abs(_dot(a1x, a1y, a1z, ux, uy, uz)) * hy
-            + tl.abs(_dot(a2x, a2y, a2z, ux, uy, uz)) * hz
+            tl.abs(_dot((a0x, a0y, a0z), (ux, uy, uz))) * hx
+            + tl.abs(_dot((a1x, a1y, a1z), (ux, uy, uz))) * hy
+            + tl.abs(_dot((a2x, a2y, a2z), (ux, uy, uz))) * hz
         )
 
     @triton.jit
@@ -909,15 +931,15 @@ if triton is not None:
         bnz,
     ):
         """Separation of box and triangle along candidate axis k; keep the largest (first wins)."""
-        length = tl.sqrt(_dot(kx, ky, kz, kx, ky, kz))
+        length = tl.sqrt(_dot((kx, ky, kz), (kx, ky, kz)))
         usable = length > 1e-6 * scale
         inv = 1.0 / tl.where(usable, length, 1.0)
         ux, uy, uz = kx * inv, ky * inv, kz * inv
         radius = _box_radius(ux, uy, uz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz)
-        centre = _dot(cx, cy, cz, ux, uy, uz)
-        p0 = _dot(ax, ay, az, ux, uy, uz)
-        p1 = _dot(bx, by, bz, ux, uy, uz)
-        p2 = _dot(qx, qy, qz, ux, uy, uz)
+        centre = _dot((cx, cy, cz), (ux, uy, uz))
+        p0 = _dot((ax, ay, az), (ux, uy, uz))
+        p1 = _dot((bx, by, bz), (ux, uy, uz))
+        p2 = _dot((qx, qy, qz), (ux, uy, uz))
         below = tl.minimum(tl.minimum(p0, p1), p2) - (centre + radius)
         above = (centre - radius) - tl.maximum(tl.maximum(p0, p1), p2)
         sep = tl.maximum(below, above)
@@ -931,9 +953,9 @@ if triton is not None:
         )
 
     @triton.jit
-    def _cross_len2(ax, ay, az, bx, by, bz):
-        x, y, z = _cross(ax, ay, az, bx, by, bz)
-        return x * x + y * y + z * z
+    def _cross_len2(a, b):
+        c = _cross(a, b)
+        return c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
 
     @triton.jit
     def _box_keep(
@@ -1067,7 +1089,7 @@ if triton is not None:
             e0x, e0y, e0z = bx - ax, by - ay, bz - az
             e1x, e1y, e1z = qx - bx, qy - by, qz - bz
             e2x, e2y, e2z = ax - qx, ay - qy, az - qz
-            tnx, tny, tnz = _cross(e0x, e0y, e0z, qx - ax, qy - ay, qz - az)
+            tnx, tny, tnz = _cross((e0x, e0y, e0z), (qx - ax, qy - ay, qz - az))
             # the largest candidate length, for the "parallel edges give no axis" test
             scale = tl.sqrt(tnx * tnx + tny * tny + tnz * tnz)
             scale = tl.maximum(scale, 1.0)
@@ -1076,10 +1098,10 @@ if triton is not None:
                 tl.sqrt(
                     tl.maximum(
                         tl.maximum(
-                            _cross_len2(a0x, a0y, a0z, e0x, e0y, e0z),
-                            _cross_len2(a0x, a0y, a0z, e1x, e1y, e1z),
+                            _cross_len2((a0x, a0y, a0z), (e0x, e0y, e0z)),
+                            _cross_len2((a0x, a0y, a0z), (e1x, e1y, e1z)),
                         ),
-                        _cross_len2(a0x, a0y, a0z, e2x, e2y, e2z),
+                        _cross_len2((a0x, a0y, a0z), (e2x, e2y, e2z)),
                     )
                 ),
             )
@@ -1088,10 +1110,10 @@ if triton is not None:
                 tl.sqrt(
                     tl.maximum(
                         tl.maximum(
-                            _cross_len2(a1x, a1y, a1z, e0x, e0y, e0z),
-                            _cross_len2(a1x, a1y, a1z, e1x, e1y, e1z),
+                            _cross_len2((a1x, a1y, a1z), (e0x, e0y, e0z)),
+                            _cross_len2((a1x, a1y, a1z), (e1x, e1y, e1z)),
                         ),
-                        _cross_len2(a1x, a1y, a1z, e2x, e2y, e2z),
+                        _cross_len2((a1x, a1y, a1z), (e2x, e2y, e2z)),
                     )
                 ),
             )
@@ -1100,10 +1122,10 @@ if triton is not None:
                 tl.sqrt(
                     tl.maximum(
                         tl.maximum(
-                            _cross_len2(a2x, a2y, a2z, e0x, e0y, e0z),
-                            _cross_len2(a2x, a2y, a2z, e1x, e1y, e1z),
+                            _cross_len2((a2x, a2y, a2z), (e0x, e0y, e0z)),
+                            _cross_len2((a2x, a2y, a2z), (e1x, e1y, e1z)),
                         ),
-                        _cross_len2(a2x, a2y, a2z, e2x, e2y, e2z),
+                        _cross_len2((a2x, a2y, a2z), (e2x, e2y, e2z)),
                     )
                 ),
             )
@@ -1251,7 +1273,7 @@ if triton is not None:
                 gx = a0x if i == 0 else (a1x if i == 1 else a2x)
                 gy = a0y if i == 0 else (a1y if i == 1 else a2y)
                 gz = a0z if i == 0 else (a1z if i == 1 else a2z)
-                kx, ky, kz = _cross(gx, gy, gz, e0x, e0y, e0z)
+                kx, ky, kz = _cross((gx, gy, gz), (e0x, e0y, e0z))
                 best, bnx, bny, bnz = _sat_axis(
                     cx,
                     cy,
@@ -1286,7 +1308,7 @@ if triton is not None:
                     bny,
                     bnz,
                 )
-                kx, ky, kz = _cross(gx, gy, gz, e1x, e1y, e1z)
+                kx, ky, kz = _cross((gx, gy, gz), (e1x, e1y, e1z))
                 best, bnx, bny, bnz = _sat_axis(
                     cx,
                     cy,
@@ -1321,7 +1343,7 @@ if triton is not None:
                     bny,
                     bnz,
                 )
-                kx, ky, kz = _cross(gx, gy, gz, e2x, e2y, e2z)
+                kx, ky, kz = _cross((gx, gy, gz), (e2x, e2y, e2z))
                 best, bnx, bny, bnz = _sat_axis(
                     cx,
                     cy,
@@ -1428,16 +1450,16 @@ if triton is not None:
         for _ in range(ITERATIONS):  # a runtime loop: a tenth of the code of unrolling
             for q in tl.static_range(16):
                 if used[q]:
-                    tqx, tqy, tqz = _cross(ox[q], oy[q], oz[q], nx[q], ny[q], nz[q])
+                    tqx, tqy, tqz = _cross((ox[q], oy[q], oz[q]), (nx[q], ny[q], nz[q]))
                     agx, agy, agz = tqx * inv_inertia, tqy * inv_inertia, tqz * inv_inertia
-                    cqx, cqy, cqz = _cross(agx, agy, agz, ox[q], oy[q], oz[q])
-                    jac = 1.0 / (inv_mass + _dot(nx[q], ny[q], nz[q], cqx, cqy, cqz))
+                    cqx, cqy, cqz = _cross((agx, agy, agz), (ox[q], oy[q], oz[q]))
+                    jac = 1.0 / (inv_mass + _dot((nx[q], ny[q], nz[q]), (cqx, cqy, cqz)))
                     rhs = tl.where(active[q], -dep[q] * erp2_over_dt * jac, 0.0)
                     delta = (
                         rhs
                         - (
-                            _dot(nx[q], ny[q], nz[q], pushx, pushy, pushz)
-                            + _dot(tqx, tqy, tqz, turnx, turny, turnz)
+                            _dot((nx[q], ny[q], nz[q]), (pushx, pushy, pushz))
+                            + _dot((tqx, tqy, tqz), (turnx, turny, turnz))
                         )
                         * jac
                     )
@@ -1617,12 +1639,8 @@ if triton is not None:
                         sny += tl.where(held, ny[slot * 4 + i], 0.0)
                         snz += tl.where(held, nz[slot * 4 + i], 0.0)
                         arm2 = _dot(
-                            ox[slot * 4 + i],
-                            oy[slot * 4 + i],
-                            oz[slot * 4 + i],
-                            ox[slot * 4 + i],
-                            oy[slot * 4 + i],
-                            oz[slot * 4 + i],
+                            (ox[slot * 4 + i], oy[slot * 4 + i], oz[slot * 4 + i]),
+                            (ox[slot * 4 + i], oy[slot * 4 + i], oz[slot * 4 + i]),
                         )
                         sarm += tl.where(held, tl.sqrt(arm2), 0.0)
             touching = total > 0
@@ -1633,21 +1651,21 @@ if triton is not None:
             arm_len = sarm / per
             rx, ry, rz = mnx * -arm_len, mny * -arm_len, mnz * -arm_len
             ex_x, ex_y, ex_z = dvx, dvy, dvz + gravity_dv
-            cwx, cwy, cwz = _cross(wx, wy, wz, rx, ry, rz)
-            approach = _dot(mnx, mny, mnz, dvx + cwx, dvy + cwy, dvz + cwz)
+            cwx, cwy, cwz = _cross((wx, wy, wz), (rx, ry, rz))
+            approach = _dot((mnx, mny, mnz), (dvx + cwx, dvy + cwy, dvz + cwz))
             rest = tl.where(tl.abs(approach) < restitution_threshold, 0.0, -restitution_e * approach)
             rest = tl.maximum(rest, 0.0)
-            tnx_, tny_, tnz_ = _cross(rx, ry, rz, mnx, mny, mnz)
+            tnx_, tny_, tnz_ = _cross((rx, ry, rz), (mnx, mny, mnz))
             anx, any_, anz = tnx_ * inv_inertia, tny_ * inv_inertia, tnz_ * inv_inertia
-            qx_, qy_, qz_ = _cross(anx, any_, anz, rx, ry, rz)
-            jac_n = 1.0 / (inv_mass + _dot(mnx, mny, mnz, qx_, qy_, qz_))
+            qx_, qy_, qz_ = _cross((anx, any_, anz), (rx, ry, rz))
+            jac_n = 1.0 / (inv_mass + _dot((mnx, mny, mnz), (qx_, qy_, qz_)))
             rhs_n = (
-                rest - (_dot(mnx, mny, mnz, ex_x, ex_y, ex_z) + _dot(tnx_, tny_, tnz_, wx, wy, wz))
+                rest - (_dot((mnx, mny, mnz), (ex_x, ex_y, ex_z)) + _dot((tnx_, tny_, tnz_), (wx, wy, wz)))
             ) * jac_n
             vax, vay, vaz = ex_x + cwx, ex_y + cwy, ex_z + cwz
-            vn = _dot(mnx, mny, mnz, vax, vay, vaz)
+            vn = _dot((mnx, mny, mnz), (vax, vay, vaz))
             lx, ly, lz = vax - mnx * vn, vay - mny * vn, vaz - mnz * vn
-            lat2 = _dot(lx, ly, lz, lx, ly, lz)
+            lat2 = _dot((lx, ly, lz), (lx, ly, lz))
             sliding = lat2 > friction_eps
             linv = tl.rsqrt(tl.where(sliding, lat2, 1.0))
             use_yz = tl.abs(mnz) > 0.7071067811865476  # btPlaneSpace1
@@ -1659,11 +1677,11 @@ if triton is not None:
             tx = tl.where(sliding, lx * linv, psx)
             ty = tl.where(sliding, ly * linv, psy)
             tz = tl.where(sliding, lz * linv, psz)
-            ttx, tty, ttz = _cross(rx, ry, rz, tx, ty, tz)
+            ttx, tty, ttz = _cross((rx, ry, rz), (tx, ty, tz))
             atx, aty, atz = ttx * inv_inertia, tty * inv_inertia, ttz * inv_inertia
-            q2x, q2y, q2z = _cross(atx, aty, atz, rx, ry, rz)
-            jac_t = 1.0 / (inv_mass + _dot(tx, ty, tz, q2x, q2y, q2z))
-            rhs_t = -(_dot(tx, ty, tz, ex_x, ex_y, ex_z) + _dot(ttx, tty, ttz, wx, wy, wz)) * jac_t
+            q2x, q2y, q2z = _cross((atx, aty, atz), (rx, ry, rz))
+            jac_t = 1.0 / (inv_mass + _dot((tx, ty, tz), (q2x, q2y, q2z)))
+            rhs_t = -(_dot((tx, ty, tz), (ex_x, ex_y, ex_z)) + _dot((ttx, tty, ttz), (wx, wy, wz))) * jac_t
             sdvx = tl.zeros([BLOCK], tl.float32)
             sdvy = tl.zeros([BLOCK], tl.float32)
             sdvz = tl.zeros([BLOCK], tl.float32)
@@ -1676,7 +1694,10 @@ if triton is not None:
                 for _ in range(ITERATIONS):
                     delta = (
                         rhs_n
-                        - (_dot(mnx, mny, mnz, sdvx, sdvy, sdvz) + _dot(tnx_, tny_, tnz_, sdwx, sdwy, sdwz))
+                        - (
+                            _dot((mnx, mny, mnz), (sdvx, sdvy, sdvz))
+                            + _dot((tnx_, tny_, tnz_), (sdwx, sdwy, sdwz))
+                        )
                         * jac_n
                     )
                     new_n = tl.maximum(imp_n + delta, 0.0)
@@ -1691,7 +1712,8 @@ if triton is not None:
                     limit = friction * imp_n
                     delta = (
                         rhs_t
-                        - (_dot(tx, ty, tz, sdvx, sdvy, sdvz) + _dot(ttx, tty, ttz, sdwx, sdwy, sdwz)) * jac_t
+                        - (_dot((tx, ty, tz), (sdvx, sdvy, sdvz)) + _dot((ttx, tty, ttz), (sdwx, sdwy, sdwz)))
+                        * jac_t
                     )
                     new_t = tl.maximum(tl.minimum(imp_t + delta, limit), -limit)
                     delta = tl.where(imp_n > 0, new_t - imp_t, 0.0)
