@@ -886,71 +886,33 @@ if triton is not None:
         tl.store(feature_out + lane, feature, mask=live)
 
     # --- box contacts (separating axes) -------------------------------------------------------------
+    # A box is (centre, axes, half extents), axes a 3-tuple of 3-vectors; a triangle is (a, b, q).
 
     @triton.jit
-    def _box_radius(ux, uy, uz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz):
+    def _box_radius(u, axes, half):
         return (
-            tl.abs(_dot((a0x, a0y, a0z), (ux, uy, uz))) * hx
-            + tl.abs(_dot((a1x, a1y, a1z), (ux, uy, uz))) * hy
-            + tl.abs(_dot((a2x, a2y, a2z), (ux, uy, uz))) * hz
+            tl.abs(_dot(axes[0], u)) * half[0]
+            + tl.abs(_dot(axes[1], u)) * half[1]
+            + tl.abs(_dot(axes[2], u)) * half[2]
         )
 
     @triton.jit
-    def _sat_axis(
-        cx,
-        cy,
-        cz,
-        a0x,
-        a0y,
-        a0z,
-        a1x,
-        a1y,
-        a1z,
-        a2x,
-        a2y,
-        a2z,
-        hx,
-        hy,
-        hz,
-        ax,
-        ay,
-        az,
-        bx,
-        by,
-        bz,
-        qx,
-        qy,
-        qz,
-        kx,
-        ky,
-        kz,
-        scale,
-        best,
-        bnx,
-        bny,
-        bnz,
-    ):
+    def _sat_axis(box, tri, k, scale, best, normal):
         """Separation of box and triangle along candidate axis k; keep the largest (first wins)."""
-        length = tl.sqrt(_dot((kx, ky, kz), (kx, ky, kz)))
+        length = tl.sqrt(_dot(k, k))
         usable = length > 1e-6 * scale
-        inv = 1.0 / tl.where(usable, length, 1.0)
-        ux, uy, uz = kx * inv, ky * inv, kz * inv
-        radius = _box_radius(ux, uy, uz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz)
-        centre = _dot((cx, cy, cz), (ux, uy, uz))
-        p0 = _dot((ax, ay, az), (ux, uy, uz))
-        p1 = _dot((bx, by, bz), (ux, uy, uz))
-        p2 = _dot((qx, qy, qz), (ux, uy, uz))
+        u = _scale(k, 1.0 / tl.where(usable, length, 1.0))
+        radius = _box_radius(u, box[1], box[2])
+        centre = _dot(box[0], u)
+        p0 = _dot(tri[0], u)
+        p1 = _dot(tri[1], u)
+        p2 = _dot(tri[2], u)
         below = tl.minimum(tl.minimum(p0, p1), p2) - (centre + radius)
         above = (centre - radius) - tl.maximum(tl.maximum(p0, p1), p2)
         sep = tl.maximum(below, above)
         take = usable & (sep > best)
         sign = tl.where(below > above, -1.0, 1.0)
-        return (
-            tl.where(take, sep, best),
-            tl.where(take, ux * sign, bnx),
-            tl.where(take, uy * sign, bny),
-            tl.where(take, uz * sign, bnz),
-        )
+        return tl.where(take, sep, best), _where(take, _scale(u, sign), normal)
 
     @triton.jit
     def _cross_len2(a, b):
@@ -958,23 +920,33 @@ if triton is not None:
         return c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
 
     @triton.jit
-    def _box_keep(
-        ok, sep, nx, ny, nz, feature, arrival, key_sep, key_arr, kn_x, kn_y, kn_z, kf, K: tl.constexpr
-    ):
-        """Keep the K smallest (separation, arrival): replace the largest when full."""
+    def _box_keep(ok, sep, normal, feature, arrival, keys, K: tl.constexpr):
+        """Keep the K smallest (separation, arrival): replace the largest when full. ``keys``: the kept
+        separations, arrivals, normal x, y, z and features, [BLOCK, K] each."""
+        key_sep, key_arr, kn_x, kn_y, kn_z, kf = keys
         col = tl.arange(0, K)
         worst = tl.max(key_sep, axis=1)
         is_worst = key_sep == worst[:, None]
         worst_col = tl.argmax(tl.where(is_worst, key_arr, -1), axis=1)
         put = ok & (sep < worst)
         at = put[:, None] & (col[None, :] == worst_col[:, None])
-        key_sep = tl.where(at, sep[:, None], key_sep)
-        key_arr = tl.where(at, arrival[:, None], key_arr)
-        kn_x = tl.where(at, nx[:, None], kn_x)
-        kn_y = tl.where(at, ny[:, None], kn_y)
-        kn_z = tl.where(at, nz[:, None], kn_z)
-        kf = tl.where(at, feature[:, None], kf)
-        return key_sep, key_arr, kn_x, kn_y, kn_z, kf
+        return (
+            tl.where(at, sep[:, None], key_sep),
+            tl.where(at, arrival[:, None], key_arr),
+            tl.where(at, normal[0][:, None], kn_x),
+            tl.where(at, normal[1][:, None], kn_y),
+            tl.where(at, normal[2][:, None], kn_z),
+            tl.where(at, feature[:, None], kf),
+        )
+
+    @triton.jit
+    def _axis_column(ptr, i: tl.constexpr, mask):
+        """Column i of the row-major 3x3 matrix at ptr (identity where masked)."""
+        return (
+            tl.load(ptr + i, mask=mask, other=1.0 if i == 0 else 0.0),
+            tl.load(ptr + (3 + i), mask=mask, other=1.0 if i == 1 else 0.0),
+            tl.load(ptr + (6 + i), mask=mask, other=1.0 if i == 2 else 0.0),
+        )
 
     @triton.jit
     def _box_contacts_kernel(
@@ -1008,404 +980,79 @@ if triton is not None:
     ):
         # fp64 under torch.compile (Inductor types Python floats as fp64): compute in float32
         gap = tl.cast(gap, tl.float32)
-        ox0 = tl.cast(ox0, tl.float32)
-        oy0 = tl.cast(oy0, tl.float32)
-        oz0 = tl.cast(oz0, tl.float32)
-        cell_size = tl.cast(cell_size, tl.float32)
-        dim_x = tl.cast(dim_x, tl.int32)
-        dim_y = tl.cast(dim_y, tl.int32)
-        dim_z = tl.cast(dim_z, tl.int32)
+        origin, cell_size, dims = _grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
         num_tris = tl.cast(num_tris, tl.int32)
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
-        cx = tl.load(center_ptr + lane * 3, mask=live, other=0.0)
-        cy = tl.load(center_ptr + lane * 3 + 1, mask=live, other=0.0)
-        cz = tl.load(center_ptr + lane * 3 + 2, mask=live, other=0.0)
+        c = _load(center_ptr + lane * 3, live, (0.0, 0.0, 0.0))
         # axes [N, 3, 3] row-major with the box axes as columns: axis i = (m[0][i], m[1][i], m[2][i])
-        a0x = tl.load(axes_ptr + lane * 9 + 0, mask=live, other=1.0)
-        a0y = tl.load(axes_ptr + lane * 9 + 3, mask=live, other=0.0)
-        a0z = tl.load(axes_ptr + lane * 9 + 6, mask=live, other=0.0)
-        a1x = tl.load(axes_ptr + lane * 9 + 1, mask=live, other=0.0)
-        a1y = tl.load(axes_ptr + lane * 9 + 4, mask=live, other=1.0)
-        a1z = tl.load(axes_ptr + lane * 9 + 7, mask=live, other=0.0)
-        a2x = tl.load(axes_ptr + lane * 9 + 2, mask=live, other=0.0)
-        a2y = tl.load(axes_ptr + lane * 9 + 5, mask=live, other=0.0)
-        a2z = tl.load(axes_ptr + lane * 9 + 8, mask=live, other=1.0)
-        hx = tl.load(half_ptr + lane * half_stride, mask=live, other=1.0)
-        hy = tl.load(half_ptr + lane * half_stride + 1, mask=live, other=1.0)
-        hz = tl.load(half_ptr + lane * half_stride + 2, mask=live, other=1.0)
-        key_sep = tl.full([BLOCK, K], 3.0e38, tl.float32)
-        key_arr = tl.full([BLOCK, K], 1 << 30, tl.int32)
-        kn_x = tl.zeros([BLOCK, K], tl.float32)
-        kn_y = tl.zeros([BLOCK, K], tl.float32)
-        kn_z = tl.zeros([BLOCK, K], tl.float32)
-        kf = tl.full([BLOCK, K], -1, tl.int32)
+        axes = (
+            _axis_column(axes_ptr + lane * 9, 0, live),
+            _axis_column(axes_ptr + lane * 9, 1, live),
+            _axis_column(axes_ptr + lane * 9, 2, live),
+        )
+        half = _load(half_ptr + lane * half_stride, live, (1.0, 1.0, 1.0))
+        box = (c, axes, half)
+        keys = (
+            tl.full([BLOCK, K], 3.0e38, tl.float32),
+            tl.full([BLOCK, K], 1 << 30, tl.int32),
+            tl.zeros([BLOCK, K], tl.float32),
+            tl.zeros([BLOCK, K], tl.float32),
+            tl.zeros([BLOCK, K], tl.float32),
+            tl.full([BLOCK, K], -1, tl.int32),
+        )
         count = tl.zeros([BLOCK], tl.int32)
         for p in tl.static_range(NUM_PLANES):
-            pnx = tl.load(plane_n_ptr + p * 3)
-            pny = tl.load(plane_n_ptr + p * 3 + 1)
-            pnz = tl.load(plane_n_ptr + p * 3 + 2)
+            pn = _vec(plane_n_ptr + p * 3)
             pd = tl.load(plane_d_ptr + p)
-            radius = _box_radius(pnx, pny, pnz, a0x, a0y, a0z, a1x, a1y, a1z, a2x, a2y, a2z, hx, hy, hz)
-            sep = (cx * pnx + cy * pny + cz * pnz) - pd - radius
+            radius = _box_radius(pn, axes, half)
+            sep = _dot(c, pn) - pd - radius
             has = live & (sep < gap)
             count += has.to(tl.int32)
-            key_sep, key_arr, kn_x, kn_y, kn_z, kf = _box_keep(
-                has,
-                sep,
-                pnx + cx * 0,
-                pny + cx * 0,
-                pnz + cx * 0,
-                tl.zeros([BLOCK], tl.int32) + (num_tris + p),
-                tl.full([BLOCK], p, tl.int32),
-                key_sep,
-                key_arr,
-                kn_x,
-                kn_y,
-                kn_z,
-                kf,
-                K,
-            )
-        ix = tl.minimum(tl.maximum(tl.floor((cx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
-        iy = tl.minimum(tl.maximum(tl.floor((cy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
-        iz = tl.minimum(tl.maximum(tl.floor((cz - oz0) / cell_size).to(tl.int32), 0), dim_z - 1)
-        cell = (ix * dim_y + iy) * dim_z + iz
-        first = tl.load(cell_start_ptr + cell, mask=live, other=0)
-        length = tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - first
+            spread = c[0] * 0  # the plane's normal in every lane
+            normal = (pn[0] + spread, pn[1] + spread, pn[2] + spread)
+            feature = tl.zeros([BLOCK], tl.int32) + (num_tris + p)
+            keys = _box_keep(has, sep, normal, feature, tl.full([BLOCK], p, tl.int32), keys, K)
+        first, length = _cell_list(c, live, cell_start_ptr, origin, cell_size, dims)
         longest = tl.max(length, axis=0)
         j = 0
         while j < longest:
             valid = live & (j < length)
             t = tl.load(cell_tris_ptr + first + j, mask=valid, other=0)
-            ax = tl.load(tri_ptr + t * 9, mask=valid, other=0.0)
-            ay = tl.load(tri_ptr + t * 9 + 1, mask=valid, other=0.0)
-            az = tl.load(tri_ptr + t * 9 + 2, mask=valid, other=0.0)
-            bx = tl.load(tri_ptr + t * 9 + 3, mask=valid, other=1.0)
-            by = tl.load(tri_ptr + t * 9 + 4, mask=valid, other=0.0)
-            bz = tl.load(tri_ptr + t * 9 + 5, mask=valid, other=0.0)
-            qx = tl.load(tri_ptr + t * 9 + 6, mask=valid, other=0.0)
-            qy = tl.load(tri_ptr + t * 9 + 7, mask=valid, other=1.0)
-            qz = tl.load(tri_ptr + t * 9 + 8, mask=valid, other=0.0)
-            e0x, e0y, e0z = bx - ax, by - ay, bz - az
-            e1x, e1y, e1z = qx - bx, qy - by, qz - bz
-            e2x, e2y, e2z = ax - qx, ay - qy, az - qz
-            tnx, tny, tnz = _cross((e0x, e0y, e0z), (qx - ax, qy - ay, qz - az))
+            a = _load(tri_ptr + t * 9, valid, (0.0, 0.0, 0.0))
+            b = _load(tri_ptr + t * 9 + 3, valid, (1.0, 0.0, 0.0))
+            q = _load(tri_ptr + t * 9 + 6, valid, (0.0, 1.0, 0.0))
+            edges = (_sub(b, a), _sub(q, b), _sub(a, q))
+            tn = _cross(edges[0], _sub(q, a))
             # the largest candidate length, for the "parallel edges give no axis" test
-            scale = tl.sqrt(tnx * tnx + tny * tny + tnz * tnz)
-            scale = tl.maximum(scale, 1.0)
-            scale = tl.maximum(
-                scale,
-                tl.sqrt(
-                    tl.maximum(
-                        tl.maximum(
-                            _cross_len2((a0x, a0y, a0z), (e0x, e0y, e0z)),
-                            _cross_len2((a0x, a0y, a0z), (e1x, e1y, e1z)),
-                        ),
-                        _cross_len2((a0x, a0y, a0z), (e2x, e2y, e2z)),
-                    )
-                ),
-            )
-            scale = tl.maximum(
-                scale,
-                tl.sqrt(
-                    tl.maximum(
-                        tl.maximum(
-                            _cross_len2((a1x, a1y, a1z), (e0x, e0y, e0z)),
-                            _cross_len2((a1x, a1y, a1z), (e1x, e1y, e1z)),
-                        ),
-                        _cross_len2((a1x, a1y, a1z), (e2x, e2y, e2z)),
-                    )
-                ),
-            )
-            scale = tl.maximum(
-                scale,
-                tl.sqrt(
-                    tl.maximum(
-                        tl.maximum(
-                            _cross_len2((a2x, a2y, a2z), (e0x, e0y, e0z)),
-                            _cross_len2((a2x, a2y, a2z), (e1x, e1y, e1z)),
-                        ),
-                        _cross_len2((a2x, a2y, a2z), (e2x, e2y, e2z)),
-                    )
-                ),
-            )
-            best = tl.full([BLOCK], -3.0e38, tl.float32)
-            bnx = tl.zeros([BLOCK], tl.float32)
-            bny = tl.zeros([BLOCK], tl.float32)
-            bnz = tl.zeros([BLOCK], tl.float32)
-            best, bnx, bny, bnz = _sat_axis(
-                cx,
-                cy,
-                cz,
-                a0x,
-                a0y,
-                a0z,
-                a1x,
-                a1y,
-                a1z,
-                a2x,
-                a2y,
-                a2z,
-                hx,
-                hy,
-                hz,
-                ax,
-                ay,
-                az,
-                bx,
-                by,
-                bz,
-                qx,
-                qy,
-                qz,
-                tnx,
-                tny,
-                tnz,
-                scale,
-                best,
-                bnx,
-                bny,
-                bnz,
-            )
-            best, bnx, bny, bnz = _sat_axis(
-                cx,
-                cy,
-                cz,
-                a0x,
-                a0y,
-                a0z,
-                a1x,
-                a1y,
-                a1z,
-                a2x,
-                a2y,
-                a2z,
-                hx,
-                hy,
-                hz,
-                ax,
-                ay,
-                az,
-                bx,
-                by,
-                bz,
-                qx,
-                qy,
-                qz,
-                a0x,
-                a0y,
-                a0z,
-                scale,
-                best,
-                bnx,
-                bny,
-                bnz,
-            )
-            best, bnx, bny, bnz = _sat_axis(
-                cx,
-                cy,
-                cz,
-                a0x,
-                a0y,
-                a0z,
-                a1x,
-                a1y,
-                a1z,
-                a2x,
-                a2y,
-                a2z,
-                hx,
-                hy,
-                hz,
-                ax,
-                ay,
-                az,
-                bx,
-                by,
-                bz,
-                qx,
-                qy,
-                qz,
-                a1x,
-                a1y,
-                a1z,
-                scale,
-                best,
-                bnx,
-                bny,
-                bnz,
-            )
-            best, bnx, bny, bnz = _sat_axis(
-                cx,
-                cy,
-                cz,
-                a0x,
-                a0y,
-                a0z,
-                a1x,
-                a1y,
-                a1z,
-                a2x,
-                a2y,
-                a2z,
-                hx,
-                hy,
-                hz,
-                ax,
-                ay,
-                az,
-                bx,
-                by,
-                bz,
-                qx,
-                qy,
-                qz,
-                a2x,
-                a2y,
-                a2z,
-                scale,
-                best,
-                bnx,
-                bny,
-                bnz,
+            scale = tl.maximum(tl.sqrt(_dot(tn, tn)), 1.0)
+            for i in tl.static_range(3):
+                edge01 = tl.maximum(_cross_len2(axes[i], edges[0]), _cross_len2(axes[i], edges[1]))
+                scale = tl.maximum(scale, tl.sqrt(tl.maximum(edge01, _cross_len2(axes[i], edges[2]))))
+            # the axes: the face normal, the box's 3 axes, then each box axis crossed with each edge
+            tri = (a, b, q)
+            zero = tl.zeros([BLOCK], tl.float32)
+            best, normal = _sat_axis(
+                box, tri, tn, scale, tl.full([BLOCK], -3.0e38, tl.float32), (zero, zero, zero)
             )
             for i in tl.static_range(3):
-                gx = a0x if i == 0 else (a1x if i == 1 else a2x)
-                gy = a0y if i == 0 else (a1y if i == 1 else a2y)
-                gz = a0z if i == 0 else (a1z if i == 1 else a2z)
-                kx, ky, kz = _cross((gx, gy, gz), (e0x, e0y, e0z))
-                best, bnx, bny, bnz = _sat_axis(
-                    cx,
-                    cy,
-                    cz,
-                    a0x,
-                    a0y,
-                    a0z,
-                    a1x,
-                    a1y,
-                    a1z,
-                    a2x,
-                    a2y,
-                    a2z,
-                    hx,
-                    hy,
-                    hz,
-                    ax,
-                    ay,
-                    az,
-                    bx,
-                    by,
-                    bz,
-                    qx,
-                    qy,
-                    qz,
-                    kx,
-                    ky,
-                    kz,
-                    scale,
-                    best,
-                    bnx,
-                    bny,
-                    bnz,
-                )
-                kx, ky, kz = _cross((gx, gy, gz), (e1x, e1y, e1z))
-                best, bnx, bny, bnz = _sat_axis(
-                    cx,
-                    cy,
-                    cz,
-                    a0x,
-                    a0y,
-                    a0z,
-                    a1x,
-                    a1y,
-                    a1z,
-                    a2x,
-                    a2y,
-                    a2z,
-                    hx,
-                    hy,
-                    hz,
-                    ax,
-                    ay,
-                    az,
-                    bx,
-                    by,
-                    bz,
-                    qx,
-                    qy,
-                    qz,
-                    kx,
-                    ky,
-                    kz,
-                    scale,
-                    best,
-                    bnx,
-                    bny,
-                    bnz,
-                )
-                kx, ky, kz = _cross((gx, gy, gz), (e2x, e2y, e2z))
-                best, bnx, bny, bnz = _sat_axis(
-                    cx,
-                    cy,
-                    cz,
-                    a0x,
-                    a0y,
-                    a0z,
-                    a1x,
-                    a1y,
-                    a1z,
-                    a2x,
-                    a2y,
-                    a2z,
-                    hx,
-                    hy,
-                    hz,
-                    ax,
-                    ay,
-                    az,
-                    bx,
-                    by,
-                    bz,
-                    qx,
-                    qy,
-                    qz,
-                    kx,
-                    ky,
-                    kz,
-                    scale,
-                    best,
-                    bnx,
-                    bny,
-                    bnz,
-                )
+                best, normal = _sat_axis(box, tri, axes[i], scale, best, normal)
+            for i in tl.static_range(3):
+                for e in tl.static_range(3):
+                    best, normal = _sat_axis(box, tri, _cross(axes[i], edges[e]), scale, best, normal)
             has = valid & (best < gap)
             count += has.to(tl.int32)
-            key_sep, key_arr, kn_x, kn_y, kn_z, kf = _box_keep(
-                has,
-                best,
-                bnx,
-                bny,
-                bnz,
-                t,
-                tl.full([BLOCK], NUM_PLANES, tl.int32) + j,
-                key_sep,
-                key_arr,
-                kn_x,
-                kn_y,
-                kn_z,
-                kf,
-                K,
-            )
+            keys = _box_keep(has, best, normal, t, tl.full([BLOCK], NUM_PLANES, tl.int32) + j, keys, K)
             j += 1
+        key_sep, key_arr, kn_x, kn_y, kn_z, kf = keys
         col = tl.arange(0, K)
         m = live[:, None] & (col[None, :] < K)
+        rows = lane[:, None] * K
         tl.store(count_out + lane, count, mask=live)
-        tl.store(sep_out + lane[:, None] * K + col[None, :], key_sep, mask=m)
-        tl.store(arrival_out + lane[:, None] * K + col[None, :], key_arr, mask=m)
-        tl.store(normal_out + (lane[:, None] * K + col[None, :]) * 3, kn_x, mask=m)
-        tl.store(normal_out + (lane[:, None] * K + col[None, :]) * 3 + 1, kn_y, mask=m)
-        tl.store(normal_out + (lane[:, None] * K + col[None, :]) * 3 + 2, kn_z, mask=m)
-        tl.store(feature_out + lane[:, None] * K + col[None, :], kf, mask=m)
+        tl.store(sep_out + rows + col[None, :], key_sep, mask=m)
+        tl.store(arrival_out + rows + col[None, :], key_arr, mask=m)
+        _store(normal_out + (rows + col[None, :]) * 3, (kn_x, kn_y, kn_z), mask=m)
+        tl.store(feature_out + rows + col[None, :], kf, mask=m)
 
 
 if triton is not None:
