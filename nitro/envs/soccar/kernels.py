@@ -129,150 +129,89 @@ if triton is not None:
         return tl.where(y < 0, -r, r)
 
     @triton.jit
-    def _rotate(vx, vy, vz, kx, ky, kz, angle):
+    def _neg(a):
+        return -a[0], -a[1], -a[2]
+
+    @triton.jit
+    def _rotate(v, k, angle):
         """Rotate v about axis k (any length) by angle, right-handed (Rodrigues)."""
-        inv = 1.0 / tl.sqrt(kx * kx + ky * ky + kz * kz)
-        kx, ky, kz = kx * inv, ky * inv, kz * inv
+        k = _scale(k, 1.0 / tl.sqrt(_dot(k, k)))
         c = tl.cos(angle)
         s = tl.sin(angle)
-        cx, cy, cz = _cross((kx, ky, kz), (vx, vy, vz))
-        kv = _dot((kx, ky, kz), (vx, vy, vz)) * (1 - c)
-        return vx * c + cx * s + kx * kv, vy * c + cy * s + ky * kv, vz * c + cz * s + kz * kv
+        kv = _dot(k, v) * (1 - c)
+        return _add(_add(_scale(v, c), _scale(_cross(k, v), s)), _scale(k, kv))
 
     # --- sphere vs triangle (SphereTriangleDetector::collide, RocketSim's variant) ---------------
 
     @triton.jit
-    def _closest_point(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
-        abx, aby, abz = bx - ax, by - ay, bz - az
-        acx, acy, acz = cx - ax, cy - ay, cz - az
-        d1 = _dot((abx, aby, abz), (px - ax, py - ay, pz - az))
-        d2 = _dot((acx, acy, acz), (px - ax, py - ay, pz - az))
-        d3 = _dot((abx, aby, abz), (px - bx, py - by, pz - bz))
-        d4 = _dot((acx, acy, acz), (px - bx, py - by, pz - bz))
-        d5 = _dot((abx, aby, abz), (px - cx, py - cy, pz - cz))
-        d6 = _dot((acx, acy, acz), (px - cx, py - cy, pz - cz))
+    def _closest_point(p, a, b, c):
+        ab = _sub(b, a)
+        ac = _sub(c, a)
+        d1 = _dot(ab, _sub(p, a))
+        d2 = _dot(ac, _sub(p, a))
+        d3 = _dot(ab, _sub(p, b))
+        d4 = _dot(ac, _sub(p, b))
+        d5 = _dot(ab, _sub(p, c))
+        d6 = _dot(ac, _sub(p, c))
         va = d3 * d6 - d5 * d4
         vb = d5 * d2 - d1 * d6
         vc = d1 * d4 - d3 * d2
         denom = 1.0 / (va + vb + vc)
-        v = vb * denom
-        w = vc * denom
-        ox, oy, oz = ax + v * abx + w * acx, ay + v * aby + w * acy, az + v * abz + w * acz
+        o = _add(_add(a, _scale(ab, vb * denom)), _scale(ac, vc * denom))
         m6 = (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)
-        t6 = (d4 - d3) / tl.where(m6, (d4 - d3) + (d5 - d6), 1.0)
-        ox = tl.where(m6, bx + t6 * (cx - bx), ox)
-        oy = tl.where(m6, by + t6 * (cy - by), oy)
-        oz = tl.where(m6, bz + t6 * (cz - bz), oz)
+        o = _where(m6, _add(b, _scale(_sub(c, b), (d4 - d3) / tl.where(m6, (d4 - d3) + (d5 - d6), 1.0))), o)
         m5 = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
-        t5 = d2 / tl.where(m5, d2 - d6, 1.0)
-        ox = tl.where(m5, ax + t5 * acx, ox)
-        oy = tl.where(m5, ay + t5 * acy, oy)
-        oz = tl.where(m5, az + t5 * acz, oz)
+        o = _where(m5, _add(a, _scale(ac, d2 / tl.where(m5, d2 - d6, 1.0))), o)
         m4 = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
-        t4 = d1 / tl.where(m4, d1 - d3, 1.0)
-        ox = tl.where(m4, ax + t4 * abx, ox)
-        oy = tl.where(m4, ay + t4 * aby, oy)
-        oz = tl.where(m4, az + t4 * abz, oz)
-        m3 = (d6 >= 0) & (d5 <= d6)
-        ox, oy, oz = tl.where(m3, cx, ox), tl.where(m3, cy, oy), tl.where(m3, cz, oz)
-        m2 = (d3 >= 0) & (d4 <= d3)
-        ox, oy, oz = tl.where(m2, bx, ox), tl.where(m2, by, oy), tl.where(m2, bz, oz)
-        m1 = (d1 <= 0) & (d2 <= 0)
-        ox, oy, oz = tl.where(m1, ax, ox), tl.where(m1, ay, oy), tl.where(m1, az, oz)
-        return ox, oy, oz
+        o = _where(m4, _add(a, _scale(ab, d1 / tl.where(m4, d1 - d3, 1.0))), o)
+        o = _where((d6 >= 0) & (d5 <= d6), c, o)
+        o = _where((d3 >= 0) & (d4 <= d3), b, o)
+        return _where((d1 <= 0) & (d2 <= 0), a, o)
 
     @triton.jit
-    def _sphere_triangle(
-        cx,
-        cy,
-        cz,
-        ax,
-        ay,
-        az,
-        bx,
-        by,
-        bz,
-        qx,
-        qy,
-        qz,
-        radius,
-        reach,
-        DEGENERATE_L2: tl.constexpr,
-        SIMD_EPSILON: tl.constexpr,
-    ):
-        e1x, e1y, e1z = bx - ax, by - ay, bz - az
-        e2x, e2y, e2z = qx - ax, qy - ay, qz - az
-        fx, fy, fz = _cross((e1x, e1y, e1z), (e2x, e2y, e2z))
-        l2 = _dot((fx, fy, fz), (fx, fy, fz))
-        inv = 1.0 / tl.sqrt(tl.where(l2 > 0, l2, 1.0))
-        nx, ny, nz = fx * inv, fy * inv, fz * inv
-        wx, wy, wz = cx - ax, cy - ay, cz - az
-        plane = _dot((wx, wy, wz), (nx, ny, nz))
-        flip = plane < 0
-        nx, ny, nz = tl.where(flip, -nx, nx), tl.where(flip, -ny, ny), tl.where(flip, -nz, nz)
+    def _sphere_triangle(c, a, b, q, radius, reach, DEGENERATE_L2: tl.constexpr, SIMD_EPSILON: tl.constexpr):
+        """The contact of the sphere at c with triangle (a, b, q): has, point, normal, depth."""
+        e1 = _sub(b, a)
+        e2 = _sub(q, a)
+        f = _cross(e1, e2)
+        l2 = _dot(f, f)
+        n = _scale(f, 1.0 / tl.sqrt(tl.where(l2 > 0, l2, 1.0)))
+        w = _sub(c, a)
+        plane = _dot(w, n)
+        n = _where(plane < 0, _neg(n), n)
         plane = tl.abs(plane)
-        g1x, g1y, g1z = _cross((e1x, e1y, e1z), (wx, wy, wz))
-        g2x, g2y, g2z = _cross((wx, wy, wz), (e2x, e2y, e2z))
         l2s = tl.where(l2 > 0, l2, 1.0)
-        gamma = _dot((g1x, g1y, g1z), (fx, fy, fz)) / l2s
-        beta = _dot((g2x, g2y, g2z), (fx, fy, fz)) / l2s
+        gamma = _dot(_cross(e1, w), f) / l2s
+        beta = _dot(_cross(w, e2), f) / l2s
         alpha = 1 - gamma - beta
         inside = (alpha >= 0) & (alpha <= 1) & (beta >= 0) & (beta <= 1) & (gamma >= 0) & (gamma <= 1)
-        kx, ky, kz = _closest_point(cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz)
-        px = tl.where(inside, cx - nx * plane, kx)
-        py = tl.where(inside, cy - ny * plane, ky)
-        pz = tl.where(inside, cz - nz * plane, kz)
-        tx, ty, tz = cx - px, cy - py, cz - pz
-        dist2 = _dot((tx, ty, tz), (tx, ty, tz))
+        p = _where(inside, _sub(c, _scale(n, plane)), _closest_point(c, a, b, q))
+        t = _sub(c, p)
+        dist2 = _dot(t, t)
         has = (l2 >= DEGENERATE_L2) & (plane < reach) & (dist2 < reach * reach)
         tiny = dist2 <= SIMD_EPSILON
         dist = tl.sqrt(dist2)
-        invd = 1.0 / tl.where(tiny, 1.0, dist)
-        gx = tl.where(tiny, nx, tx * invd)
-        gy = tl.where(tiny, ny, ty * invd)
-        gz = tl.where(tiny, nz, tz * invd)
-        depth = tl.where(tiny, -radius, dist - radius)
-        return has, px, py, pz, gx, gy, gz, depth
+        g = _where(tiny, n, _scale(t, 1.0 / tl.where(tiny, 1.0, dist)))
+        return has, p, g, tl.where(tiny, -radius, dist - radius)
 
     @triton.jit
-    def _edge_distance(px, py, pz, ax, ay, az, bx, by, bz):
-        dx, dy, dz = bx - ax, by - ay, bz - az
-        t = _dot((px - ax, py - ay, pz - az), (dx, dy, dz)) / _dot((dx, dy, dz), (dx, dy, dz))
+    def _edge_distance(p, a, b):
+        d = _sub(b, a)
+        t = _dot(_sub(p, a), d) / _dot(d, d)
         t = tl.minimum(tl.maximum(t, 0.0), 1.0)
-        ex, ey, ez = px - (ax + t * dx), py - (ay + t * dy), pz - (az + t * dz)
-        return tl.sqrt(_dot((ex, ey, ez), (ex, ey, ez)))
+        e = _sub(p, _add(a, _scale(d, t)))
+        return tl.sqrt(_dot(e, e))
 
     @triton.jit
     def _adjust_internal_edge(
-        gx,
-        gy,
-        gz,
-        px,
-        py,
-        pz,
-        ax,
-        ay,
-        az,
-        bx,
-        by,
-        bz,
-        qx,
-        qy,
-        qz,
-        tnx,
-        tny,
-        tnz,
-        ang0,
-        ang1,
-        ang2,
-        flags,
-        MAX_ANGLE: tl.constexpr,
-        EDGE_DISTANCE: tl.constexpr,
+        g, p, a, b, q, tn, angles, flags, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr
     ):
-        """btAdjustInternalEdgeContacts, as `mesh.adjust_internal_edge_contacts`."""
-        d0 = _edge_distance(px, py, pz, ax, ay, az, bx, by, bz)
-        d1 = _edge_distance(px, py, pz, bx, by, bz, qx, qy, qz)
-        d2 = _edge_distance(px, py, pz, qx, qy, qz, ax, ay, az)
+        """btAdjustInternalEdgeContacts, as `mesh.adjust_internal_edge_contacts`: normal g at point p
+        of triangle (a, b, q) (face normal tn, edge angles and flags): the normal, and if it changed."""
+        ang0, ang1, ang2 = angles
+        d0 = _edge_distance(p, a, b)
+        d1 = _edge_distance(p, b, q)
+        d2 = _edge_distance(p, q, a)
         h0 = tl.abs(ang0) < MAX_ANGLE
         h1 = tl.abs(ang1) < MAX_ANGLE
         h2 = tl.abs(ang2) < MAX_ANGLE
@@ -289,42 +228,29 @@ if triton is not None:
         angle = tl.where(best == 0, ang0, tl.where(best == 1, ang1, ang2))
         convex = ((flags >> best) & 1) == 1
         swap_b = ((flags >> (best + 3)) & 1) == 1
-        # edge vector v0 - v1, v1 - v2, v2 - v0
-        ex = tl.where(best == 0, ax - bx, tl.where(best == 1, bx - qx, qx - ax))
-        ey = tl.where(best == 0, ay - by, tl.where(best == 1, by - qy, qy - ay))
-        ez = tl.where(best == 0, az - bz, tl.where(best == 1, bz - qz, qz - az))
-        ninv = 1.0 / tl.sqrt(_dot((gx, gy, gz), (gx, gy, gz)))
-        nix, niy, niz = gx * ninv, gy * ninv, gz * ninv
+        e = _where(best == 0, _sub(a, b), _where(best == 1, _sub(b, q), _sub(q, a)))  # v0 - v1, ...
+        ni = _scale(g, 1.0 / tl.sqrt(_dot(g, g)))
         sw = tl.where(convex, 1.0, -1.0)
-        nax, nay, naz = sw * tnx, sw * tny, sw * tnz
-        cbx, cby, cbz = _rotate(tnx, tny, tnz, ex, ey, ez, angle)
-        cbx = tl.where(swap_b, -cbx, cbx)
-        cby = tl.where(swap_b, -cby, cby)
-        cbz = tl.where(swap_b, -cbz, cbz)
-        back = (_dot((nix, niy, niz), (nax, nay, naz)) < 0) & (
-            _dot((nix, niy, niz), (sw * cbx, sw * cby, sw * cbz)) < 0
-        )
+        na = _scale(tn, sw)
+        cb = _rotate(tn, e, angle)
+        cb = _where(swap_b, _neg(cb), cb)
+        back = (_dot(ni, na) < 0) & (_dot(ni, _scale(cb, sw)) < 0)
         concave = near & ((angle == 0) | back)
-        ecx, ecy, ecz = _cross((ex, ey, ez), (nax, nay, naz))
-        einv = 1.0 / tl.sqrt(_dot((ecx, ecy, ecz), (ecx, ecy, ecz)))
-        ecx, ecy, ecz = ecx * einv, ecy * einv, ecz * einv
-        cur = _atan2(_dot((gx, gy, gz), (ecx, ecy, ecz)), _dot((gx, gy, gz), (nax, nay, naz)))
+        ec = _cross(e, na)
+        ec = _scale(ec, 1.0 / tl.sqrt(_dot(ec, ec)))
+        cur = _atan2(_dot(g, ec), _dot(g, na))
         clamp = tl.where(angle < 0, cur < angle, cur > angle)
-        clx, cly, clz = _rotate(gx, gy, gz, ex, ey, ez, angle - cur)
-        use_clamp = near & (~concave) & clamp & (_dot((clx, cly, clz), (tnx, tny, tnz)) > 0)
-        ox = tl.where(use_clamp, clx, gx)
-        oy = tl.where(use_clamp, cly, gy)
-        oz = tl.where(use_clamp, clz, gz)
-        use_face = concave & (_dot((tnx, tny, tnz), (nix, niy, niz)) >= 0)
-        ox = tl.where(use_face, tnx, ox)
-        oy = tl.where(use_face, tny, oy)
-        oz = tl.where(use_face, tnz, oz)
-        return ox, oy, oz, use_clamp | use_face
+        cl = _rotate(g, e, angle - cur)
+        use_clamp = near & (~concave) & clamp & (_dot(cl, tn) > 0)
+        use_face = concave & (_dot(tn, ni) >= 0)
+        return _where(use_face, tn, _where(use_clamp, cl, g)), use_clamp | use_face
 
     # --- the 4-point manifolds: per lane, 4 slots of 4 points, as tuples of [BLOCK] tensors ----------
     # Point q of a manifold is slot q // 4, index q % 4. Each lane (one env, one thread) keeps its own
     # manifold in registers, so filing a contact is a chain of per-lane selects: no cross-lane
     # reductions, no [BLOCK, 16] layouts (which made the fused tick take many minutes to compile).
+    # A manifold is (obj, cnt, offset, point, normal, depth): obj and cnt 4-tuples (per slot), depth a
+    # 16-tuple, offset / point / normal (x, y, z) triples of 16-tuples (point: empty when not kept).
 
     @triton.jit
     def _fill16(x):
@@ -336,6 +262,11 @@ if triton is not None:
     @triton.jit
     def _fill4(x):
         return (x, x, x, x)
+
+    @triton.jit
+    def _point(v, q: tl.constexpr):
+        """Point q of a manifold's (x, y, z) triple of 16-tuples, as a 3-vector."""
+        return v[0][q], v[1][q], v[2][q]
 
     @triton.jit
     def _in_slot(t, slot, p: tl.constexpr):
@@ -353,6 +284,14 @@ if triton is not None:
         return out
 
     @triton.jit
+    def _put3(v, at, index, value):
+        return (
+            _put(v[0], at, index, value[0]),
+            _put(v[1], at, index, value[1]),
+            _put(v[2], at, index, value[2]),
+        )
+
+    @triton.jit
     def _put_first(t, at, value):
         """The 16-tuple t with ``value`` as point 0 of slot s wherever at[s] holds."""
         out = ()
@@ -364,42 +303,32 @@ if triton is not None:
         return out
 
     @triton.jit
-    def _replaced_point(slot, ox, oy, oz, dep, nox, noy, noz, nd):
+    def _put_first3(v, at, value):
+        return _put_first(v[0], at, value[0]), _put_first(v[1], at, value[1]), _put_first(v[2], at, value[2])
+
+    @triton.jit
+    def _area2(n, x, y, z, skip):
+        """The squared area term of sortCachedPoints for new point n replacing one: |(n - x) × (y - z)|²."""
+        u = _cross(_sub(n, x), _sub(y, z))
+        return tl.where(skip, 0.0, _dot(u, u))
+
+    @triton.jit
+    def _replaced_point(slot, off, dep, new_off, nd):
         """btPersistentManifold::sortCachedPoints over the 4 points of ``slot``: which one the new
         point replaces (keep the deepest; of the others, the replacement giving the largest area)."""
-        o0x = _in_slot(ox, slot, 0)
-        o0y = _in_slot(oy, slot, 0)
-        o0z = _in_slot(oz, slot, 0)
-        o1x = _in_slot(ox, slot, 1)
-        o1y = _in_slot(oy, slot, 1)
-        o1z = _in_slot(oz, slot, 1)
-        o2x = _in_slot(ox, slot, 2)
-        o2y = _in_slot(oy, slot, 2)
-        o2z = _in_slot(oz, slot, 2)
-        o3x = _in_slot(ox, slot, 3)
-        o3y = _in_slot(oy, slot, 3)
-        o3z = _in_slot(oz, slot, 3)
-        dd0 = _in_slot(dep, slot, 0)
-        dd1 = _in_slot(dep, slot, 1)
-        dd2 = _in_slot(dep, slot, 2)
-        dd3 = _in_slot(dep, slot, 3)
+        o = ()
+        for i in tl.static_range(4):
+            o = o + ((_in_slot(off[0], slot, i), _in_slot(off[1], slot, i), _in_slot(off[2], slot, i)),)
         deepest = tl.full(nd.shape, -1, tl.int32)
         bestd = nd
-        deepest = tl.where(dd0 < bestd, 0, deepest)
-        bestd = tl.minimum(bestd, dd0)
-        deepest = tl.where(dd1 < bestd, 1, deepest)
-        bestd = tl.minimum(bestd, dd1)
-        deepest = tl.where(dd2 < bestd, 2, deepest)
-        bestd = tl.minimum(bestd, dd2)
-        deepest = tl.where(dd3 < bestd, 3, deepest)
-        ux, uy, uz = _cross((nox - o1x, noy - o1y, noz - o1z), (o3x - o2x, o3y - o2y, o3z - o2z))
-        r0 = tl.where(deepest == 0, 0.0, _dot((ux, uy, uz), (ux, uy, uz)))
-        ux, uy, uz = _cross((nox - o0x, noy - o0y, noz - o0z), (o3x - o2x, o3y - o2y, o3z - o2z))
-        r1 = tl.where(deepest == 1, 0.0, _dot((ux, uy, uz), (ux, uy, uz)))
-        ux, uy, uz = _cross((nox - o0x, noy - o0y, noz - o0z), (o3x - o1x, o3y - o1y, o3z - o1z))
-        r2 = tl.where(deepest == 2, 0.0, _dot((ux, uy, uz), (ux, uy, uz)))
-        ux, uy, uz = _cross((nox - o0x, noy - o0y, noz - o0z), (o2x - o1x, o2y - o1y, o2z - o1z))
-        r3 = tl.where(deepest == 3, 0.0, _dot((ux, uy, uz), (ux, uy, uz)))
+        for i in tl.static_range(4):
+            dd = _in_slot(dep, slot, i)
+            deepest = tl.where(dd < bestd, i, deepest)
+            bestd = tl.minimum(bestd, dd)
+        r0 = _area2(new_off, o[1], o[3], o[2], deepest == 0)
+        r1 = _area2(new_off, o[0], o[3], o[2], deepest == 1)
+        r2 = _area2(new_off, o[0], o[3], o[1], deepest == 2)
+        r3 = _area2(new_off, o[0], o[2], o[1], deepest == 3)
         replaced = tl.where(r1 > r0, 1, 0)
         rbest = tl.maximum(r0, r1)
         replaced = tl.where(r2 > rbest, 2, replaced)
@@ -407,36 +336,11 @@ if triton is not None:
         return tl.where(r3 > rbest, 3, replaced)
 
     @triton.jit
-    def _add_point(
-        ok,
-        new_obj,
-        nox,
-        noy,
-        noz,
-        npx,
-        npy,
-        npz,
-        nnx,
-        nny,
-        nnz,
-        nd,
-        obj,
-        cnt,
-        ox,
-        oy,
-        oz,
-        px,
-        py,
-        pz,
-        nx,
-        ny,
-        nz,
-        dep,
-        WITH_POINTS: tl.constexpr,
-    ):
+    def _add_point(ok, new_obj, new_off, new_point, new_normal, nd, man, WITH_POINTS: tl.constexpr):
         """btPersistentManifold::addManifoldPoint into the slot of ``new_obj`` (sortCachedPoints when
-        full), as `collide.build_manifolds`. ``px``/``py``/``pz`` (the point on the arena) are kept
-        only WITH_POINTS (the query; the tick never reads them)."""
+        full), as `collide.build_manifolds`. The point on the arena is kept only WITH_POINTS (the
+        query; the tick never reads it)."""
+        obj, cnt, off, point, normal, dep = man
         # the slot holding new_obj, else the first free one; none left: the point is dropped
         match = tl.full(nd.shape, -1, tl.int32)
         free = tl.full(nd.shape, -1, tl.int32)
@@ -449,58 +353,33 @@ if triton is not None:
         full = held >= 4
         index = held
         if tl.max((ok & full).to(tl.int32), axis=0) > 0:  # a 5th point: sortCachedPoints
-            index = tl.where(full, _replaced_point(slot, ox, oy, oz, dep, nox, noy, noz, nd), held)
+            index = tl.where(full, _replaced_point(slot, off, dep, new_off, nd), held)
         at = (ok & (slot == 0), ok & (slot == 1), ok & (slot == 2), ok & (slot == 3))
-        obj = (
-            tl.where(at[0], new_obj, obj[0]),
-            tl.where(at[1], new_obj, obj[1]),
-            tl.where(at[2], new_obj, obj[2]),
-            tl.where(at[3], new_obj, obj[3]),
-        )
         grow = ~full
-        cnt = (
-            tl.where(at[0] & grow, cnt[0] + 1, cnt[0]),
-            tl.where(at[1] & grow, cnt[1] + 1, cnt[1]),
-            tl.where(at[2] & grow, cnt[2] + 1, cnt[2]),
-            tl.where(at[3] & grow, cnt[3] + 1, cnt[3]),
-        )
-        ox = _put(ox, at, index, nox)
-        oy = _put(oy, at, index, noy)
-        oz = _put(oz, at, index, noz)
-        nx = _put(nx, at, index, nnx)
-        ny = _put(ny, at, index, nny)
-        nz = _put(nz, at, index, nnz)
-        dep = _put(dep, at, index, nd)
+        new_objs = ()
+        new_cnt = ()
+        for s in tl.static_range(4):
+            new_objs = new_objs + (tl.where(at[s], new_obj, obj[s]),)
+            new_cnt = new_cnt + (tl.where(at[s] & grow, cnt[s] + 1, cnt[s]),)
         if WITH_POINTS:
-            px = _put(px, at, index, npx)
-            py = _put(py, at, index, npy)
-            pz = _put(pz, at, index, npz)
-        return obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep
+            point = _put3(point, at, index, new_point)
+        return (
+            new_objs,
+            new_cnt,
+            _put3(off, at, index, new_off),
+            point,
+            _put3(normal, at, index, new_normal),
+            _put(dep, at, index, nd),
+        )
 
     @triton.jit
     def _gather_manifolds(
-        cx,
-        cy,
-        cz,
+        c,
         live,
         radius,
         gap,
-        tri_ptr,
-        tri_bounds_ptr,
-        tri_mesh_ptr,
-        edge_angle_ptr,
-        edge_flags_ptr,
-        plane_n_ptr,
-        plane_d_ptr,
-        cell_start_ptr,
-        cell_tris_ptr,
-        ox0,
-        oy0,
-        oz0,
-        cell_size,
-        dim_x,
-        dim_y,
-        dim_z,
+        arena,
+        grid,
         NUM_PLANES: tl.constexpr,
         PLANE_BASE: tl.constexpr,
         MAX_CONTACTS: tl.constexpr,
@@ -511,77 +390,58 @@ if triton is not None:
         WITH_POINTS: tl.constexpr,
         BLOCK: tl.constexpr,
     ):
-        """Every contact of each lane's sphere, in Bullet's order, filed into 4-point manifolds.
-
-        Float arguments must already be float32 (the kernels cast theirs on entry). Returns tuples:
-        obj, cnt (4 each, int32), then 16 each of offset x/y/z, point x/y/z (empty tuples unless
-        WITH_POINTS), normal x/y/z and depth (float32).
-        """
+        """Every contact of the sphere at each lane's c, in Bullet's order, filed into 4-point
+        manifolds (see above). ``arena``: the mesh's pointers (triangles, their bounds, meshes, edge
+        angles and flags, plane normals and offsets, cell starts and lists); ``grid``: from `_grid`.
+        Float arguments must already be float32 (the kernels cast theirs on entry)."""
+        tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr = arena[:5]
+        plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr = arena[5:]
         reach = radius + gap
         zero = tl.zeros([BLOCK], tl.float32)
-        obj = _fill4(tl.full([BLOCK], -1, tl.int32))
-        cnt = _fill4(tl.zeros([BLOCK], tl.int32))
-        ox = _fill16(zero)
-        oy = _fill16(zero)
-        oz = _fill16(zero)
-        px = ()
-        py = ()
-        pz = ()
+        zero3 = (zero, zero, zero)
+        vectors = (_fill16(zero), _fill16(zero), _fill16(zero))
+        points = ((), (), ())
         if WITH_POINTS:
-            px = _fill16(zero)
-            py = _fill16(zero)
-            pz = _fill16(zero)
-        nx = _fill16(zero)
-        ny = _fill16(zero)
-        nz = _fill16(zero)
-        dep = _fill16(zero)
+            points = vectors
+        empty = _fill4(tl.full([BLOCK], -1, tl.int32))
+        man = (empty, _fill4(tl.zeros([BLOCK], tl.int32)), vectors, points, vectors, _fill16(zero))
         found = tl.zeros([BLOCK], tl.int32)
         # Planes first (btConvexPlaneCollisionAlgorithm), each its own object with one point: the
         # k-th plane a lane touches takes slot k (what `_add_point` does for a new object when the
         # slots before hold the other planes), so no slot search and no reduction.
         for p in range(NUM_PLANES):  # a loop, not unrolled
-            pnx = tl.load(plane_n_ptr + p * 3)
-            pny = tl.load(plane_n_ptr + p * 3 + 1)
-            pnz = tl.load(plane_n_ptr + p * 3 + 2)
+            pn = _vec(plane_n_ptr + p * 3)
             pd = tl.load(plane_d_ptr + p)
-            d = (cx * pnx + cy * pny + cz * pnz) - pd - radius
+            d = _dot(c, pn) - pd - radius
             has = live & (d < gap) & (found < MAX_CONTACTS)
             if tl.max(has.to(tl.int32), axis=0) > 0:  # skip the bookkeeping when no lane touches
+                obj, cnt, off, point, normal, dep = man
                 at = (has & (found == 0), has & (found == 1), has & (found == 2), has & (found == 3))
-                sox = zero + (-radius) * pnx
-                soy = zero + (-radius) * pny
-                soz = zero + (-radius) * pnz
-                obj = (
-                    tl.where(at[0], PLANE_BASE + p, obj[0]),
-                    tl.where(at[1], PLANE_BASE + p, obj[1]),
-                    tl.where(at[2], PLANE_BASE + p, obj[2]),
-                    tl.where(at[3], PLANE_BASE + p, obj[3]),
-                )
-                cnt = (
-                    tl.where(at[0], 1, cnt[0]),
-                    tl.where(at[1], 1, cnt[1]),
-                    tl.where(at[2], 1, cnt[2]),
-                    tl.where(at[3], 1, cnt[3]),
-                )
-                ox = _put_first(ox, at, sox)
-                oy = _put_first(oy, at, soy)
-                oz = _put_first(oz, at, soz)
-                nx = _put_first(nx, at, zero + pnx)
-                ny = _put_first(ny, at, zero + pny)
-                nz = _put_first(nz, at, zero + pnz)
-                dep = _put_first(dep, at, d)
+                so = _add(zero3, _scale(pn, -radius))
                 if WITH_POINTS:
-                    px = _put_first(px, at, cx + sox - pnx * d)
-                    py = _put_first(py, at, cy + soy - pny * d)
-                    pz = _put_first(pz, at, cz + soz - pnz * d)
+                    point = _put_first3(point, at, _sub(_add(c, so), _scale(pn, d)))
+                man = (
+                    (
+                        tl.where(at[0], PLANE_BASE + p, obj[0]),
+                        tl.where(at[1], PLANE_BASE + p, obj[1]),
+                        tl.where(at[2], PLANE_BASE + p, obj[2]),
+                        tl.where(at[3], PLANE_BASE + p, obj[3]),
+                    ),
+                    (
+                        tl.where(at[0], 1, cnt[0]),
+                        tl.where(at[1], 1, cnt[1]),
+                        tl.where(at[2], 1, cnt[2]),
+                        tl.where(at[3], 1, cnt[3]),
+                    ),
+                    _put_first3(off, at, so),
+                    point,
+                    _put_first3(normal, at, _add(zero3, pn)),
+                    _put_first(dep, at, d),
+                )
             found += has.to(tl.int32)
         # The cell's triangles, in Bullet's visiting order.
-        ix = tl.minimum(tl.maximum(tl.floor((cx - ox0) / cell_size).to(tl.int32), 0), dim_x - 1)
-        iy = tl.minimum(tl.maximum(tl.floor((cy - oy0) / cell_size).to(tl.int32), 0), dim_y - 1)
-        iz = tl.minimum(tl.maximum(tl.floor((cz - oz0) / cell_size).to(tl.int32), 0), dim_z - 1)
-        cell = (ix * dim_y + iy) * dim_z + iz
-        start = tl.load(cell_start_ptr + cell, mask=live, other=0)
-        length = tl.where(live, tl.load(cell_start_ptr + cell + 1, mask=live, other=0) - start, 0)
+        start, length = _cell_list(c, live, cell_start_ptr, grid[0], grid[1], grid[2])
+        length = tl.where(live, length, 0)
         longest = tl.max(length, axis=0)
         # A triangle whose plane, or whose bounding ball, is out of the sphere's reach cannot touch
         # it: a cheap test on precomputed bounds (`ArenaMesh.tri_bounds`) skips the full test when
@@ -593,104 +453,31 @@ if triton is not None:
         while j < longest:  # a while loop: Triton's interpreter cannot range() over a reduced value
             valid = live & (j < length)
             t = tl.load(cell_tris_ptr + start + j, mask=valid, other=0)
-            tnx = tl.load(tri_bounds_ptr + t * 8, mask=valid, other=0.0)
-            tny = tl.load(tri_bounds_ptr + t * 8 + 1, mask=valid, other=0.0)
-            tnz = tl.load(tri_bounds_ptr + t * 8 + 2, mask=valid, other=1.0)
+            tn = _load(tri_bounds_ptr + t * 8, valid, (0.0, 0.0, 1.0))
             tnd = tl.load(tri_bounds_ptr + t * 8 + 3, mask=valid, other=0.0)
-            bcx = tl.load(tri_bounds_ptr + t * 8 + 4, mask=valid, other=0.0)
-            bcy = tl.load(tri_bounds_ptr + t * 8 + 5, mask=valid, other=0.0)
-            bcz = tl.load(tri_bounds_ptr + t * 8 + 6, mask=valid, other=0.0)
-            bcr = tl.load(tri_bounds_ptr + t * 8 + 7, mask=valid, other=0.0)
-            bx_, by_, bz_ = cx - bcx, cy - bcy, cz - bcz
-            ball = screen + bcr
-            near = (
-                valid
-                & (tl.abs(_dot((cx, cy, cz), (tnx, tny, tnz)) - tnd) < screen)
-                & (_dot((bx_, by_, bz_), (bx_, by_, bz_)) < ball * ball)
-            )
+            bc = _sub(c, _load(tri_bounds_ptr + t * 8 + 4, valid, (0.0, 0.0, 0.0)))
+            ball = screen + tl.load(tri_bounds_ptr + t * 8 + 7, mask=valid, other=0.0)
+            near = valid & (tl.abs(_dot(c, tn) - tnd) < screen) & (_dot(bc, bc) < ball * ball)
             if tl.max(near.to(tl.int32), axis=0) > 0:
-                ax = tl.load(tri_ptr + t * 9, mask=near, other=0.0)
-                ay = tl.load(tri_ptr + t * 9 + 1, mask=near, other=0.0)
-                az = tl.load(tri_ptr + t * 9 + 2, mask=near, other=0.0)
-                bx = tl.load(tri_ptr + t * 9 + 3, mask=near, other=1.0)
-                by = tl.load(tri_ptr + t * 9 + 4, mask=near, other=0.0)
-                bz = tl.load(tri_ptr + t * 9 + 5, mask=near, other=0.0)
-                qx = tl.load(tri_ptr + t * 9 + 6, mask=near, other=0.0)
-                qy = tl.load(tri_ptr + t * 9 + 7, mask=near, other=1.0)
-                qz = tl.load(tri_ptr + t * 9 + 8, mask=near, other=0.0)
-                has, spx, spy, spz, gx, gy, gz, d = _sphere_triangle(
-                    cx, cy, cz, ax, ay, az, bx, by, bz, qx, qy, qz, radius, reach, DEGENERATE_L2, SIMD_EPSILON
-                )
+                a = _load(tri_ptr + t * 9, near, (0.0, 0.0, 0.0))
+                b = _load(tri_ptr + t * 9 + 3, near, (1.0, 0.0, 0.0))
+                q = _load(tri_ptr + t * 9 + 6, near, (0.0, 1.0, 0.0))
+                has, sp, g, d = _sphere_triangle(c, a, b, q, radius, reach, DEGENERATE_L2, SIMD_EPSILON)
                 has = near & has & (found < MAX_CONTACTS)
                 found += has.to(tl.int32)
                 if tl.max(has.to(tl.int32), axis=0) > 0:
                     # btManifoldResult::addContactPoint: point on the sphere = surface point + normal * depth
-                    sox = (spx + gx * d) - cx
-                    soy = (spy + gy * d) - cy
-                    soz = (spz + gz * d) - cz
-                    a0 = tl.load(edge_angle_ptr + t * 3, mask=has, other=7.0)
-                    a1 = tl.load(edge_angle_ptr + t * 3 + 1, mask=has, other=7.0)
-                    a2 = tl.load(edge_angle_ptr + t * 3 + 2, mask=has, other=7.0)
-                    fl = tl.load(edge_flags_ptr + t, mask=has, other=0)
-                    cnx, cny, cnz, changed = _adjust_internal_edge(
-                        gx,
-                        gy,
-                        gz,
-                        spx,
-                        spy,
-                        spz,
-                        ax,
-                        ay,
-                        az,
-                        bx,
-                        by,
-                        bz,
-                        qx,
-                        qy,
-                        qz,
-                        tnx,
-                        tny,
-                        tnz,
-                        a0,
-                        a1,
-                        a2,
-                        fl,
-                        MAX_ANGLE,
-                        EDGE_DISTANCE,
+                    so = _sub(_add(sp, _scale(g, d)), c)
+                    angles = _load(edge_angle_ptr + t * 3, has, (7.0, 7.0, 7.0))
+                    flags = tl.load(edge_flags_ptr + t, mask=has, other=0)
+                    cn, changed = _adjust_internal_edge(
+                        g, sp, a, b, q, tn, angles, flags, MAX_ANGLE, EDGE_DISTANCE
                     )
-                    spx = tl.where(changed, (cx + sox) - cnx * d, spx)
-                    spy = tl.where(changed, (cy + soy) - cny * d, spy)
-                    spz = tl.where(changed, (cz + soz) - cnz * d, spz)
+                    sp = _where(changed, _sub(_add(c, so), _scale(cn, d)), sp)
                     mesh_id = tl.load(tri_mesh_ptr + t, mask=has, other=0)
-                    obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _add_point(
-                        has,
-                        mesh_id,
-                        sox,
-                        soy,
-                        soz,
-                        spx,
-                        spy,
-                        spz,
-                        cnx,
-                        cny,
-                        cnz,
-                        d,
-                        obj,
-                        cnt,
-                        ox,
-                        oy,
-                        oz,
-                        px,
-                        py,
-                        pz,
-                        nx,
-                        ny,
-                        nz,
-                        dep,
-                        WITH_POINTS,
-                    )
+                    man = _add_point(has, mesh_id, so, sp, cn, d, man, WITH_POINTS)
             j += 1
-        return obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep
+        return man
 
     @triton.jit
     def _sphere_manifolds_kernel(
@@ -736,41 +523,19 @@ if triton is not None:
         # types Python floats as fp64): cast them once, so every value below is float32.
         radius = tl.cast(radius, tl.float32)
         gap = tl.cast(gap, tl.float32)
-        ox0 = tl.cast(ox0, tl.float32)
-        oy0 = tl.cast(oy0, tl.float32)
-        oz0 = tl.cast(oz0, tl.float32)
-        cell_size = tl.cast(cell_size, tl.float32)
-        dim_x = tl.cast(dim_x, tl.int32)
-        dim_y = tl.cast(dim_y, tl.int32)
-        dim_z = tl.cast(dim_z, tl.int32)
+        grid = _grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
-        cx = tl.load(centers_ptr + lane * 3, mask=live, other=0.0)
-        cy = tl.load(centers_ptr + lane * 3 + 1, mask=live, other=0.0)
-        cz = tl.load(centers_ptr + lane * 3 + 2, mask=live, other=0.0)
-        obj, cnt, ox, oy, oz, px, py, pz, nx, ny, nz, dep = _gather_manifolds(
-            cx,
-            cy,
-            cz,
+        c = _load(centers_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+        arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
+        arena = arena + (plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr)
+        obj, cnt, off, point, normal, dep = _gather_manifolds(
+            c,
             live,
             radius,
             gap,
-            tri_ptr,
-            tri_bounds_ptr,
-            tri_mesh_ptr,
-            edge_angle_ptr,
-            edge_flags_ptr,
-            plane_n_ptr,
-            plane_d_ptr,
-            cell_start_ptr,
-            cell_tris_ptr,
-            ox0,
-            oy0,
-            oz0,
-            cell_size,
-            dim_x,
-            dim_y,
-            dim_z,
+            arena,
+            grid,
             NUM_PLANES,
             PLANE_BASE,
             MAX_CONTACTS,
@@ -786,15 +551,9 @@ if triton is not None:
             tl.store(cnt_out + lane * 4 + s, cnt[s], mask=live)
         for q in tl.static_range(16):
             at = lane * 48 + q * 3
-            tl.store(offset_out + at, ox[q], mask=live)
-            tl.store(offset_out + at + 1, oy[q], mask=live)
-            tl.store(offset_out + at + 2, oz[q], mask=live)
-            tl.store(point_out + at, px[q], mask=live)
-            tl.store(point_out + at + 1, py[q], mask=live)
-            tl.store(point_out + at + 2, pz[q], mask=live)
-            tl.store(normal_out + at, nx[q], mask=live)
-            tl.store(normal_out + at + 1, ny[q], mask=live)
-            tl.store(normal_out + at + 2, nz[q], mask=live)
+            _store(offset_out + at, _point(off, q), mask=live)
+            _store(point_out + at, _point(point, q), mask=live)
+            _store(normal_out + at, _point(normal, q), mask=live)
             tl.store(depth_out + lane * 16 + q, dep[q], mask=live)
 
 
@@ -1199,14 +958,10 @@ if triton is not None:
         restitution_threshold = tl.cast(restitution_threshold, tl.float32)
         friction_eps = tl.cast(friction_eps, tl.float32)
         erp2_over_dt = tl.cast(erp2_over_dt, tl.float32)
-        ox0 = tl.cast(ox0, tl.float32)
-        oy0 = tl.cast(oy0, tl.float32)
-        oz0 = tl.cast(oz0, tl.float32)
-        cell_size = tl.cast(cell_size, tl.float32)
-        dim_x = tl.cast(dim_x, tl.int32)
-        dim_y = tl.cast(dim_y, tl.int32)
-        dim_z = tl.cast(dim_z, tl.int32)
+        grid = _grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
         ticks = tl.cast(ticks, tl.int32)
+        arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
+        arena = arena + (plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr)
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
         x = tl.load(pos_ptr + lane * 3, mask=live, other=0.0)
@@ -1231,29 +986,13 @@ if triton is not None:
             sleeping = ((vx * vx + vy * vy + vz * vz) == 0) & ((wx * wx + wy * wy + wz * wz) == 0)
             awake = live & (~sleeping)
             # 5. Bullet step: contacts at the current position, damping, solve, integrate
-            _obj, cnt, ox, oy, oz, _px, _py, _pz, nx, ny, nz, dep = _gather_manifolds(
-                x,
-                y,
-                z,
+            man = _gather_manifolds(
+                (x, y, z),
                 awake,
                 radius,
                 gap,
-                tri_ptr,
-                tri_bounds_ptr,
-                tri_mesh_ptr,
-                edge_angle_ptr,
-                edge_flags_ptr,
-                plane_n_ptr,
-                plane_d_ptr,
-                cell_start_ptr,
-                cell_tris_ptr,
-                ox0,
-                oy0,
-                oz0,
-                cell_size,
-                dim_x,
-                dim_y,
-                dim_z,
+                arena,
+                grid,
                 NUM_PLANES,
                 PLANE_BASE,
                 MAX_CONTACTS,
@@ -1264,6 +1003,10 @@ if triton is not None:
                 False,
                 BLOCK,
             )
+            cnt = man[1]
+            ox, oy, oz = man[2]
+            nx, ny, nz = man[4]
+            dep = man[5]
             dvx, dvy, dvz = (
                 vx * damping,
                 vy * damping,
