@@ -820,12 +820,8 @@ if triton is not None:
     @triton.jit
     def _split_impulse(
         cnt,
-        ox,
-        oy,
-        oz,
-        nx,
-        ny,
-        nz,
+        off,
+        normal,
         dep,
         inv_mass,
         inv_inertia,
@@ -837,12 +833,9 @@ if triton is not None:
         """`ball.split_impulse_push` on registers: Gauss-Seidel over the first PUSH_POINTS penetrating
         points, in manifold order. Walking all 16 manifold points with the others inactive applies the
         same updates in the same order; a point no lane of the block uses is skipped."""
-        pushx = tl.zeros([BLOCK], tl.float32)
-        pushy = tl.zeros([BLOCK], tl.float32)
-        pushz = tl.zeros([BLOCK], tl.float32)
-        turnx = tl.zeros([BLOCK], tl.float32)
-        turny = tl.zeros([BLOCK], tl.float32)
-        turnz = tl.zeros([BLOCK], tl.float32)
+        zero = tl.zeros([BLOCK], tl.float32)
+        push = (zero, zero, zero)
+        turn = (zero, zero, zero)
         rank = tl.zeros([BLOCK], tl.int32)
         active = ()
         used = ()
@@ -852,33 +845,23 @@ if triton is not None:
             rank += pen.to(tl.int32)
             active = active + (act,)
             used = used + (tl.max(act.to(tl.int32), axis=0) > 0,)
-        applied = _fill16(tl.zeros([BLOCK], tl.float32))
+        applied = _fill16(zero)
         for _ in range(ITERATIONS):  # a runtime loop: a tenth of the code of unrolling
             for q in tl.static_range(16):
                 if used[q]:
-                    tqx, tqy, tqz = _cross((ox[q], oy[q], oz[q]), (nx[q], ny[q], nz[q]))
-                    agx, agy, agz = tqx * inv_inertia, tqy * inv_inertia, tqz * inv_inertia
-                    cqx, cqy, cqz = _cross((agx, agy, agz), (ox[q], oy[q], oz[q]))
-                    jac = 1.0 / (inv_mass + _dot((nx[q], ny[q], nz[q]), (cqx, cqy, cqz)))
+                    o = _point(off, q)
+                    n = _point(normal, q)
+                    torque = _cross(o, n)
+                    ag = _scale(torque, inv_inertia)
+                    jac = 1.0 / (inv_mass + _dot(n, _cross(ag, o)))
                     rhs = tl.where(active[q], -dep[q] * erp2_over_dt * jac, 0.0)
-                    delta = (
-                        rhs
-                        - (
-                            _dot((nx[q], ny[q], nz[q]), (pushx, pushy, pushz))
-                            + _dot((tqx, tqy, tqz), (turnx, turny, turnz))
-                        )
-                        * jac
-                    )
+                    delta = rhs - (_dot(n, push) + _dot(torque, turn)) * jac
                     new = tl.maximum(applied[q] + delta, 0.0)
                     delta = tl.where(active[q], new - applied[q], 0.0)
                     applied = applied[:q] + (applied[q] + delta,) + applied[q + 1 :]
-                    pushx += nx[q] * (inv_mass * delta)
-                    pushy += ny[q] * (inv_mass * delta)
-                    pushz += nz[q] * (inv_mass * delta)
-                    turnx += agx * delta
-                    turny += agy * delta
-                    turnz += agz * delta
-        return pushx, pushy, pushz
+                    push = _add(push, _scale(n, inv_mass * delta))
+                    turn = _add(turn, _scale(ag, delta))
+        return push
 
     @triton.jit
     def _ball_ticks_kernel(
@@ -964,30 +947,22 @@ if triton is not None:
         arena = arena + (plane_n_ptr, plane_d_ptr, cell_start_ptr, cell_tris_ptr)
         lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         live = lane < n
-        x = tl.load(pos_ptr + lane * 3, mask=live, other=0.0)
-        y = tl.load(pos_ptr + lane * 3 + 1, mask=live, other=0.0)
-        z = tl.load(pos_ptr + lane * 3 + 2, mask=live, other=0.0)
-        vx = tl.load(vel_ptr + lane * 3, mask=live, other=0.0)
-        vy = tl.load(vel_ptr + lane * 3 + 1, mask=live, other=0.0)
-        vz = tl.load(vel_ptr + lane * 3 + 2, mask=live, other=0.0)
-        wx = tl.load(ang_ptr + lane * 3, mask=live, other=0.0)
-        wy = tl.load(ang_ptr + lane * 3 + 1, mask=live, other=0.0)
-        wz = tl.load(ang_ptr + lane * 3 + 2, mask=live, other=0.0)
-        hx = tl.load(cache_ptr + lane * 3, mask=live, other=0.0)
-        hy = tl.load(cache_ptr + lane * 3 + 1, mask=live, other=0.0)
-        hz = tl.load(cache_ptr + lane * 3 + 2, mask=live, other=0.0)
+        pos = _load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+        vel = _load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+        ang = _load(ang_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+        cache = _load(cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
         since = tl.load(since_ptr + lane, mask=live, other=0)
         tick = tl.load(tick_ptr + lane, mask=live, other=0)
         goal_tick = tl.load(goal_tick_ptr + lane, mask=live, other=-1)
         goal = tl.load(goal_ptr + lane, mask=live, other=0).to(tl.int32)  # bit 0: blue, bit 1: orange
+        zero = tl.zeros([BLOCK], tl.float32)
         k = 0
         while k < ticks:
             # 1. zero-velocity sleeping
-            sleeping = ((vx * vx + vy * vy + vz * vz) == 0) & ((wx * wx + wy * wy + wz * wz) == 0)
-            awake = live & (~sleeping)
+            awake = live & (~((_dot(vel, vel) == 0) & (_dot(ang, ang) == 0)))
             # 5. Bullet step: contacts at the current position, damping, solve, integrate
             man = _gather_manifolds(
-                (x, y, z),
+                pos,
                 awake,
                 radius,
                 gap,
@@ -1003,196 +978,109 @@ if triton is not None:
                 False,
                 BLOCK,
             )
-            cnt = man[1]
-            ox, oy, oz = man[2]
-            nx, ny, nz = man[4]
-            dep = man[5]
-            dvx, dvy, dvz = (
-                vx * damping,
-                vy * damping,
-                vz * damping,
-            )  # after the contacts: fewer live registers
+            cnt, off, normal, dep = man[1], man[2], man[4], man[5]
+            dv = _scale(vel, damping)  # after the contacts: fewer live registers
             # RocketSim's special contact: mean normal and mean lever arm over the held points
             total = tl.zeros([BLOCK], tl.int32)
             penetrating = tl.zeros([BLOCK], tl.int32)
-            snx = tl.zeros([BLOCK], tl.float32)
-            sny = tl.zeros([BLOCK], tl.float32)
-            snz = tl.zeros([BLOCK], tl.float32)
-            sarm = tl.zeros([BLOCK], tl.float32)
+            sn = (zero, zero, zero)
+            sarm = zero
             for slot in tl.static_range(4):
                 if tl.max(cnt[slot], axis=0) > 0:  # most slots are empty in every lane of the block
                     for i in tl.static_range(4):
                         held = i < cnt[slot]
                         total += held.to(tl.int32)
                         penetrating += (held & (dep[slot * 4 + i] < 0)).to(tl.int32)
-                        snx += tl.where(held, nx[slot * 4 + i], 0.0)
-                        sny += tl.where(held, ny[slot * 4 + i], 0.0)
-                        snz += tl.where(held, nz[slot * 4 + i], 0.0)
-                        arm2 = _dot(
-                            (ox[slot * 4 + i], oy[slot * 4 + i], oz[slot * 4 + i]),
-                            (ox[slot * 4 + i], oy[slot * 4 + i], oz[slot * 4 + i]),
-                        )
-                        sarm += tl.where(held, tl.sqrt(arm2), 0.0)
+                        sn = _add(sn, _where(held, _point(normal, slot * 4 + i), (0.0, 0.0, 0.0)))
+                        o = _point(off, slot * 4 + i)
+                        sarm += tl.where(held, tl.sqrt(_dot(o, o)), 0.0)
             touching = total > 0
             per = tl.maximum(total, 1).to(tl.float32)
-            mnx = snx / per
-            mny = sny / per
-            mnz = snz / per
-            arm_len = sarm / per
-            rx, ry, rz = mnx * -arm_len, mny * -arm_len, mnz * -arm_len
-            ex_x, ex_y, ex_z = dvx, dvy, dvz + gravity_dv
-            cwx, cwy, cwz = _cross((wx, wy, wz), (rx, ry, rz))
-            approach = _dot((mnx, mny, mnz), (dvx + cwx, dvy + cwy, dvz + cwz))
+            mn = (sn[0] / per, sn[1] / per, sn[2] / per)
+            r = _scale(mn, -(sarm / per))
+            ex = (dv[0], dv[1], dv[2] + gravity_dv)
+            cw = _cross(ang, r)
+            approach = _dot(mn, _add(dv, cw))
             rest = tl.where(tl.abs(approach) < restitution_threshold, 0.0, -restitution_e * approach)
             rest = tl.maximum(rest, 0.0)
-            tnx_, tny_, tnz_ = _cross((rx, ry, rz), (mnx, mny, mnz))
-            anx, any_, anz = tnx_ * inv_inertia, tny_ * inv_inertia, tnz_ * inv_inertia
-            qx_, qy_, qz_ = _cross((anx, any_, anz), (rx, ry, rz))
-            jac_n = 1.0 / (inv_mass + _dot((mnx, mny, mnz), (qx_, qy_, qz_)))
-            rhs_n = (
-                rest - (_dot((mnx, mny, mnz), (ex_x, ex_y, ex_z)) + _dot((tnx_, tny_, tnz_), (wx, wy, wz)))
-            ) * jac_n
-            vax, vay, vaz = ex_x + cwx, ex_y + cwy, ex_z + cwz
-            vn = _dot((mnx, mny, mnz), (vax, vay, vaz))
-            lx, ly, lz = vax - mnx * vn, vay - mny * vn, vaz - mnz * vn
-            lat2 = _dot((lx, ly, lz), (lx, ly, lz))
+            tn = _cross(r, mn)
+            an = _scale(tn, inv_inertia)
+            jac_n = 1.0 / (inv_mass + _dot(mn, _cross(an, r)))
+            rhs_n = (rest - (_dot(mn, ex) + _dot(tn, ang))) * jac_n
+            va = _add(ex, cw)
+            lat = _sub(va, _scale(mn, _dot(mn, va)))
+            lat2 = _dot(lat, lat)
             sliding = lat2 > friction_eps
             linv = tl.rsqrt(tl.where(sliding, lat2, 1.0))
-            use_yz = tl.abs(mnz) > 0.7071067811865476  # btPlaneSpace1
-            kyz = tl.rsqrt(tl.where(use_yz, mny * mny + mnz * mnz, 1.0))
-            kxy = tl.rsqrt(tl.where(use_yz, 1.0, mnx * mnx + mny * mny))
-            psx = tl.where(use_yz, 0.0, -mny * kxy)
-            psy = tl.where(use_yz, -mnz * kyz, mnx * kxy)
-            psz = tl.where(use_yz, mny * kyz, 0.0)
-            tx = tl.where(sliding, lx * linv, psx)
-            ty = tl.where(sliding, ly * linv, psy)
-            tz = tl.where(sliding, lz * linv, psz)
-            ttx, tty, ttz = _cross((rx, ry, rz), (tx, ty, tz))
-            atx, aty, atz = ttx * inv_inertia, tty * inv_inertia, ttz * inv_inertia
-            q2x, q2y, q2z = _cross((atx, aty, atz), (rx, ry, rz))
-            jac_t = 1.0 / (inv_mass + _dot((tx, ty, tz), (q2x, q2y, q2z)))
-            rhs_t = -(_dot((tx, ty, tz), (ex_x, ex_y, ex_z)) + _dot((ttx, tty, ttz), (wx, wy, wz))) * jac_t
-            sdvx = tl.zeros([BLOCK], tl.float32)
-            sdvy = tl.zeros([BLOCK], tl.float32)
-            sdvz = tl.zeros([BLOCK], tl.float32)
-            sdwx = tl.zeros([BLOCK], tl.float32)
-            sdwy = tl.zeros([BLOCK], tl.float32)
-            sdwz = tl.zeros([BLOCK], tl.float32)
+            use_yz = tl.abs(mn[2]) > 0.7071067811865476  # btPlaneSpace1
+            kyz = tl.rsqrt(tl.where(use_yz, mn[1] * mn[1] + mn[2] * mn[2], 1.0))
+            kxy = tl.rsqrt(tl.where(use_yz, 1.0, mn[0] * mn[0] + mn[1] * mn[1]))
+            plane_t = (
+                tl.where(use_yz, 0.0, -mn[1] * kxy),
+                tl.where(use_yz, -mn[2] * kyz, mn[0] * kxy),
+                tl.where(use_yz, mn[1] * kyz, 0.0),
+            )
+            t = _where(sliding, _scale(lat, linv), plane_t)
+            tt = _cross(r, t)
+            at = _scale(tt, inv_inertia)
+            jac_t = 1.0 / (inv_mass + _dot(t, _cross(at, r)))
+            rhs_t = -(_dot(t, ex) + _dot(tt, ang)) * jac_t
+            sdv = (zero, zero, zero)
+            sdw = (zero, zero, zero)
             if tl.max(touching.to(tl.int32), axis=0) > 0:
-                imp_n = tl.zeros([BLOCK], tl.float32)
-                imp_t = tl.zeros([BLOCK], tl.float32)
+                imp_n = zero
+                imp_t = zero
                 for _ in range(ITERATIONS):
-                    delta = (
-                        rhs_n
-                        - (
-                            _dot((mnx, mny, mnz), (sdvx, sdvy, sdvz))
-                            + _dot((tnx_, tny_, tnz_), (sdwx, sdwy, sdwz))
-                        )
-                        * jac_n
-                    )
+                    delta = rhs_n - (_dot(mn, sdv) + _dot(tn, sdw)) * jac_n
                     new_n = tl.maximum(imp_n + delta, 0.0)
                     delta = new_n - imp_n
                     imp_n = new_n
-                    sdvx += mnx * (inv_mass * delta)
-                    sdvy += mny * (inv_mass * delta)
-                    sdvz += mnz * (inv_mass * delta)
-                    sdwx += anx * delta
-                    sdwy += any_ * delta
-                    sdwz += anz * delta
+                    sdv = _add(sdv, _scale(mn, inv_mass * delta))
+                    sdw = _add(sdw, _scale(an, delta))
                     limit = friction * imp_n
-                    delta = (
-                        rhs_t
-                        - (_dot((tx, ty, tz), (sdvx, sdvy, sdvz)) + _dot((ttx, tty, ttz), (sdwx, sdwy, sdwz)))
-                        * jac_t
-                    )
+                    delta = rhs_t - (_dot(t, sdv) + _dot(tt, sdw)) * jac_t
                     new_t = tl.maximum(tl.minimum(imp_t + delta, limit), -limit)
                     delta = tl.where(imp_n > 0, new_t - imp_t, 0.0)
                     imp_t += delta
-                    sdvx += tx * (inv_mass * delta)
-                    sdvy += ty * (inv_mass * delta)
-                    sdvz += tz * (inv_mass * delta)
-                    sdwx += atx * delta
-                    sdwy += aty * delta
-                    sdwz += atz * delta
-                sdvx = tl.where(touching, sdvx, 0.0)
-                sdvy = tl.where(touching, sdvy, 0.0)
-                sdvz = tl.where(touching, sdvz, 0.0)
-                sdwx = tl.where(touching, sdwx, 0.0)
-                sdwy = tl.where(touching, sdwy, 0.0)
-                sdwz = tl.where(touching, sdwz, 0.0)
+                    sdv = _add(sdv, _scale(t, inv_mass * delta))
+                    sdw = _add(sdw, _scale(at, delta))
+                sdv = _where(touching, sdv, (0.0, 0.0, 0.0))
+                sdw = _where(touching, sdw, (0.0, 0.0, 0.0))
             # split impulse over the first PUSH_POINTS penetrating points, in manifold order
-            pushx = tl.zeros([BLOCK], tl.float32)
-            pushy = tl.zeros([BLOCK], tl.float32)
-            pushz = tl.zeros([BLOCK], tl.float32)
+            push = (zero, zero, zero)
             if tl.max(penetrating, axis=0) > 0:
-                pushx, pushy, pushz = _split_impulse(
-                    cnt,
-                    ox,
-                    oy,
-                    oz,
-                    nx,
-                    ny,
-                    nz,
-                    dep,
-                    inv_mass,
-                    inv_inertia,
-                    erp2_over_dt,
-                    ITERATIONS,
-                    PUSH_POINTS,
-                    BLOCK,
+                push = _split_impulse(
+                    cnt, off, normal, dep, inv_mass, inv_inertia, erp2_over_dt, ITERATIONS, PUSH_POINTS, BLOCK
                 )
             # write-back (gravity enters here), then integrate the position
-            nvx = (dvx + sdvx) + 0.0
-            nvy = (dvy + sdvy) + 0.0
-            nvz = (dvz + sdvz) + gravity_dv
-            nwx, nwy, nwz = wx + sdwx, wy + sdwy, wz + sdwz
-            nxp = (x + pushx * dt) + nvx * dt
-            nyp = (y + pushy * dt) + nvy * dt
-            nzp = (z + pushz * dt) + nvz * dt
-            x = tl.where(awake, nxp, x)
-            y = tl.where(awake, nyp, y)
-            z = tl.where(awake, nzp, z)
-            vx = tl.where(awake, nvx, vx)
-            vy = tl.where(awake, nvy, vy)
-            vz = tl.where(awake, nvz, vz)
-            wx = tl.where(awake, nwx, wx)
-            wy = tl.where(awake, nwy, wy)
-            wz = tl.where(awake, nwz, wz)
+            new_vel = ((dv[0] + sdv[0]) + 0.0, (dv[1] + sdv[1]) + 0.0, (dv[2] + sdv[2]) + gravity_dv)
+            pos = _where(awake, _add(_add(pos, _scale(push, dt)), _scale(new_vel, dt)), pos)
+            vel = _where(awake, new_vel, vel)
+            ang = _where(awake, _add(ang, sdw), ang)
             # 8. finish: cached hit velocity, speed clamps
-            vx += hx
-            vy += hy
-            vz += hz
-            hx = hx * 0.0
-            hy = hy * 0.0
-            hz = hz * 0.0
-            v2 = vx * vx + vy * vy + vz * vz
+            vel = _add(vel, cache)
+            cache = _scale(cache, 0.0)
+            v2 = _dot(vel, vel)
             over = v2 > max_speed * max_speed
-            s = tl.where(over, max_speed * tl.rsqrt(tl.where(over, v2, 1.0)), 1.0)
-            vx, vy, vz = tl.where(over, vx * s, vx), tl.where(over, vy * s, vy), tl.where(over, vz * s, vz)
-            w2 = wx * wx + wy * wy + wz * wz
+            vel = _where(
+                over, _scale(vel, tl.where(over, max_speed * tl.rsqrt(tl.where(over, v2, 1.0)), 1.0)), vel
+            )
+            w2 = _dot(ang, ang)
             over = w2 > max_ang_speed * max_ang_speed
             s = tl.where(over, max_ang_speed * tl.rsqrt(tl.where(over, w2, 1.0)), 1.0)
-            wx, wy, wz = tl.where(over, wx * s, wx), tl.where(over, wy * s, wy), tl.where(over, wz * s, wz)
+            ang = _where(over, _scale(ang, s), ang)
             since += 1
             # 9. goal, 10. tick count
             tick += 1
-            scored = tl.abs(y) > goal_line
+            scored = tl.abs(pos[1]) > goal_line
             first = scored & (goal_tick < 0)
             goal_tick = tl.where(first, tick, goal_tick)
-            goal = goal | tl.where(scored, tl.where(y > 0, 1, 2), 0)
+            goal = goal | tl.where(scored, tl.where(pos[1] > 0, 1, 2), 0)
             k += 1
-        tl.store(pos_ptr + lane * 3, x, mask=live)
-        tl.store(pos_ptr + lane * 3 + 1, y, mask=live)
-        tl.store(pos_ptr + lane * 3 + 2, z, mask=live)
-        tl.store(vel_ptr + lane * 3, vx, mask=live)
-        tl.store(vel_ptr + lane * 3 + 1, vy, mask=live)
-        tl.store(vel_ptr + lane * 3 + 2, vz, mask=live)
-        tl.store(ang_ptr + lane * 3, wx, mask=live)
-        tl.store(ang_ptr + lane * 3 + 1, wy, mask=live)
-        tl.store(ang_ptr + lane * 3 + 2, wz, mask=live)
-        tl.store(cache_ptr + lane * 3, hx, mask=live)
-        tl.store(cache_ptr + lane * 3 + 1, hy, mask=live)
-        tl.store(cache_ptr + lane * 3 + 2, hz, mask=live)
+        _store(pos_ptr + lane * 3, pos, mask=live)
+        _store(vel_ptr + lane * 3, vel, mask=live)
+        _store(ang_ptr + lane * 3, ang, mask=live)
+        _store(cache_ptr + lane * 3, cache, mask=live)
         tl.store(since_ptr + lane, since, mask=live)
         tl.store(tick_ptr + lane, tick, mask=live)
         tl.store(goal_tick_ptr + lane, goal_tick, mask=live)
