@@ -2,12 +2,16 @@
 
     python bench/ppo_cartpole.py throughput --num-envs 65536 262144 1048576 --out bench/results/a.json
     python bench/ppo_cartpole.py solve --num-envs 65536 --seeds 3 --out bench/results/b.json
+    python bench/ppo_cartpole.py profile --num-envs 65536 --variants run.precision=bf16 --out p.json
     torchrun --nproc-per-node=2 bench/ppo_cartpole.py throughput --num-envs 262144 --out c.json  # per GPU
 
 Throughput: iterations (T-step rollout + GAE + epochs x minibatches) replayed from the trainer's CUDA
 graph, timed with CUDA events after warm-up, median of repeats. The breakdown times, at the same
 sizes, a graph of T raw env steps with random actions (env), a graph of the rollout (env + inference
 + storage), and a graph of the update; inference = rollout - env, update = iteration - rollout.
+Profile: the kernels of one compiled iteration (not graphed, so the profiler sees each kernel;
+their durations are the graph's): count, total and mean time per kernel name, and the sum of all
+kernel time, to compare with the graphed iteration's time (the gap is launch and scheduling).
 Solve: wall time of ``Trainer.train`` until the mean return of the episodes finished in an update
 reaches 475, compile and capture excluded (reported separately).
 """
@@ -83,6 +87,31 @@ def throughput(n: int, extra: list[str], repeats: int) -> dict:
     return r
 
 
+def profile(n: int, extra: list[str], repeats: int) -> dict:
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    r = throughput(n, extra, repeats)
+    cfg = load("cartpole", BASE + [f"env.num_envs={n}", "ppo.total_steps=10_000_000_000",
+                                   "ppo.target_return=none", "run.graph=false"] + extra)
+    tr = Trainer(cfg)
+    for _ in range(3):
+        tr.iteration()
+    torch.cuda.synchronize()
+    with torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        tr.iteration()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    by_name: dict[str, list[float]] = {}
+    for e in kernels:
+        by_name.setdefault(e.name, []).append(e.device_time)
+    rows = sorted(({"kernel": k[:120], "count": len(v), "total_us": sum(v), "mean_us": sum(v) / len(v)}
+                   for k, v in by_name.items()), key=lambda x: -x["total_us"])
+    r.update({"kernels_per_iteration": len(kernels), "kernel_time_s": sum(e.device_time for e in kernels) / 1e6,
+              "top_kernels": rows[:30]})
+    return r
+
+
 def solve(n: int, seed: int, extra: list[str]) -> dict:
     cfg = load("cartpole", BASE + [f"env.num_envs={n}", f"run.seed={seed}", "ppo.total_steps=2_000_000_000",
                                    "ppo.target_return=475", "run.log_every=1"] + extra)
@@ -97,7 +126,7 @@ def solve(n: int, seed: int, extra: list[str]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["throughput", "solve"])
+    ap.add_argument("what", choices=["throughput", "solve", "profile"])
     ap.add_argument("--num-envs", type=int, nargs="+", default=[65536, 262144, 1048576])
     ap.add_argument("--variants", nargs="+", default=["", "run.precision=bf16"],
                     help="space-separated override sets, one string each")
@@ -111,7 +140,10 @@ def main() -> None:
             extra = variant.split()
             for seed in range(1, args.seeds + 1) if args.what == "solve" else [None]:
                 try:
-                    r = throughput(n, extra, args.repeats) if seed is None else solve(n, seed, extra)
+                    if seed is not None:
+                        r = solve(n, seed, extra)
+                    else:
+                        r = (profile if args.what == "profile" else throughput)(n, extra, args.repeats)
                 except Exception as e:  # noqa: BLE001 - keep the other measurements
                     r = {"num_envs": n, "variant": variant, "seed": seed, "error": repr(e)[:500]}
                 record["results"].append(r)
