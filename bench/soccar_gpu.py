@@ -24,7 +24,7 @@ as skipped); if it must be killed, it first dumps its Python stacks, and the par
 section's JSON how the worker ended (status, seconds, the tail of its output). Times are CUDA-event
 medians over repeats after warm-up. The arena meshes must be present (rlgym-rocket-league installed,
 $NITRO_MESHES, or ``--meshes``). ``--device cpu`` dry-runs every code path on Triton's interpreter
-(TRITON_INTERPRET=1) with tiny sizes.
+(it sets TRITON_INTERPRET=1) at 64 envs, 96 checked queries and 2 repeats unless told otherwise.
 """
 
 from __future__ import annotations
@@ -612,24 +612,30 @@ def main() -> None:
     parser.add_argument(
         "--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)"
     )
-    parser.add_argument(
-        "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="comma-separated env counts"
-    )
+    parser.add_argument("--sizes", default=None, help="comma-separated env counts (default 1k,16k,262k,1M)")
     parser.add_argument("--ticks", type=int, default=8, help="ticks per timed call (one launch / one graph)")
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=None, help="timed calls per measurement (10; 2 dry)")
     parser.add_argument(
         "--fused-configs",
         default="32,64,32:168,128,64:168",
         help="fused kernel configurations: envs per program[:register cap], comma-separated",
     )
-    parser.add_argument("--check-queries", type=int, default=65536, help="n: each check runs 1.5 n queries")
+    parser.add_argument("--check-queries", type=int, default=None, help="n: each check runs 1.5 n queries")
     parser.add_argument("--budget", type=float, default=540.0, help="seconds for all sections together")
     parser.add_argument("--only", default=",".join(SECTIONS), help="sections to run, comma-separated")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--limit", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    args.sizes = tuple(int(s) for s in str(args.sizes).split(","))
+    dry = args.device == "cpu"
+    if dry:  # Triton's interpreter: every code path, at sizes it runs in seconds
+        os.environ["TRITON_INTERPRET"] = "1"
+    if args.sizes is None:
+        args.sizes = (64,) if dry else DEFAULT_SIZES
+    else:
+        args.sizes = tuple(int(s) for s in args.sizes.split(","))
+    args.check_queries = args.check_queries or (64 if dry else 65536)
+    args.repeats = args.repeats or (2 if dry else 10)
     args.fused_configs = tuple(str(args.fused_configs).split(","))
     if args.meshes:
         os.environ["NITRO_MESHES"] = str(Path(args.meshes).resolve())
