@@ -85,6 +85,9 @@ class PolicyConfig:
     """Continuous actions: "state_independent" (a learned vector) or "state_dependent" (a head)."""
     init_log_std: float = 0.0
     """Continuous actions: initial log standard deviation of the Gaussian."""
+    fused: str = "false"
+    """true | false: run the feed-forward trunks as fused Triton kernels (nitro/train/fused_mlp.py; same
+    parameters and checkpoints). Needs CUDA (or TRITON_INTERPRET=1), tanh/relu, no layer_norm, no LSTM."""
 
 
 @dataclass
@@ -261,6 +264,7 @@ def validate(cfg: TrainConfig) -> None:
     choices = {"ppo.lr_schedule": (p.lr_schedule, ("linear", "constant")),
                "policy.activation": (pol.activation, ("tanh", "relu", "elu", "gelu", "silu")),
                "policy.log_std": (pol.log_std, ("state_independent", "state_dependent")),
+               "policy.fused": (pol.fused, ("true", "false")),
                "run.precision": (r.precision, ("fp32", "bf16")),
                "run.compile": (r.compile, ("auto", "true", "false")),
                "run.graph": (r.graph, ("auto", "true", "false"))}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import torch
@@ -22,7 +24,9 @@ def load_policy(run: str | Path, which: str = "best", device: str = "cpu"):
     tensors, meta = checkpoint.load(path, device)
     cfg = from_dict(meta["config"])
     env = make_env(cfg.env.id, **cfg.env.params)
-    policy = ActorCritic(env.observation_space.shape[0], env.action_space, cfg.policy).to(device)
+    # the fused trunk only speeds up training: its parameters load into the plain trunk, which runs anywhere
+    plain = dataclasses.replace(cfg.policy, fused="false")
+    policy = ActorCritic(env.observation_space.shape[0], env.action_space, plain).to(device)
     policy.load_state_dict({k[len("policy."):]: v for k, v in tensors.items() if k.startswith("policy.")})
     policy.eval()
     rms = None

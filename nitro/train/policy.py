@@ -117,17 +117,24 @@ class ActorCritic(nn.Module):
     """MLP actor and critic (shared or separate trunks), with an optional LSTM core.
 
     ``forward(obs, hidden, first)`` -> (head output, value, hidden). ``first`` [B] marks observations
-    that begin an episode; the LSTM state is zeroed there before the step.
+    that begin an episode; the LSTM state is zeroed there before the step. ``device`` (where the
+    policy will run) is checked when ``cfg.fused`` asks for the fused trunks.
     """
 
-    def __init__(self, obs_dim: int, action_space, cfg: PolicyConfig):
+    def __init__(self, obs_dim: int, action_space, cfg: PolicyConfig, device=None):
         super().__init__()
         self.cfg = cfg
         self.dist = ActionDist(action_space)
         hidden = list(cfg.hidden)
         feat = hidden[-1] if hidden else obs_dim
-        self.actor_trunk = mlp(obs_dim, hidden, cfg.activation, cfg.layer_norm)
-        self.critic_trunk = None if cfg.shared or cfg.lstm else mlp(obs_dim, hidden, cfg.activation, cfg.layer_norm)
+        trunk = mlp
+        if getattr(cfg, "fused", "false") == "true":
+            from nitro.train import fused_mlp
+
+            fused_mlp.check_supported(hidden, obs_dim, cfg.activation, cfg.layer_norm, cfg.lstm, device)
+            trunk = lambda i, h, a, _ln: fused_mlp.FusedMLP(i, h, a)  # noqa: E731
+        self.actor_trunk = trunk(obs_dim, hidden, cfg.activation, cfg.layer_norm)
+        self.critic_trunk = None if cfg.shared or cfg.lstm else trunk(obs_dim, hidden, cfg.activation, cfg.layer_norm)
         self.lstm = None
         if cfg.lstm:
             self.lstm = nn.LSTMCell(feat, cfg.lstm)

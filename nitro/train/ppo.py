@@ -102,7 +102,7 @@ class Trainer:
         self.bf16 = cfg.run.precision == "bf16"
 
         torch.manual_seed(self.seed)  # parameter init only; all sampling uses nitro.core.rng keys
-        self.policy = ActorCritic(self.obs_dim, self.env.action_space, cfg.policy).to(d)
+        self.policy = ActorCritic(self.obs_dim, self.env.action_space, cfg.policy, d).to(d)
         self.dist_head = self.policy.dist
         self.opt = FlatAdam(self.policy, p.lr, eps=p.adam_eps)
         dist.broadcast_(self.opt.flat, self.dist)
