@@ -311,6 +311,17 @@ def check_supported(hidden: list[int], in_dim: int, activation: str, layer_norm:
                          f"TRITON_INTERPRET=1 runs the kernels slowly on the CPU for tests){fix}")
 
 
+def supported(hidden: list[int], in_dim: int, activation: str, layer_norm: bool, lstm: int, device) -> bool:
+    """What ``policy.fused=auto`` asks: would the fused trunks run here, on a CUDA device?"""
+    if device is None or torch.device(device).type != "cuda":
+        return False
+    try:
+        check_supported(hidden, in_dim, activation, layer_norm, lstm, device)
+    except ValueError:
+        return False
+    return True
+
+
 class FusedMLP(nn.Sequential):
     """The ``policy.mlp`` trunk (same modules, so the same parameter names, init and checkpoints) whose
     forward runs the fused Triton kernels, two layers per launch. Activations: tanh or relu."""

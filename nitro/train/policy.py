@@ -118,7 +118,7 @@ class ActorCritic(nn.Module):
 
     ``forward(obs, hidden, first)`` -> (head output, value, hidden). ``first`` [B] marks observations
     that begin an episode; the LSTM state is zeroed there before the step. ``device`` (where the
-    policy will run) is checked when ``cfg.fused`` asks for the fused trunks.
+    policy will run) decides whether ``cfg.fused`` runs the trunks as fused kernels.
     """
 
     def __init__(self, obs_dim: int, action_space, cfg: PolicyConfig, device=None):
@@ -128,11 +128,14 @@ class ActorCritic(nn.Module):
         hidden = list(cfg.hidden)
         feat = hidden[-1] if hidden else obs_dim
         trunk = mlp
-        if getattr(cfg, "fused", "false") == "true":
+        if cfg.fused != "false":
             from nitro.train import fused_mlp
 
-            fused_mlp.check_supported(hidden, obs_dim, cfg.activation, cfg.layer_norm, cfg.lstm, device)
-            trunk = lambda i, h, a, _ln: fused_mlp.FusedMLP(i, h, a)  # noqa: E731
+            supported = (cfg.hidden, obs_dim, cfg.activation, cfg.layer_norm, cfg.lstm, device)
+            if cfg.fused == "true":
+                fused_mlp.check_supported(*supported)
+            if cfg.fused == "true" or fused_mlp.supported(*supported):
+                trunk = lambda i, h, a, _ln: fused_mlp.FusedMLP(i, h, a)  # noqa: E731
         self.actor_trunk = trunk(obs_dim, hidden, cfg.activation, cfg.layer_norm)
         self.critic_trunk = None if cfg.shared or cfg.lstm else trunk(obs_dim, hidden, cfg.activation, cfg.layer_norm)
         self.lstm = None

@@ -116,7 +116,7 @@ def test_fused_config_values_and_errors():
 
     assert C.load("cartpole", ["policy.fused=true"]).policy.fused == "true"
     assert C.load("cartpole", ["run.precision=bf16", "policy.fused=true"]).run.precision == "bf16"
-    assert C.TrainConfig().policy.fused == "false"
+    assert C.TrainConfig().policy.fused == "auto"
     with pytest.raises(C.ConfigError, match="policy.fused"):
         C.load("cartpole", ["policy.fused=yes"])
     unsupported = [(dict(activation="gelu"), "activation"), (dict(layer_norm=True), "layer_norm"),
@@ -130,6 +130,15 @@ def test_fused_config_values_and_errors():
             ActorCritic(4, Discrete(2), C.PolicyConfig(fused="true"), "cpu")
     plain = ActorCritic(4, Discrete(2), C.PolicyConfig(fused="false"), "cpu")
     assert isinstance(plain.actor_trunk, torch.nn.Sequential)
+    # auto: fused only where it runs (a CUDA device and a supported trunk), else the plain trunk
+    from nitro.train import fused_mlp
+
+    for kw, device in [({}, "cpu"), (dict(activation="gelu"), "cuda"), (dict(lstm=8), "cuda")]:
+        policy = ActorCritic(4, Discrete(2), C.PolicyConfig(fused="auto", **kw), device)
+        assert not isinstance(policy.actor_trunk, fused_mlp.FusedMLP), kw
+    if fused_mlp.triton is not None:
+        policy = ActorCritic(4, Discrete(2), C.PolicyConfig(fused="auto"), "cuda")
+        assert isinstance(policy.actor_trunk, fused_mlp.FusedMLP)
 
 
 # --- CUDA -----------------------------------------------------------------------------------------
