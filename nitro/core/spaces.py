@@ -62,7 +62,7 @@ class Discrete:
         _assert_values(
             (actions >= lo) & (actions < hi),
             lambda: f"Discrete actions must lie in [{lo}, {hi}); got values "
-            f"{actions[(actions < lo) | (actions >= hi)][:8].tolist()}"
+            f"{actions[(actions < lo) | (actions >= hi)][:8].tolist()}"  # sync-ok: CPU error message
             if actions.device.type == "cpu" else f"nitro: Discrete actions must lie in [{lo}, {hi})",
         )
 

@@ -195,16 +195,16 @@ def _examples(unexplained: torch.Tensor, inputs: dict, ref, ker, limit: int = 3)
     """The first ``limit`` unexplained queries, as plain lists: their inputs and both answers."""
 
     def row(obj, i):
-        return {f.name: getattr(obj, f.name)[i].tolist() for f in dataclasses.fields(obj)}
+        return {f.name: getattr(obj, f.name)[i].tolist() for f in dataclasses.fields(obj)}  # sync-ok: verification, off the hot path
 
     return [
         {
             "index": i,
-            **{k: v[i].tolist() for k, v in inputs.items()},
+            **{k: v[i].tolist() for k, v in inputs.items()},  # sync-ok: verification, off the hot path
             "reference": row(ref, i),
             "kernel": row(ker, i),
         }
-        for i in unexplained.nonzero().flatten()[:limit].tolist()
+        for i in unexplained.nonzero().flatten()[:limit].tolist()  # sync-ok: verification, off the hot path
     ]
 
 
@@ -381,7 +381,7 @@ def _search_sphere(mesh, centers, radius, gap, ker, pos_tol, normal_tol):
     scale = lever_scale(radius, contacts.depth, on_triangle)
 
     def host(x):
-        return x.double().cpu().numpy() if x.is_floating_point() else x.cpu().numpy()
+        return x.double().cpu().numpy() if x.is_floating_point() else x.cpu().numpy()  # sync-ok: verification, off the hot path
 
     c_obj, c_count, c_off, c_dep = (
         host(x) for x in (contacts.object, contacts.count, contacts.offset, contacts.depth)
@@ -642,9 +642,9 @@ def query_points(mesh: ArenaMesh, n: int, seed: int, lo: float, hi: float) -> to
     tri = rng.integers(0, mesh.num_triangles, n)
     bary = rng.random((n, 2))
     bary = np.where(bary.sum(1, keepdims=True) > 1, 1 - bary, bary)
-    v = mesh.tri_verts.cpu()[tri].numpy()
+    v = mesh.tri_verts.cpu()[tri].numpy()  # sync-ok: verification, off the hot path
     on = v[:, 0] + bary[:, :1] * (v[:, 1] - v[:, 0]) + bary[:, 1:] * (v[:, 2] - v[:, 0])
-    near = on + mesh.tri_normals.cpu()[tri].numpy() * rng.uniform(lo, hi, (n, 1))
+    near = on + mesh.tri_normals.cpu()[tri].numpy() * rng.uniform(lo, hi, (n, 1))  # sync-ok: verification, off the hot path
     anywhere = rng.uniform((-4200, -6100, -50), (4200, 6100, 2100), (n // 2, 3))
     return torch.from_numpy(np.concatenate([near, anywhere]).astype(np.float32))
 

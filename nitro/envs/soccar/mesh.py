@@ -145,7 +145,7 @@ def cmf_hash(vertices: np.ndarray, indices: np.ndarray) -> int:
         values = (((values >> 16) ^ values) * 0x45D9F3B) & mask
     values = ((values >> 16) ^ values) & mask
     h = (len(vertices) + len(indices) * len(vertices)) & mask
-    for v in values.tolist():  # sequential boost-style combine
+    for v in values.tolist():  # sync-ok: numpy, at mesh load; sequential boost-style combine
         h ^= (v + 0x9E3779B9 + ((h << 6) & mask) + (h >> 2)) & mask
     return h
 
