@@ -12,6 +12,7 @@ import torch
 
 from nitro.core import agents, rng
 from nitro.core.env import Env, autoreset_step
+from nitro.core.errors import as_count
 
 
 class VecEnv:
@@ -19,8 +20,7 @@ class VecEnv:
 
     def __init__(self, env: Env, num_envs: int, device: torch.device | str | None = None,
                  seed: int = 0, check_actions: bool = True):
-        if not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        num_envs = as_count("num_envs", num_envs)
         agents.check(env)
         self.env = env
         self.num_envs = num_envs
