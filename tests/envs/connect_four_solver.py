@@ -2,9 +2,9 @@
 
 Negamax with alpha-beta over Python-int bitboards in Pascal Pons' layout (bit ``col * 7 + row``, row 0 at
 the bottom), centre-first move order and a transposition table of bounds. It is exact but slow, so it
-is used on endgames (at most ~16 empty cells). Run this file to regenerate the position set:
+is used on positions of 16 or more stones (seconds each at worst). Run this file to regenerate the position set:
 
-    python tests/envs/connect_four_solver.py tests/envs/data/connect_four_endgames.txt
+    python tests/envs/connect_four_solver.py tests/envs/data/connect_four_positions.txt
 
 Each line of the set is ``MOVES v1 v2 ... v7``: a game in progress as columns 1-7 (player_0 first) and
 the value of dropping into each column for the side to move (1 win, 0 draw, -1 loss, x full column).
@@ -104,7 +104,7 @@ def random_endgame(rng: random.Random, stones: int) -> str | None:
     return moves
 
 
-def generate(count: int, seed: int = 0, stones=(26, 32)) -> list[str]:
+def generate(count: int, seed: int = 0, stones=(16, 30)) -> list[str]:
     """``count`` lines of the position set: random endgames whose moves do not all have one value."""
     rng = random.Random(seed)
     lines = []
