@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from nitro.train import checkpoint
 from nitro.train.config import ConfigError, LeagueConfig
 from nitro.train.ratings import Ratings, elo_expected, interleave
 
@@ -137,12 +138,6 @@ class League:
         self.mix = dict(state["mix"])
         self.history = history[: state["history_len"]]
 
-    def table(self) -> list[dict]:
-        """Every rated player, best Elo first: name, elo, openskill ordinal, games."""
-        rows = [{"name": n, "elo": e, "openskill": self.ratings.ordinal(n), "games": self.ratings.games[n]}
-                for n, e in self.ratings.elo.items()]
-        return sorted(rows, key=lambda r: -r["elo"])
-
 
 def read_history(run_dir: str | Path) -> list[dict]:
     path = Path(run_dir) / "league.jsonl"
@@ -161,3 +156,18 @@ def write_history(run_dir: str | Path, history: list[dict]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(h) + "\n" for h in history))
     tmp.replace(path)
+
+
+def summary(run_dir: str | Path) -> dict:
+    """A run's league as its latest checkpoint left it: the table (best Elo first: name, elo, openskill,
+    games, joined, in the pool now) and the history."""
+    meta = checkpoint.load_meta(checkpoint.latest(run_dir))
+    if "league" not in meta:
+        raise ValueError(f"{run_dir} was trained without a league (league.pool_size=0 and no league.bots)")
+    state = meta["league"]
+    ratings = Ratings.from_state(state["ratings"])
+    history = read_history(run_dir)[: state["history_len"]]
+    rows = [{"name": n, "elo": e, "openskill": ratings.ordinal(n), "games": ratings.games[n],
+             "joined": state["added"].get(n), "member": n != LEARNER}
+            for n, e in ratings.elo.items()]
+    return {"update": meta["update"], "table": sorted(rows, key=lambda r: -r["elo"]), "history": history}
