@@ -116,8 +116,9 @@ class Curriculum:
         self.index = 0
         self.began = 0
         """Update at which the current stage began."""
+        self.watched = {c.metric for s in stages for c in s.until}
         self.latest: dict = {}
-        """The latest logged value of every metric."""
+        """The latest logged value of every metric a condition reads."""
         self.events: list[dict] = []
         """Stage changes: update, from, to, the conditions that held."""
 
@@ -130,7 +131,7 @@ class Curriculum:
 
     def observe(self, metrics: dict, update: int) -> bool:
         """Take a log's metrics; True when this log moves training to the next stage."""
-        self.latest.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
+        self.latest.update({k: v for k, v in metrics.items() if k in self.watched})
         s = self.stage
         if self.index == len(self.stages) - 1 or update - self.began < s.min_updates:
             return False
