@@ -28,10 +28,6 @@ ROWS, COLS = 6, 7
 CELLS = ROWS * COLS
 DIRECTIONS = (1, 7, 6, 8)
 """Bit shifts between neighbours on the bitboard: vertical, horizontal, and the two diagonals."""
-CELL_BITS = tuple(c * (ROWS + 1) + (ROWS - 1 - r) for r in range(ROWS) for c in range(COLS))
-"""Bit of each board cell in PettingZoo's order (row 0 at the top, then columns)."""
-CENTER = tuple(3 - abs(c - 3) for c in range(COLS))
-"""How central each column is (0 at the edges, 3 in the middle): the tactical bot's last criterion."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +73,18 @@ def empty_board(num_envs: int, device) -> ConnectFourState:
     zero = torch.zeros(num_envs, dtype=torch.int64, device=device)
     return ConnectFourState(torch.zeros(num_envs, 2, dtype=torch.int64, device=device),
                             torch.zeros(num_envs, COLS, dtype=torch.int64, device=device), zero, zero.clone(), zero - 1)
+
+
+def cell_bits(device) -> torch.Tensor:
+    """[42] the bit of each board cell in PettingZoo's order (row 0 at the top, then columns); built on
+    the device by arithmetic, as constants copied from the host would stall CUDA graphs."""
+    cell = torch.arange(CELLS, device=device)
+    return (cell % COLS) * (ROWS + 1) + (ROWS - 1 - cell // COLS)
+
+
+def centrality(device) -> torch.Tensor:
+    """[7] how central each column is: 0 at the edges, 3 in the middle (the tactical bot's tie-break)."""
+    return 3 - (torch.arange(COLS, device=device) - 3).abs()
 
 
 def cell_bit(column: torch.Tensor, height: torch.Tensor) -> torch.Tensor:
@@ -147,7 +155,7 @@ class ConnectFour(Env[ConnectFourState, ConnectFourParams]):
 
     # ------------------------------------------------------------------ views
     def observe(self, state):
-        bits = torch.tensor(CELL_BITS, device=state.stones.device)
+        bits = cell_bits(state.stones.device)
         cells = ((state.stones[:, :, None] >> bits) & 1).float()       # [N, player, cell]
         planes = cells.transpose(1, 2)                                  # [N, cell, player]
         return torch.stack([planes, planes.flip(-1)], 1).reshape(-1, CELLS * 2)  # own stones first
@@ -185,7 +193,7 @@ class ConnectFour(Env[ConnectFourState, ConnectFourParams]):
         win_now = legal & connected(mine | here)
         block = legal & connected(theirs | here)
         gives = legal & (state.height + 1 < ROWS) & connected(theirs | above)
-        center = torch.tensor(CENTER, device=device, dtype=torch.float32) * 0.25      # at most 0.75
+        center = centrality(device).float() * 0.25                                      # at most 0.75
         noise = rng.uniform(key, (n, COLS), high=0.25)
         score = 8.0 * win_now + 4.0 * block - 2.0 * gives + center + noise
         return agents.per_agent(torch.where(legal, score, -torch.inf).argmax(-1), 2)

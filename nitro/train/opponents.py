@@ -56,6 +56,8 @@ class Seating:
         """[teams (or 1), A]: the seats of each learner team first, then the other seats."""
         self.base = torch.arange(num_envs, device=device)[:, None] * a
         self.team_of_row = torch.tensor(env.agent_team, device=device).repeat(num_envs)
+        self.team_matrix = agents.team_matrix(env.agent_team, device)
+        """[A, teams] one-hot team of each seat (made here, once: a host copy in a step would stall graphs)."""
         self.all_rows = not opponents
         """True when the learner drives every row (its rows are 0..N*A-1 in order)."""
 
@@ -82,7 +84,7 @@ class Seating:
         """[N, teams] each team's score against the others in a finished game: the fraction of other teams
         it beat (a tie counts half), from each agent's standing [N * A] (``env.result`` or its return)
         summed over the team. Two teams: 1 win, 0.5 draw, 0 loss."""
-        total = agents.team_sums(standing, self.agent_team)  # [N, T]
+        total = standing.float().view(-1, self.num_agents) @ self.team_matrix  # [N, T]: summed per team
         if self.num_teams < 2:
             return torch.full_like(total, 0.5)
         mine, other = total.unsqueeze(2), total.unsqueeze(1)
