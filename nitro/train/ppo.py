@@ -246,10 +246,11 @@ class Trainer:
         acting = self.env.acting(c.env_state)
         if self.opponents is not None:
             k_match = rng.fold_in(c.key, 4)
-            their_action = self.opponents.act(
-                c.env_state, theirs, c.obs.index_select(0, theirs), None if full_mask is None else
-                full_mask.index_select(0, theirs), c.opponent.repeat_interleave(A - self.seating.per_env),
-                row_keys.index_select(0, theirs), rng.fold_in(k_match, 3), self._learner_actor)
+            with torch.no_grad(), self._autocast():
+                their_action = self.opponents.act(
+                    c.env_state, theirs, c.obs.index_select(0, theirs), None if full_mask is None else
+                    full_mask.index_select(0, theirs), c.opponent.repeat_interleave(A - self.seating.per_env),
+                    row_keys.index_select(0, theirs), rng.fold_in(k_match, 3), self._learner_actor)
             env_action = self.seating.assemble(env_action, their_action, mine, theirs)
 
         t = autoreset_step(self.env, c.env_state, env_action, k_env)
@@ -297,8 +298,7 @@ class Trainer:
 
     def _learner_actor(self, obs: torch.Tensor):
         """The learner's actor on raw observations (playing as its own opponent)."""
-        with torch.no_grad(), self._autocast():
-            return tree.tree_map(lambda x: x.detach(), self.policy.actor(self._normalize(obs)))
+        return tree.tree_map(lambda x: x.detach(), self.policy.actor(self._normalize(obs)))
 
     def collect(self) -> None:
         """T steps of every env into the buffers. ``self.carry`` is updated in place at the end, so
@@ -511,6 +511,7 @@ class Trainer:
     def _league_step(self) -> dict:
         """Rate the games since the last league step, add a snapshot when due, redo matchmaking. Reads the
         outcome counts: one host sync per league step."""
+        dist.all_reduce_sum_(self.outcomes, self.dist)  # every rank rates the same games the same way
         outcomes = self.outcomes.tolist()  # sync-ok: once per league step
         self.outcomes.zero_()
         metrics = self.league.record(outcomes, self.update)
