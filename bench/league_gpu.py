@@ -33,7 +33,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nitro import bench as env_bench  # noqa: E402
-from nitro.core import rng  # noqa: E402
 from nitro.core.spaces import Discrete  # noqa: E402
 from nitro.envs.connect_four import ConnectFour  # noqa: E402
 from nitro.train import tournament as tour  # noqa: E402
@@ -138,7 +137,7 @@ def opponent_forward(rows: int, device: str, repeats: int) -> list[dict]:
         stack = PolicyStack(policy, K, 84, obs_norm=True, method=method)
         with torch.no_grad(), torch.autocast(torch.device(device).type, dtype=torch.bfloat16,
                                               enabled=device == "cuda"):
-            def fwd():
+            def fwd(stack=stack):
                 stack.select(stack.outputs(obs), torch.zeros(rows, dtype=torch.int64, device=device))
             for _ in range(3):
                 fwd()

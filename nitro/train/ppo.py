@@ -37,8 +37,8 @@ from nitro.core.registry import make_env
 from nitro.core.spaces import Box, Discrete, MultiDiscrete
 from nitro.train import checkpoint, curriculum, dist, league
 from nitro.train.config import ConfigError, TrainConfig, to_dict
+from nitro.train.opponents import Opponents, PolicyStack, Seating
 from nitro.train.optim import FlatAdam, RunningMeanStd
-from nitro.train.opponents import SELF, Opponents, PolicyStack, Seating
 from nitro.train.policy import ActorCritic
 
 
@@ -244,8 +244,8 @@ class Trainer:
         logprob = self.dist_head.log_prob(out, action)
         env_action = self.dist_head.to_env(action)
         acting = self.env.acting(c.env_state)
+        k_match = rng.fold_in(c.key, 4)
         if self.opponents is not None:
-            k_match = rng.fold_in(c.key, 4)
             with torch.no_grad(), self._autocast():
                 their_action = self.opponents.act(
                     c.env_state, theirs, c.obs.index_select(0, theirs), None if full_mask is None else
@@ -263,21 +263,9 @@ class Trainer:
         ep_stats = torch.stack([slot_done.sum(), (slot_return * slot_done).sum(),
                                 (agents.per_agent(ep_length, self.seating.per_env) * slot_done).sum()]).float()
         obs_moments = torch.stack([pick(c.obs).sum(0), (pick(c.obs) ** 2).sum(0)])
-        outcomes = self.outcomes
-        learner_team, opponent = c.learner_team, c.opponent
+        outcomes, learner_team, opponent = self.outcomes, c.learner_team, c.opponent
         if A > 1:
-            standing = self.env.result(t.final_state)
-            scores = self.seating.scores(ep_return_rows if standing is None else standing)  # [N, teams]
-            slot_score = scores.gather(1, self.seating.learner_teams(learner_team).view(self.N, -1)).view(-1)
-            reward = self.reward_weights[0] * reward + self.reward_weights[1] * (2 * slot_score - 1) * slot_done
-            if self.opponents is not None:
-                game = scores.gather(1, learner_team[:, None]).squeeze(1)  # the learner team's score
-                wdl = torch.stack([game > 0.5, game == 0.5, game < 0.5], 1).float() * done[:, None]
-                outcomes = torch.zeros_like(self.outcomes).index_add_(0, opponent, wdl)
-                k_match = rng.fold_in(c.key, 4)
-                new_team = rng.randint(rng.fold_in(k_match, 1), (self.N,), self.seating.order.shape[0])
-                learner_team = torch.where(done, new_team, learner_team)
-                opponent = torch.where(done, self.opponents.draw(rng.fold_in(k_match, 2)), opponent)
+            reward, outcomes, learner_team, opponent = self._games(c, t, ep_return_rows, reward, done, k_match)
 
         disc_return = c.disc_return * p.gamma + reward
         ret_moments = torch.stack([disc_return.sum(), (disc_return**2).sum()])
@@ -295,6 +283,24 @@ class Trainer:
         record = (obs, action, logprob, value.float(), reward, slot_done, c.first, mask,
                   None if acting is None else pick(acting))
         return carry, record, (ep_stats, obs_moments, ret_moments, outcomes)
+
+    def _games(self, c: Carry, t, ep_return_rows, reward, done, key):
+        """Multi-agent bookkeeping of finished games: the outcome reward of the learner's rows, the
+        learner's wins, draws and losses per opponent id, and new seats and opponents where a game ended."""
+        standing = self.env.result(t.final_state)
+        scores = self.seating.scores(ep_return_rows if standing is None else standing)  # [N, teams]
+        slot_score = scores.gather(1, self.seating.learner_teams(c.learner_team).view(self.N, -1)).view(-1)
+        slot_done = agents.per_agent(done, self.seating.per_env)
+        reward = self.reward_weights[0] * reward + self.reward_weights[1] * (2 * slot_score - 1) * slot_done
+        if self.opponents is None:
+            return reward, self.outcomes, c.learner_team, c.opponent
+        game = scores.gather(1, c.learner_team[:, None]).squeeze(1)  # the learner team's score
+        wdl = torch.stack([game > 0.5, game == 0.5, game < 0.5], 1).float() * done[:, None]
+        outcomes = torch.zeros_like(self.outcomes).index_add_(0, c.opponent, wdl)
+        new_team = rng.randint(rng.fold_in(key, 1), (self.N,), self.seating.order.shape[0])
+        learner_team = torch.where(done, new_team, c.learner_team)
+        opponent = torch.where(done, self.opponents.draw(rng.fold_in(key, 2)), c.opponent)
+        return reward, outcomes, learner_team, opponent
 
     def _learner_actor(self, obs: torch.Tensor):
         """The learner's actor on raw observations (playing as its own opponent)."""
