@@ -224,9 +224,9 @@ def learn(args) -> dict:
     if run_dir.exists():
         shutil.rmtree(run_dir)
     extra = [f"env.num_envs={args.learn_envs}", f"league.pool_size={K}", "league.bots=[random,tactical]",
-             "league.mix={self: 0.3, pool: 0.7}", "league.matchmaking=pfsp", "league.update_every=10",
-             "league.add_every=50", "ppo.lr=3e-4", "ppo.lr_schedule=constant", "ppo.ent_coef=0.01",
-             "env.params.opening_moves=0", "run.log_every=10", "run.checkpoint_every=1000000",
+             "league.mix={self: 0.3, pool: 0.7}", "league.matchmaking=pfsp", "league.update_every=20",
+             "league.add_every=200", "league.rated_games=256", "ppo.lr=3e-4", "ppo.lr_schedule=constant", "ppo.ent_coef=0.01",
+             "env.params.opening_moves=0", "run.log_every=20", "run.checkpoint_every=1000000",
              "run.checkpoint_seconds=0", "run.keep_last=1"]
     tr = _trainer(args.learn_envs, extra, dev, run_dir)
     start = time.perf_counter()
