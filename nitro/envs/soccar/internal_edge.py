@@ -65,4 +65,3 @@ def adjust_internal_edge_contacts(
     out = torch.where(use_clamp[..., None], clamped, normal)
     use_face = concave & (dot(tri_normal, n_in) >= 0)  # single-sided: only from the front
     return torch.where(use_face[..., None], tri_normal.expand_as(out), out), use_clamp | use_face
-

@@ -95,7 +95,9 @@ def add_manifold_point(
     ok = (new_object >= 0) & (has_slot | free.any(1))
     held = count[rows, slot]
     full = held >= MANIFOLD_POINTS
-    replaced = sort_cached_points(manifolds.offset[rows, slot], manifolds.depth[rows, slot], new_offset, new_depth)
+    replaced = sort_cached_points(
+        manifolds.offset[rows, slot], manifolds.depth[rows, slot], new_offset, new_depth
+    )
     index = torch.where(full, replaced, held.to(torch.int64))
     at_slot = ok[:, None] & (slots == slot[:, None])  # [N, S]
     at_point = at_slot[:, :, None] & (points == index[:, None, None])  # [N, S, 4]

@@ -75,6 +75,7 @@ def sphere_triangle_contact(center, v0, v1, v2, radius: float, gap: float):
     depth = torch.where(tiny, -radius, dist - radius)
     return has, point, normal, depth
 
+
 def check_reach(mesh: ArenaMesh, radius: float, gap: float) -> None:
     """A sphere query reads one grid cell: its reach must be within the grid's query radius."""
     if radius + gap > mesh.query_radius:
@@ -153,4 +154,3 @@ def sphere_contacts(
         offset=pick(all_offset, 0.0),
         depth=pick(all_depth, 0.0),
     )
-

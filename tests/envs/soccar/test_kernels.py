@@ -2,7 +2,8 @@
 
 On CUDA (`gpu` marker): every query at scale, the fused tick and the compiled / graphed steps.
 On CPU with Triton installed: the same kernels under TRITON_INTERPRET=1 (Triton's numpy interpreter;
-`slow` marker, in a subprocess because the variable must be set before Triton is imported), and each
+`slow` marker, in a subprocess because the variable must be set before Triton is imported), each
+kernel stage against its reference stage (tests/envs/soccar/kernels, likewise in a subprocess), and each
 kernel lowered for an sm_90 GPU with the argument types torch.compile gives it (no GPU needed). CI
 without Triton skips both. Query results are compared through `kernel_checks`, which accepts the
 answers the float32 rounding decides (ties) and nothing else.
@@ -91,9 +92,29 @@ def test_kernels_match_reference_interpreted():
     """)
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200
+        [sys.executable, "-c", script],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="Triton is not installed (CPU-only PyTorch)")
+def test_kernel_stages_match_reference_interpreted():
+    """Each kernel stage against its reference stage (tests/envs/soccar/kernels), on the interpreter."""
+    folder = ROOT / "tests" / "envs" / "soccar" / "kernels"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)]
+    command += ["--ignore", str(folder / "test_kernel_checks.py")]  # reference-only: runs in this session
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0 and "passed" in summary and "skipped" not in summary, done.stdout[-3000:]
 
 
 # --- CPU: lowering for the GPU with torch.compile's argument types ---------------------------------

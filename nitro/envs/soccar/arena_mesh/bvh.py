@@ -103,4 +103,3 @@ def _quantize(point: np.ndarray, bmin: np.ndarray, quant: np.ndarray, is_max: bo
 
 def _unquantize(q: np.ndarray, bmin: np.ndarray, quant: np.ndarray) -> np.ndarray:
     return q.astype(np.float32) / quant + bmin
-

@@ -123,4 +123,3 @@ def cmf_hash(vertices: np.ndarray, indices: np.ndarray) -> int:
     for v in values.tolist():  # sync-ok: numpy, at mesh load; sequential boost-style combine
         h ^= (v + 0x9E3779B9 + ((h << 6) & mask) + (h >> 2)) & mask
     return h
-

@@ -75,4 +75,3 @@ def closest_point_on_triangle_np(p, a, b, c):
     out = np.where(((d3 >= 0) & (d4 <= d3))[:, None], b, out)
     out = np.where(((d1 <= 0) & (d2 <= 0))[:, None], a, out)
     return out
-

@@ -88,4 +88,3 @@ def internal_edge_info(vertices: np.ndarray, indices: np.ndarray) -> tuple[np.nd
     flags = np.zeros(num_tris, np.int64)
     np.bitwise_or.at(flags, a, np.where(is_convex, 1 << e, 0) | np.where(swap, 8 << e, 0))
     return angles.astype(np.float32), flags.astype(np.int32)
-

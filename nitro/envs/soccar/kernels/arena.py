@@ -373,7 +373,12 @@ _BALL_GRIDS: dict[tuple[str, str], ArenaMesh] = {}
 
 
 def launch_step_ticks_(
-    state: GameState, events: ArenaEvents, world: World, ticks: int, block: int = FUSED_BLOCK, maxnreg: int = 0
+    state: GameState,
+    events: ArenaEvents,
+    world: World,
+    ticks: int,
+    block: int = FUSED_BLOCK,
+    maxnreg: int = 0,
 ) -> None:
     """Advance ball-only arenas by ``ticks`` ticks in one kernel launch, updating ``state`` and
     ``events`` in place: the same mechanics as `arena.step_ticks`.

@@ -288,7 +288,9 @@ def physics_step(
         ITERATIONS,
         BLOCK,
     )
-    push = split_impulse_push(manifolds, ball_inv_mass, ball_inv_inertia, erp2_over_dt, ITERATIONS, PUSH_POINTS, BLOCK)
+    push = split_impulse_push(
+        manifolds, ball_inv_mass, ball_inv_inertia, erp2_over_dt, ITERATIONS, PUSH_POINTS, BLOCK
+    )
     pos, vel, ang_vel = integrate(ball_pos, vel, ball_ang_vel, dv, dw, push, tick_time, gravity_dv)
     return where(awake, pos, ball_pos), where(awake, vel, ball_vel), where(awake, ang_vel, ball_ang_vel)
 

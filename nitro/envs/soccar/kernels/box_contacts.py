@@ -19,7 +19,11 @@ BLOCK = 64  # boxes per program
 @jit
 def box_radius(u, axes, half):
     """The box's half extent along unit axis u."""
-    return tl.abs(dot(axes[0], u)) * half[0] + tl.abs(dot(axes[1], u)) * half[1] + tl.abs(dot(axes[2], u)) * half[2]
+    return (
+        tl.abs(dot(axes[0], u)) * half[0]
+        + tl.abs(dot(axes[1], u)) * half[1]
+        + tl.abs(dot(axes[2], u)) * half[2]
+    )
 
 
 @jit
@@ -262,7 +266,9 @@ def launch_box_contacts(
     """`box_contacts.box_contacts` in one kernel launch (the kernel keeps the deepest, this orders them)."""
     require_triton()
     if max_contacts < 1 or max_contacts & (max_contacts - 1):
-        raise ValueError(f"the kernel keeps a power-of-two number of contacts, got max_contacts={max_contacts}")
+        raise ValueError(
+            f"the kernel keeps a power-of-two number of contacts, got max_contacts={max_contacts}"
+        )
     n = centers.shape[0]
     half = (
         half_extents.reshape(-1, 3).expand(n, 3).contiguous()

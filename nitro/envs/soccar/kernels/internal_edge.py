@@ -18,7 +18,16 @@ def edge_distance(p, a, b):
 
 @jit
 def adjust_internal_edge_contacts(
-    normal, point, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr
+    normal,
+    point,
+    v0,
+    v1,
+    v2,
+    tri_normal,
+    edge_angle,
+    edge_flags,
+    MAX_ANGLE: tl.constexpr,
+    EDGE_DISTANCE: tl.constexpr,
 ):
     """btAdjustInternalEdgeContacts: the contact normal at ``point`` of triangle (v0, v1, v2) (face
     normal ``tri_normal``, ``edge_angle`` a 3-tuple, ``edge_flags``), and whether it changed."""

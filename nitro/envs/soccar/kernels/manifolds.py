@@ -144,7 +144,9 @@ def add_manifold_point(
         free = tl.where(obj[3 - k] < 0, 3 - k, free)
     slot = tl.where(match >= 0, match, free)
     ok = ok & (slot >= 0)
-    held = tl.where(slot == 0, count[0], tl.where(slot == 1, count[1], tl.where(slot == 2, count[2], count[3])))
+    held = tl.where(
+        slot == 0, count[0], tl.where(slot == 1, count[1], tl.where(slot == 2, count[2], count[3]))
+    )
     full = held >= 4
     index = held
     if tl.max((ok & full).to(tl.int32), axis=0) > 0:  # a 5th point: sortCachedPoints
@@ -220,7 +222,9 @@ def sphere_manifolds(
             )
             plane_offset = add(zero3, scale(plane_normal, -radius))
             if WITH_POINTS:
-                point = put_first3(point, at, sub(add(center, plane_offset), scale(plane_normal, plane_depth)))
+                point = put_first3(
+                    point, at, sub(add(center, plane_offset), scale(plane_normal, plane_depth))
+                )
             manifolds = (
                 (
                     tl.where(at[0], PLANE_BASE + p, obj[0]),
@@ -278,11 +282,22 @@ def sphere_manifolds(
                 edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
                 edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
                 normal, changed = adjust_internal_edge_contacts(
-                    geo_normal, point, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
+                    geo_normal,
+                    point,
+                    v0,
+                    v1,
+                    v2,
+                    tri_normal,
+                    edge_angle,
+                    edge_flags,
+                    MAX_ANGLE,
+                    EDGE_DISTANCE,
                 )
                 point = where(changed, sub(add(center, offset), scale(normal, depth)), point)
                 tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
-                manifolds = add_manifold_point(has, tri_mesh, offset, point, normal, depth, manifolds, WITH_POINTS)
+                manifolds = add_manifold_point(
+                    has, tri_mesh, offset, point, normal, depth, manifolds, WITH_POINTS
+                )
         j += 1
     return manifolds
 
@@ -429,7 +444,9 @@ def sphere_manifolds_op(
     return obj, count, offset, point, normal, depth
 
 
-def launch_sphere_manifolds(mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float) -> ContactManifolds:
+def launch_sphere_manifolds(
+    mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float
+) -> ContactManifolds:
     """`manifolds.sphere_manifolds` in one kernel launch (the same result as its PyTorch reference)."""
     require_triton()
     if MANIFOLD_SLOTS != 4 or MANIFOLD_POINTS != 4:

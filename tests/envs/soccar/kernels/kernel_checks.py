@@ -191,7 +191,9 @@ def _examples(unexplained: torch.Tensor, inputs: dict, ref, ker, limit: int = 3)
     """The first ``limit`` unexplained queries, as plain lists: their inputs and both answers."""
 
     def row(obj, i):
-        return {f.name: getattr(obj, f.name)[i].tolist() for f in dataclasses.fields(obj)}  # sync-ok: verification, off the hot path
+        return {
+            f.name: getattr(obj, f.name)[i].tolist() for f in dataclasses.fields(obj)
+        }  # sync-ok: verification, off the hot path
 
     return [
         {
@@ -212,9 +214,7 @@ def _rows(obj, rows: torch.Tensor):
 # --- sphere manifolds -------------------------------------------------------------------------------
 
 
-def _sphere_match(
-    ref: ContactManifolds, ker: ContactManifolds, radius: float, pos_tol, normal_tol
-):
+def _sphere_match(ref: ContactManifolds, ker: ContactManifolds, radius: float, pos_tol, normal_tol):
     """[N] bool: same objects and counts, every held value within tolerance (offsets, points and
     normals within it times their `lever_scale`); and the per-lane errors (those three divided by
     their lever scale, so they compare with the tolerances)."""
@@ -377,7 +377,9 @@ def _search_sphere(mesh, centers, radius, gap, ker, pos_tol, normal_tol):
     scale = lever_scale(radius, contacts.depth, on_triangle)
 
     def host(x):
-        return x.double().cpu().numpy() if x.is_floating_point() else x.cpu().numpy()  # sync-ok: verification, off the hot path
+        return (
+            x.double().cpu().numpy() if x.is_floating_point() else x.cpu().numpy()
+        )  # sync-ok: verification, off the hot path
 
     c_obj, c_count, c_off, c_dep = (
         host(x) for x in (contacts.object, contacts.count, contacts.offset, contacts.depth)
@@ -640,7 +642,9 @@ def query_points(mesh: ArenaMesh, n: int, seed: int, lo: float, hi: float) -> to
     bary = np.where(bary.sum(1, keepdims=True) > 1, 1 - bary, bary)
     v = mesh.tri_verts.cpu()[tri].numpy()  # sync-ok: verification, off the hot path
     on = v[:, 0] + bary[:, :1] * (v[:, 1] - v[:, 0]) + bary[:, 1:] * (v[:, 2] - v[:, 0])
-    near = on + mesh.tri_normals.cpu()[tri].numpy() * rng.uniform(lo, hi, (n, 1))  # sync-ok: verification, off the hot path
+    near = on + mesh.tri_normals.cpu()[tri].numpy() * rng.uniform(
+        lo, hi, (n, 1)
+    )  # sync-ok: verification, off the hot path
     anywhere = rng.uniform((-4200, -6100, -50), (4200, 6100, 2100), (n // 2, 3))
     return torch.from_numpy(np.concatenate([near, anywhere]).astype(np.float32))
 

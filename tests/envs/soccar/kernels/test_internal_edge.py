@@ -30,11 +30,16 @@ pytestmark = runnable
 
 def contacts_near_edges(mesh, n: int, seed: int):
     """n contacts on random triangles within 0-6 UU of an edge (the smoothing acts within 5 UU), with
-    normals turned from the face normal by up to 60 degrees about that edge, either way."""
+    normals turned from the face normal by up to 60 degrees about that edge, either way. Half are at
+    convex edges with a neighbour at an angle (the clamp's case; random edges are mostly flat)."""
     rng = np.random.default_rng(seed)
-    tri = torch.from_numpy(rng.integers(0, mesh.num_triangles, n))
+    angle = mesh.edge_angle.cpu()
+    bits = (mesh.edge_flags.cpu()[:, None] >> torch.arange(3)) & 1
+    convex = ((bits == 1) & (angle != 0) & (angle.abs() < C.INTERNAL_EDGE_MAX_ANGLE)).nonzero()
+    pick = torch.from_numpy(rng.integers(0, len(convex), n // 2))
+    tri = torch.cat((convex[pick, 0], torch.from_numpy(rng.integers(0, mesh.num_triangles, n - n // 2))))
+    edge = torch.cat((convex[pick, 1], torch.from_numpy(rng.integers(0, 3, n - n // 2))))
     v = mesh.tri_verts[tri]
-    edge = torch.from_numpy(rng.integers(0, 3, n))
     a = v[torch.arange(n), edge]
     b = v[torch.arange(n), (edge + 1) % 3]
     c = v[torch.arange(n), (edge + 2) % 3]

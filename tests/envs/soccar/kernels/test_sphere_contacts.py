@@ -39,7 +39,7 @@ def balls_and_triangles(mesh, n: int, seed: int):
     along = torch.from_numpy(rng.uniform(R - 10.0, R + GAP + 2.0, n).astype(np.float32))
     along[n // 2 :] = torch.from_numpy(rng.uniform(-300, 300, n - n // 2).astype(np.float32))
     center = on + mesh.tri_normals[tri] * along[:, None]
-    return center, v[:, 0], v[:, 1], v[:, 2]
+    return center, v[:, 0].contiguous(), v[:, 1].contiguous(), v[:, 2].contiguous()
 
 
 @triton.jit

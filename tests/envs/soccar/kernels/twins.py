@@ -40,7 +40,16 @@ REL_TOL = 2e-5
 """Relative error of solver outputs (velocities, impulses): 10 Gauss-Seidel iterations of ~20 float32
 operations each, a few ulps (1.2e-7) apiece on the GPU: about 100 ulps."""
 GPU_TIE_SHARE = 0.01
-__all__ = ["BLOCK", "DEVICE", "GPU_TIE_SHARE", "INTERPRETED", "NORMAL_TOL", "REL_TOL", "VALUE_TOL", "runnable"]
+__all__ = [
+    "BLOCK",
+    "DEVICE",
+    "GPU_TIE_SHARE",
+    "INTERPRETED",
+    "NORMAL_TOL",
+    "REL_TOL",
+    "VALUE_TOL",
+    "runnable",
+]
 
 
 def assert_close(kernel: torch.Tensor, reference: torch.Tensor, atol: float, rtol: float = 0.0, rows=None):
