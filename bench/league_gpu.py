@@ -7,8 +7,9 @@ throughput: checks first (the stacked opponents by batched matmul and by torch.f
 alone; a league iteration makes no host sync; the captured league iteration equals the eager one), then
 PPO env steps/s with the iteration captured in a CUDA graph and replayed (CUDA events after warm-up,
 median of repeats), for: single-policy self-play (the learner drives both seats and learns from both),
-and a league of K = 8 stacked snapshots driving the opponents' seats (all games against the pool), its
-opponents evaluated by one batched matmul per layer (bmm) or by torch.func.vmap; the opponent forward
+a league of one snapshot driving the opponents' seats (the learner learns from its own seat only), and
+a league of K = 8 stacked snapshots (all games against the pool), its opponents evaluated by one batched
+matmul per layer (bmm) or by torch.func.vmap; the opponent forward
 alone for both methods; and round-robin tournament games/s.
 
 learn: trains with a league (8 snapshots, the random and tactical bots as fixed members, PFSP) for a
@@ -173,6 +174,7 @@ def throughput(args) -> dict:
         rec["checks"]["no_sync"] = check_no_sync(dev)
         rec["checks"]["graph_equals_eager"] = check_graph_equals_eager(dev)
     configs = [("self-play", []),
+               ("league K=1", ["league.pool_size=1", "league.mix={pool: 1.0}"]),
                (f"league K={K} bmm", [f"league.pool_size={K}", "league.mix={pool: 1.0}", "league.opponent_eval=bmm"]),
                (f"league K={K} vmap", [f"league.pool_size={K}", "league.mix={pool: 1.0}", "league.opponent_eval=vmap"]),
                (f"league K={K} bmm + self + bots", [f"league.pool_size={K}", "league.bots=[random,tactical]",
@@ -185,11 +187,12 @@ def throughput(args) -> dict:
                 r = {"config": name, "num_envs": n, "error": repr(e)[:500]}
             rec["ppo"].append(r)
             print(json.dumps(r), flush=True)
-        base = next((r for r in rec["ppo"] if r.get("num_envs") == n and r["config"] == "self-play" and "env_sps" in r),
-                    None)
-        for r in rec["ppo"]:
-            if base and r.get("num_envs") == n and "env_sps" in r:
-                r["env_sps_vs_self_play"] = r["env_sps"] / base["env_sps"]
+        for key, config in (("env_sps_vs_self_play", "self-play"), ("env_sps_vs_k1", "league K=1")):
+            base = next((r for r in rec["ppo"] if r.get("num_envs") == n and r["config"] == config and "env_sps" in r),
+                        None)
+            for r in rec["ppo"]:
+                if base and r.get("num_envs") == n and "env_sps" in r:
+                    r[key] = r["env_sps"] / base["env_sps"]
     for rows in args.forward_rows:
         rec["opponent_forward"] += opponent_forward(rows, dev, args.repeats)
     rec["tournament"] = tournament_games(args.games, dev)
@@ -198,11 +201,12 @@ def throughput(args) -> dict:
 
 def print_throughput(rec: dict) -> None:
     print("\nchecks: " + ", ".join(f"{k} {'ok' if v['ok'] else 'FAILED'}" for k, v in rec["checks"].items()))
-    print(f"\n{'config':34s} {'envs':>8s} {'env steps/s':>13s} {'learner samples/s':>18s} {'vs self-play':>12s}")
+    print(f"\n{'config':34s} {'envs':>8s} {'env steps/s':>13s} {'learner samples/s':>18s} {'vs self-play':>12s} "
+          f"{'vs K=1':>7s}")
     for r in rec["ppo"]:
         if "env_sps" in r:
             print(f"{r['config']:34s} {r['num_envs']:8d} {r['env_sps']:13.3e} {r['learner_samples_per_s']:18.3e} "
-                  f"{r.get('env_sps_vs_self_play', float('nan')):12.2f}")
+                  f"{r.get('env_sps_vs_self_play', float('nan')):12.2f} {r.get('env_sps_vs_k1', float('nan')):7.2f}")
         else:
             print(f"{r['config']:34s} {r['num_envs']:8d} error: {r['error'][:60]}")
     print(f"\n{'opponent forward':16s} {'rows':>8s} {'K':>3s} {'ms':>8s}")
