@@ -109,7 +109,12 @@ class Trainer:
         self.cfg = cfg
         self.dist, self.device = dist.init(cfg.run.device)
         p, d = cfg.ppo, self.device
-        self.env = make_env(cfg.env.id, **cfg.env.params)
+        self.curriculum = curriculum.Curriculum(curriculum.parse(cfg.curriculum.stages)) \
+            if cfg.curriculum.stages else None
+        stage_env, _, stage_mix = self.curriculum.settings() if self.curriculum else ({}, {}, None)
+        self.env_params = {**cfg.env.params, **stage_env}
+        """The env's params in force (the config's, with the curriculum stage's on top)."""
+        self.env = make_env(cfg.env.id, **self.env_params)
         if not isinstance(self.env.observation_space, Box) or len(self.env.observation_space.shape) != 1:
             raise ValueError(f"PPO needs flat Box observations; {cfg.env.id} has {self.env.observation_space}")
         self.N, self.T = cfg.env.num_envs, p.num_steps
@@ -135,18 +140,16 @@ class Trainer:
         self.league = league.League(lg) if lg.pool_size or lg.bots else None
         self.stack = PolicyStack(self.policy, lg.pool_size, self.obs_dim, p.obs_norm, lg.opponent_eval) \
             if lg.pool_size else None
+        if self.league and stage_mix is not None:
+            self.league.mix = dict(stage_mix)
         self.reward_weights = torch.tensor([lg.dense_reward, lg.outcome_reward], device=d)
         """[dense, outcome]: what the learner is trained on (multi-agent envs)."""
-        self.curriculum = curriculum.Curriculum(curriculum.parse(cfg.curriculum.stages)) \
-            if cfg.curriculum.stages else None
 
         self.update, self.global_step = 0, 0
         if self.stack is not None:
             self._snapshot()  # the initial policy is the pool's first member
         key = rng.key(self.seed, d)
         self.learn_key = rng.fold_in(key, 3)
-        self.env_params = dict(cfg.env.params)
-        """The env's params in force (the config's, with the curriculum stage's on top)."""
         self._setup_env(self.env, rng.env_keys(key, self.N))
         # device accumulators, read (and zeroed) only at a log
         self.ep_stats = torch.zeros(3, device=d)  # episodes, return sum, length sum
@@ -163,7 +166,7 @@ class Trainer:
         self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
         self.last_checkpoint: Path | None = None
         if self.curriculum:
-            self._enter_stage()
+            self._enter_stage()  # the first stage's reward weights (its env and mix are in place already)
         if resume:
             self.restore(resume)
         self.graph = None
@@ -495,6 +498,7 @@ class Trainer:
             self._enter_stage()  # the stage's env first: the carry's shapes follow it
         if self.league and "league" in meta:
             self.league.load_state(meta["league"], league.read_history(path.parent.parent))
+            self._matchmaking()  # (its probabilities come back with the tensors below)
         if self.dist.enabled or meta.get("world_size", 1) > 1:
             # rollout state is per rank; restore the learner and start fresh episodes
             tensors = {k: v for k, v in tensors.items() if not k.startswith("carry.")}

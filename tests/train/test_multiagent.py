@@ -158,6 +158,7 @@ def test_curriculum_advances_on_its_condition(tmp_path):
     trainer = Trainer(_league_config(), tmp_path)
     assert trainer.curriculum.index == 0 and trainer.env.params.opening_moves == 0
     assert trainer.opponents.probs.tolist() == [0.0, 0.0, 0.0, 1.0]  # stage warmup: the random bot only
+    assert (trainer.carry.opponent == 3).all()  # from the first games on
     stages = []
     trainer.train(on_log=lambda m: stages.append((m["update"], m["curriculum/stage"])))
     # "update >= 3" first holds at the log of update 3, which moves training on; stage 1 then holds
