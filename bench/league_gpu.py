@@ -168,13 +168,15 @@ def tournament_games(games: int, device: str) -> dict:
             "games_per_s": total / seconds}
 
 
-def throughput(args) -> dict:
+def throughput(args, rec: dict, save) -> None:
+    """Fills ``rec`` (and ``save()``s it after each measurement: a run cut short keeps what it measured)."""
     dev = args.device
-    rec: dict = {"checks": {}, "ppo": [], "opponent_forward": [], "tournament": None}
+    rec.update({"checks": {}, "ppo": [], "opponent_forward": [], "tournament": None})
     rec["checks"]["stack"] = check_stack(dev, 4096)
     if dev == "cuda":
         rec["checks"]["no_sync"] = check_no_sync(dev)
         rec["checks"]["graph_equals_eager"] = check_graph_equals_eager(dev)
+    save()
     configs = [("self-play", []),
                ("league K=1", ["league.pool_size=1", "league.mix={pool: 1.0}"]),
                (f"league K={K} bmm", [f"league.pool_size={K}", "league.mix={pool: 1.0}", "league.opponent_eval=bmm"]),
@@ -189,6 +191,7 @@ def throughput(args) -> dict:
                 r = {"config": name, "num_envs": n, "error": repr(e)[:500]}
             rec["ppo"].append(r)
             print(json.dumps(r), flush=True)
+            save()
         for key, config in (("env_sps_vs_self_play", "self-play"), ("env_sps_vs_k1", "league K=1")):
             base = next((r for r in rec["ppo"] if r.get("num_envs") == n and r["config"] == config and "env_sps" in r),
                         None)
@@ -197,8 +200,8 @@ def throughput(args) -> dict:
                     r[key] = r["env_sps"] / base["env_sps"]
     for rows in args.forward_rows:
         rec["opponent_forward"] += opponent_forward(rows, dev, args.repeats)
+    save()
     rec["tournament"] = tournament_games(args.games, dev)
-    return rec
 
 
 def print_throughput(rec: dict) -> None:
@@ -224,7 +227,7 @@ class OutOfTime(Exception):
     pass
 
 
-def learn(args) -> dict:
+def learn(args, rec: dict, save) -> None:
     dev = args.device
     run_dir = Path(args.out) / "run"
     if run_dir.exists():
@@ -251,22 +254,23 @@ def learn(args) -> dict:
         pass
     train_s = time.perf_counter() - start
     tr.save(None)
+    rec.update({"train_seconds": train_s, "updates": tr.update, "env_steps": tr.global_step,
+                "env_sps": tr.global_step / train_s, "curve": curve, "best_move_rate": best_move_rate(tr, dev)})
+    save()
     env = ConnectFour()
     _, players = tour.checkpoint_players(run_dir, pool=True, device=dev)
     players += [tour.Player("bot:random", bot=env.random_bot), tour.Player("bot:tactical", bot=env.tactical_bot)]
     names = [p.name for p in players]
     t0 = time.perf_counter()
     results = tour.play(env, players, args.games, dev, seed=7)
-    tour_s = time.perf_counter() - t0
     final, tactical = 0, names.index("bot:tactical")
     w, d, l = results[final, tactical] + results[tactical, final][::-1]
     low, high = tour.wilson(w + 0.5 * d, w + d + l)
-    rec = {"train_seconds": train_s, "updates": tr.update, "env_steps": tr.global_step,
-           "env_sps": tr.global_step / train_s, "curve": curve, "tournament_seconds": tour_s,
-           "table": tour.table(names, results), "results": results.tolist(), "players": names,
-           "final_vs_tactical": {"wins": w, "draws": d, "losses": l, "score": (w + 0.5 * d) / (w + d + l),
-                                 "score_low": low, "score_high": high}}
-    rec["best_move_rate"] = best_move_rate(tr, dev)
+    rec.update({"tournament_seconds": time.perf_counter() - t0, "table": tour.table(names, results),
+                "results": results.tolist(), "players": names,
+                "final_vs_tactical": {"wins": w, "draws": d, "losses": l, "score": (w + 0.5 * d) / (w + d + l),
+                                      "score_low": low, "score_high": high}})
+    save()
     try:
         from nitro.monitor.plots import rating_curve
         from nitro.train.league import read_history
@@ -274,7 +278,6 @@ def learn(args) -> dict:
         rating_curve(read_history(run_dir), Path(args.out) / "connect_four_league.png", "ConnectFour-v3 league")
     except ImportError as e:  # no matplotlib on this machine: draw it later with nitro league OUTDIR/run
         rec["picture"] = str(e)
-    return rec
 
 
 POSITIONS = Path(__file__).resolve().parents[1] / "tests" / "envs" / "data" / "connect_four_positions.txt"
@@ -326,10 +329,14 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=150.0, help="learn: training wall-clock budget")
     args = ap.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    info = env_bench.environment_info(args.device)
-    rec = {"benchmark": f"league_{args.what}", **info, **(throughput(args) if args.what == "throughput" else learn(args))}
-    name = "league_throughput.json" if args.what == "throughput" else "league_learn.json"
-    (Path(args.out) / name).write_text(json.dumps(rec, indent=1, default=float))
+    rec = {"benchmark": f"league_{args.what}", **env_bench.environment_info(args.device)}
+    path = Path(args.out) / f"league_{args.what}.json"
+
+    def save():
+        path.write_text(json.dumps(rec, indent=1, default=float))
+
+    (throughput if args.what == "throughput" else learn)(args, rec, save)
+    save()
     print_throughput(rec) if args.what == "throughput" else print_learn(rec)
 
 
