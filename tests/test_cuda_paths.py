@@ -90,3 +90,41 @@ def test_graphed_training_matches_eager():
     torch.testing.assert_close(g.opt.flat, e.opt.flat, rtol=0, atol=1e-6)
     torch.testing.assert_close(g.carry.obs, e.carry.obs, rtol=0, atol=1e-6)
     assert torch.equal(g.ep_stats, e.ep_stats)
+
+
+def _league_trainer(graph: str, num_envs: int = 2048):
+    from nitro.train.config import load
+    from nitro.train.ppo import Trainer
+
+    cfg = load("ConnectFour-v3", [f"env.num_envs={num_envs}", "run.compile=false", f"run.graph={graph}",
+                                  "run.console=false", "run.tensorboard=false", "league.pool_size=4",
+                                  "league.bots=[random,tactical]", "league.mix={self: 0.3, pool: 0.5, tactical: 0.2}"])
+    return Trainer(cfg)
+
+
+def test_league_iteration_never_syncs():
+    """Multi-agent PPO with opponents in the batch (stacked snapshots, bots, self): no host sync."""
+    trainer = _league_trainer("false", 1024)
+    trainer.iteration()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        trainer.iteration()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+
+
+def test_graphed_league_training_matches_eager():
+    trainers = []
+    for graph in ("true", "false"):
+        t = _league_trainer(graph)
+        if t.graphed:
+            t._capture()
+        for _ in range(3):
+            t.graph.replay() if t.graphed else t.iteration()
+        trainers.append(t)
+    g, e = trainers
+    torch.cuda.synchronize()
+    torch.testing.assert_close(g.opt.flat, e.opt.flat, rtol=0, atol=1e-6)  # as the CartPole test above
+    assert torch.equal(g.outcomes, e.outcomes) and torch.equal(g.carry.opponent, e.carry.opponent)

@@ -43,6 +43,9 @@ def evaluate(run: str | Path, episodes: int = 100, deterministic: bool = True, c
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     cfg, env, policy, rms = load_policy(run, checkpoint, device)
+    if env.num_agents > 1:
+        raise ValueError(f"{cfg.env.id} is a {env.num_agents}-agent env: measure its policies against each other "
+                         f"and its bots with nitro tournament {run} --bots {' '.join(env.bots()) or '...'}")
     keys = rng.env_keys(rng.key(seed, device), episodes)
     state = env.reset(rng.fold_in(keys, 0), episodes, torch.device(device))
     obs = env.observe(state).float()

@@ -182,6 +182,10 @@ class ActorCritic(nn.Module):
         critic_feat = feat if self.critic_trunk is None else self.critic_trunk(obs)
         return self._head(feat), self.critic_head(critic_feat).squeeze(-1), hidden
 
+    def actor(self, obs: torch.Tensor):
+        """The head output alone (feed-forward policies): how the learner plays as its own opponent."""
+        return self._head(self.actor_trunk(obs))
+
     def value(self, obs: torch.Tensor, hidden: tuple = (), first: torch.Tensor | None = None):
         """Critic only (the actor trunk is skipped where the trunks are separate)."""
         if self.critic_trunk is not None:
