@@ -55,8 +55,8 @@ class SkullKing(Env[SkullKingState, SkullKingParams]):
         return SkullKingState(
             **game.round_fields(p, k_deal, round_index, round_leader),
             score=torch.zeros((num_envs, p.num_players), dtype=torch.int32, device=key.device),
-            last_bids=torch.full((num_envs, p.num_players), -1, **per_player),
-            last_won=torch.full((num_envs, p.num_players), -1, **per_player),
+            exact_bids=torch.zeros((num_envs, p.num_players), **per_player),
+            rounds_played=torch.zeros(num_envs, **per_player),
         )
 
     # --- the step: a table of contents -------------------------------------------------------------------

@@ -212,7 +212,7 @@ def score_round(p: SkullKingParams, s: SkullKingState) -> tuple[SkullKingState, 
         bonus = bonus + 20 * both.unsqueeze(1) * (one_hot(loot_seat, n) | one_hot(winner_seat, n))
     points = rules.round_points(bids, won, dealt.unsqueeze(1), bonus, p.scoring, s.cannonball)
     points = points + torch.where(exact, s.wager.int(), -s.wager.int())
-    s = update(s, scored, score=s.score + points, last_bids=s.bids, last_won=s.won)
+    s = update(s, scored, score=s.score + points, exact_bids=s.exact_bids + exact, rounds_played=s.rounds_played + 1)
     return s, scored
 
 

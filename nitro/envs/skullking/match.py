@@ -2,8 +2,8 @@
 
 A *player* is ``fn(state, key [N]) -> actions [N * n]`` (the env's ``bots()`` are players; a policy
 becomes one through its observations and masks). ``play`` runs ``num_envs`` episodes to their end, one
-per env, and returns each seat's final score, rounds bid exactly and rounds played: win rates, mean
-scores and bid accuracies with 95% confidence intervals come from ``MatchResult``.
+per env, and returns each seat's final score and rounds bid exactly, and the rounds played: win rates,
+mean scores and bid accuracies with 95% confidence intervals come from ``MatchResult``.
 """
 
 from __future__ import annotations
@@ -77,20 +77,15 @@ def play(env: SkullKing, players: Sequence[Player], num_envs: int, key: torch.Te
     s = env.reset(k_reset, num_envs, device)
     seat = torch.arange(n, device=device).repeat(num_envs)
     distinct = list(dict.fromkeys(players))
-    exact = torch.zeros(num_envs, n, dtype=torch.int32, device=device)
-    rounds = torch.zeros(num_envs, dtype=torch.int32, device=device)
-    for t in range(max_steps(env) + 1):
-        if t % check_every == 0 and bool((s.phase == OVER).all()):  # sync-ok: once per check_every steps
-            return MatchResult(s.score, exact, rounds)
+    limit = max_steps(env)
+    for t in range(limit + 1):
+        if (t % check_every == 0 or t == limit) and bool((s.phase == OVER).all()):  # sync-ok: every check_every steps
+            return MatchResult(s.score, s.exact_bids, s.rounds_played)
         keys = rng.split(key, len(distinct) + 2)
         key = keys[-1]
         chosen = {id(pl): pl(s, k) for pl, k in zip(distinct, keys)}
         action = torch.zeros(num_envs * n, dtype=torch.int64, device=device)
         for i, pl in enumerate(players):
             action = torch.where(seat == i, chosen[id(pl)], action)
-        before = s
-        s, _, _, _, _ = env.step(s, action, keys[-2])
-        scored = (before.phase != OVER) & ((s.round != before.round) | (s.phase == OVER))
-        exact += (scored.unsqueeze(1) & (s.last_bids == s.last_won)).int()
-        rounds += scored.int()
-    raise RuntimeError(f"episodes did not end within {max_steps(env)} steps; the env's step bound is wrong")
+        s = env.step(s, action, keys[-2])[0]
+    raise RuntimeError(f"episodes did not end within {limit} steps; the env's step bound is wrong")

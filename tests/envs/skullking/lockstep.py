@@ -43,12 +43,14 @@ def compare(env: SkullKing, s, games: list[Game], where: str) -> None:
     loc, trick, pos, order = s.location.tolist(), s.trick.tolist(), s.pos.tolist(), s.order.tolist()
     bids, won, bonus, score = s.bids.tolist(), s.won.tolist(), s.bonus.tolist(), s.score.tolist()
     rounds, done = s.round.tolist(), s.tricks_done.tolist()
+    exact, played = s.exact_bids.tolist(), s.rounds_played.tolist()
     for e, g in enumerate(games):
         ctx = f"{where} env {e} round {g.round} phase {g.phase}"
         for seat in range(n):
             legal = {a for a, ok in enumerate(mask[e][seat]) if ok}
             assert acting[e][seat] == (seat in g.acting()), ctx
             assert legal == g.legal(seat), f"{ctx} seat {seat}: env {legal} reference {g.legal(seat)}"
+        assert (exact[e], played[e]) == (g.exact_bids, g.rounds_played), ctx
         if g.over:
             continue
         for seat in range(p.num_hands):

@@ -104,6 +104,8 @@ class Game:
         self.p, self.chance = p, chance
         self.n = p.num_players
         self.score = [0] * self.n
+        self.exact_bids = [0] * self.n
+        self.rounds_played = 0
         self.over = False
         self.start_round(round_index, round_leader)
 
@@ -289,7 +291,8 @@ class Game:
                 pts = full if t == b else full // 2 if abs(t - b) == 1 else 0
             pts += self.wager[s] if t == b else -self.wager[s]
             self.score[s] += pts
-        self.last_bids, self.last_won = list(self.bids), list(self.won)
+        self.exact_bids = [e + (self.bids[s] == self.won[s]) for s, e in enumerate(self.exact_bids)]
+        self.rounds_played += 1
         last = self.p.episode == "round" or self.round + 1 == len(self.p.hand_sizes)
         if last:
             self.over = True
