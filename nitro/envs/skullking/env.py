@@ -104,6 +104,11 @@ class SkullKing(Env[SkullKingState, SkullKingParams]):
         """[N * n] float: each player's total score (ratings rank players by it)."""
         return state.score.float().reshape(-1)
 
+    def episode_stats(self, state) -> dict[str, torch.Tensor]:
+        """bid_accuracy [N * n]: the share of the episode's rounds in which each player's bid was exact."""
+        rounds = state.rounds_played.float().clamp(min=1).unsqueeze(1)
+        return {"bid_accuracy": (state.exact_bids.float() / rounds).reshape(-1)}
+
     def bots(self) -> dict:
         """Scripted players (``bots``): random, basic (jAc0bll/SkullKI's heuristic) and heuristic."""
         return {name: functools.partial(bot, self.params) for name, bot in BOTS.items()}
