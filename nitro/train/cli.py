@@ -17,11 +17,19 @@ def add_commands(sub) -> None:
     p.add_argument("--help-config", action="store_true", help="list every config key with its doc")
     p.set_defaults(fn=_train)
 
-    p = sub.add_parser("eval", help="returns of a trained run over N episodes")
+    p = sub.add_parser("eval", help="returns of a trained run over N episodes; multi-agent: its results against "
+                                    "the env's bots",
+                       description="Single-agent envs: returns over N episodes. Multi-agent envs: the policy in one "
+                                   "seat and a bot in every other, N games per bot: win rate, mean result and "
+                                   "return, the env's episode statistics, with 95%% confidence intervals.")
     p.add_argument("run", help="run directory")
-    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--episodes", type=int, default=100, help="episodes (multi-agent: games per bot)")
+    p.add_argument("--vs", nargs="*", help="multi-agent: the bots to play (default: every bot of the env)")
+    p.add_argument("--params", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="env params to change, e.g. episode=game round_weights=none (whole Skull King games)")
     p.add_argument("--sample", action="store_true", help="sample actions (default: deterministic mode)")
-    p.add_argument("--checkpoint", default="best", help="best | latest | a .safetensors path")
+    p.add_argument("--checkpoint", default="auto",
+                   help="best | latest | a .safetensors path (auto: best, or latest for multi-agent self-play runs)")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=12345)
     p.set_defaults(fn=_eval)
@@ -41,6 +49,8 @@ def add_commands(sub) -> None:
     p.add_argument("--pool", action="store_true", help="also the league snapshots stored in each checkpoint")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--params", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="env params to change, e.g. episode=game round_weights=none (whole Skull King games)")
     p.add_argument("--out", help="also write the results as JSON here")
     p.set_defaults(fn=_tournament)
 
@@ -105,11 +115,40 @@ def _merged(overrides: list[str]) -> dict:
     return out
 
 
-def _eval(args) -> int:
-    from nitro.train.evaluate import evaluate
+def _env_params(items: list[str]) -> dict:
+    """``KEY=VALUE`` words as env params (values read as YAML: 3, true, none, [1, 2])."""
+    from nitro.train.config import ConfigError, _yaml_value
 
-    result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=args.checkpoint,
-                      device=args.device, seed=args.seed)
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--params takes KEY=VALUE words, e.g. episode=game; got {item!r}")
+        key, value = item.split("=", 1)
+        out[key] = None if value.lower() in ("none", "null") else _yaml_value(value, key)
+    return out
+
+
+def _eval(args) -> int:
+    from pathlib import Path
+
+    import yaml
+
+    from nitro.core.registry import make_env
+    from nitro.train.evaluate import evaluate, evaluate_vs_bots
+
+    config = Path(args.run) / "config.yaml"
+    if not config.exists():
+        raise FileNotFoundError(f"{args.run} is not a run directory (no config.yaml)")
+    env_cfg = yaml.safe_load(config.read_text())["env"]
+    params = _env_params(args.params)
+    multi = make_env(env_cfg["id"], **{**env_cfg["params"], **params}).num_agents > 1
+    which = ("latest" if multi else "best") if args.checkpoint == "auto" else args.checkpoint
+    if multi:
+        result = evaluate_vs_bots(args.run, args.vs, args.episodes, deterministic=not args.sample, checkpoint=which,
+                                  device=args.device, seed=args.seed, env_params=params)
+    else:
+        result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=which,
+                          device=args.device, seed=args.seed, env_params=params)
     print(json.dumps(result))
     return 0
 
@@ -154,7 +193,8 @@ def _tournament(args) -> int:
     from nitro.train.tournament import run
 
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    result = run(args.targets, args.games, args.bots, args.pool, device=device, seed=args.seed)
+    result = run(args.targets, args.games, args.bots, args.pool, _env_params(args.params), device=device,
+                 seed=args.seed)
     table = Table(title=f"{result['env']}: {result['games']} games ({result['games_per_pair']} per ordered pair), "
                         f"{result['games_per_second']:.0f} games/s")
     for col in ("rank", "player", "Elo", "95% interval", "score", "95% interval", "W / D / L"):

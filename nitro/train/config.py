@@ -99,6 +99,11 @@ class PolicyConfig:
     same parameters and checkpoints; 1.2-1.4x PPO steps/s on CartPole, docs/PERFORMANCE.md). They need
     CUDA (or TRITON_INTERPRET=1), tanh/relu, no layer_norm, no LSTM, widths up to 128: auto uses them
     on CUDA where the policy allows, true raises where it does not."""
+    heads: dict = field(default_factory=dict)
+    """Discrete actions: separate actor towers for ranges of actions, {name: [start, stop]}. Each range gets
+    its own MLP (policy.hidden) and head; the other actions share the main tower. With masks that allow one
+    range at a time, each kind of decision then has a network of its own: Skull King's hierarchical preset
+    uses {bid: [75, 86]}, a bid head beside the card-play head. nitro/train/policy.py (towers)."""
 
 
 @dataclass
@@ -464,6 +469,7 @@ def validate(cfg: TrainConfig) -> None:
     if lg.add_every % lg.update_every:
         raise ConfigError(f"league.add_every={lg.add_every} must be a multiple of league.update_every="
                           f"{lg.update_every} (snapshots join at league steps)")
+    _check_heads(pol)
     if pol.lstm and p.num_steps % pol.bptt:
         raise ConfigError(f"policy.bptt={pol.bptt} must divide ppo.num_steps={p.num_steps}")
     # minibatches are sets of whole sequences: env columns of length T, or BPTT chunks with an LSTM
@@ -480,7 +486,36 @@ def validate(cfg: TrainConfig) -> None:
     from nitro.core.registry import make_env
 
     env = make_env(e.id, **e.params)  # unknown ids and params raise here, listing the valid ones
+    n = getattr(env.action_space, "n", None)
+    if pol.heads and n is None:
+        raise ConfigError(f"policy.heads needs Discrete actions; {e.id} acts in {env.action_space}: remove "
+                          "policy.heads")
+    for name, (start, stop) in pol.heads.items():
+        if stop > n:
+            raise ConfigError(f"policy.heads.{name}=[{start}, {stop}] reaches past {e.id}'s {n} actions; use "
+                              f"ranges within [0, {n}]")
     _check_league(cfg, env, make_env)
+
+
+def _check_heads(pol: PolicyConfig) -> None:
+    """policy.heads: named, disjoint [start, stop) ranges, on a plain feed-forward actor."""
+    spans = []
+    for name, span in pol.heads.items():
+        if not (isinstance(span, list) and len(span) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                  for x in span) and 0 <= span[0] < span[1]):
+            raise ConfigError(f"policy.heads.{name}={span!r} must be [start, stop] with 0 <= start < stop "
+                              "(a range of action ids), e.g. [75, 86]")
+        spans.append((span[0], span[1], name))
+    spans.sort()
+    for (_, stop, a), (start, _, b) in zip(spans, spans[1:]):
+        if start < stop:
+            raise ConfigError(f"policy.heads.{a} and policy.heads.{b} overlap; give each action to one head")
+    clashes = {"policy.layer_norm": (pol.layer_norm, "false"), "policy.lstm": (pol.lstm, "0"),
+               "policy.fused": (pol.fused == "true", "auto")}
+    for key, (bad, fix) in clashes.items():
+        if pol.heads and bad:
+            raise ConfigError(f"{key} does not go with policy.heads (the towers run as one block-diagonal "
+                              f"feed-forward MLP); set {key}={fix} or drop policy.heads")
 
 
 def _check_league(cfg: TrainConfig, env, make_env) -> None:
