@@ -141,7 +141,9 @@ def bootstrap_intervals(results: np.ndarray, resamples: int = 200, level: float 
     draws and losses against j) with a percentile bootstrap interval: each pair's games are redrawn from a
     multinomial with the observed outcome frequencies, ``resamples`` times. The frequencies count the
     ``prior``'s virtual draws as the ratings do, so a pair that always ended the same way is still redrawn
-    with some spread (else an unbeaten player's interval would shrink to its point)."""
+    with some spread (else an unbeaten player's interval would shrink to its point). Such a pair's resamples
+    can only fall short of its record, so where they all lie on one side of a rating the interval is
+    widened to reach it: it always contains the rating."""
     results = np.asarray(results, dtype=np.float64)
     pairs = results + results.transpose(1, 0, 2)[:, :, ::-1]  # both orders of each pair, from i's side
     n = pairs.sum(2)
@@ -153,9 +155,9 @@ def bootstrap_intervals(results: np.ndarray, resamples: int = 200, level: float 
         sample[:, i, j] = rng.multinomial(int(round(n[i, j])), p[i, j], size=resamples)
         sample[:, j, i] = sample[:, i, j, ::-1]
     score = lambda r: r[..., 0] + 0.5 * r[..., 1]  # noqa: E731
-    draws = bradley_terry(score(sample), prior)
+    elo, draws = bradley_terry(score(pairs), prior), bradley_terry(score(sample), prior)
     alpha = (1 - level) / 2
-    return bradley_terry(score(pairs), prior), np.quantile(draws, alpha, axis=0), np.quantile(draws, 1 - alpha, axis=0)
+    return elo, np.minimum(np.quantile(draws, alpha, axis=0), elo), np.maximum(np.quantile(draws, 1 - alpha, axis=0), elo)
 
 
 def wilson(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:

@@ -138,3 +138,17 @@ def test_an_unbeaten_players_interval_by_hand():
     elo, low, high = bootstrap_intervals(results, resamples=200, seed=0)
     assert elo[0] == pytest.approx(200 * math.log10(65), abs=1e-6) and high[0] == pytest.approx(elo[0], abs=1e-6)
     assert 200 * math.log10(12.2) - 1e-6 <= low[0] <= 200 * math.log10(15.5) + 1e-6
+
+
+def test_intervals_contain_their_ratings():
+    """Player 0 won all 32 of its games, 8 against each of the others, whose games among themselves were
+    mixed (4 per ordered pair). Its resamples can only fall short of 32 of 32 and nearly all do (each of its
+    games is redrawn as a draw with chance 1/9; all 32 stay wins with chance (8/9)^32 = 2.3%), so their
+    97.5% quantile lies below its rating (369-374 against 398 for seeds 0-3): the interval reaches it."""
+    wins = np.array([[0, 4, 4, 4, 4], [0, 0, 4, 0, 0], [0, 1, 0, 0, 4], [0, 4, 2, 0, 0], [0, 0, 1, 2, 0]])
+    games = 4 * (1 - np.eye(5))
+    results = np.stack([wins, np.zeros_like(wins), games - wins], -1)
+    for seed in range(4):
+        elo, low, high = bootstrap_intervals(results, resamples=200, seed=seed)
+        assert (low <= elo).all() and (elo <= high).all() and (low < high).all()
+        assert high[0] == elo[0] and low[0] < elo[0] - 100
