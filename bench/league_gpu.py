@@ -323,7 +323,8 @@ def learn(args, rec: dict, save) -> None:
     save()
     env = ConnectFour()
     _, players = tour.checkpoint_players(run_dir, pool=True, device=dev)
-    players += early + [tour.Player("bot:random", bot=env.random_bot), tour.Player("bot:tactical", bot=env.tactical_bot)]
+    players += [*early, tour.Player("bot:random", bot=env.random_bot),
+                tour.Player("bot:tactical", bot=env.tactical_bot)]
     names = [p.name for p in players]
     t0 = time.perf_counter()
     results = tour.play(env, players, args.games, dev, seed=7)

@@ -157,7 +157,8 @@ def bootstrap_intervals(results: np.ndarray, resamples: int = 200, level: float 
     score = lambda r: r[..., 0] + 0.5 * r[..., 1]  # noqa: E731
     elo, draws = bradley_terry(score(pairs), prior), bradley_terry(score(sample), prior)
     alpha = (1 - level) / 2
-    return elo, np.minimum(np.quantile(draws, alpha, axis=0), elo), np.maximum(np.quantile(draws, 1 - alpha, axis=0), elo)
+    low, high = np.quantile(draws, alpha, axis=0), np.quantile(draws, 1 - alpha, axis=0)
+    return elo, np.minimum(low, elo), np.maximum(high, elo)
 
 
 def wilson(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:

@@ -10,8 +10,15 @@ import math
 import numpy as np
 import pytest
 
-from nitro.train.ratings import (Ratings, bootstrap_intervals, bradley_terry, elo_expected, elo_update, interleave,
-                                 wilson)
+from nitro.train.ratings import (
+    Ratings,
+    bootstrap_intervals,
+    bradley_terry,
+    elo_expected,
+    elo_update,
+    interleave,
+    wilson,
+)
 
 
 def test_elo_by_hand():
