@@ -91,6 +91,11 @@ class Replay:
         """One of CAR_FLAGS as a bool array [E, F, C]."""
         return (self.car_flags >> CAR_FLAGS.index(name)) & 1 == 1
 
+    def flags_at(self, env: int, frame: int, car: int) -> dict[str, bool]:
+        """Every CAR_FLAGS entry of one car on one frame."""
+        bits = int(self.car_flags[env, frame, car])
+        return {name: bool(bits >> i & 1) for i, name in enumerate(CAR_FLAGS)}
+
     def rot_mat(self) -> np.ndarray:
         """Car rotation matrices [E, F, C, 3, 3], columns forward, right, up."""
         return quat_to_rot_mat(self.car_quat)
