@@ -3,6 +3,8 @@ has them)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from nitro.monitor import replay as R
@@ -36,3 +38,9 @@ def synthetic_cars(envs: int = 2, frames: int = 120, ticks_per_frame: int = 8) -
         car_boost=np.broadcast_to(np.clip(90 - 0.5 * t, 0, 100)[None, :, None], (envs, frames, 2)),
         car_flags={"is_demoed": demoed, "is_on_ground": on_ground}, pad_active=pads, teams=[0, 1],
         car_presets=["octane", "dominus"])
+
+
+def frames(replay: R.Replay, start: int, stop: int) -> R.Replay:
+    """Frames [start, stop) of a replay."""
+    arrays = {f.name: getattr(replay, f.name)[:, start:stop] for f in dataclasses.fields(R.Replay) if f.name != "meta"}
+    return R.Replay(meta=replay.meta, **arrays)

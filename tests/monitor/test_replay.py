@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from monitor_helpers import synthetic_cars
+from monitor_helpers import frames, synthetic_cars
 
 from nitro.envs.soccar import constants as C
 from nitro.monitor import replay as R
@@ -91,19 +91,12 @@ def test_chunks_join_into_the_whole_recording():
     first_goal = int(np.nonzero(whole.goal[0])[0][0])
     assert 90 < first_goal < 119
     cuts = [0, 60, 85, first_goal + 1, 120]  # at the pickup, inside the demo, inside the goal run
-    parts = [R.build(**_states(_frames(whole, a, b))) for a, b in zip(cuts, cuts[1:])]
+    parts = [R.build(**_states(frames(whole, a, b))) for a, b in zip(cuts, cuts[1:])]
     # alone, a chunk that starts inside a run counts it again (its earlier frames are not in the chunk)
     assert parts[2].demo[0, 0, 1] and parts[3].goal[0, 0] == 1 and parts[2].boost_pickup[0, 0].max() == 3
     joined = R.concat(parts)
     for name in ("goal", "demo", "boost_pickup", "ball_scored", "car_pos"):
         np.testing.assert_array_equal(getattr(joined, name), getattr(whole, name), err_msg=name)
-
-
-def _frames(r: R.Replay, a: int, b: int) -> R.Replay:
-    import dataclasses
-
-    arrays = {f.name: getattr(r, f.name)[:, a:b] for f in dataclasses.fields(R.Replay) if f.name != "meta"}
-    return R.Replay(meta=r.meta, **arrays)
 
 
 def _states(r: R.Replay) -> dict:
