@@ -15,6 +15,9 @@ def add_commands(sub) -> None:
     p.add_argument("--config", help="YAML file applied after the preset")
     p.add_argument("--resume", metavar="RUN", help="continue a run from its latest checkpoint")
     p.add_argument("--help-config", action="store_true", help="list every config key with its doc")
+    p.add_argument("--monitor", action="store_true",
+                   help="open a live dashboard beside the run (a tmux pane inside tmux; else training goes to the "
+                        "background and the dashboard takes this terminal)")
     p.set_defaults(fn=_train)
 
     p = sub.add_parser("eval", help="returns of a trained run over N episodes")
@@ -39,6 +42,7 @@ def _train(args) -> int:
 
     import yaml
 
+    from nitro.monitor import beside
     from nitro.train import config as C
     from nitro.train.ppo import Trainer, run_dir_for
 
@@ -54,11 +58,24 @@ def _train(args) -> int:
         extra = ([args.env] if args.env else []) + list(args.overrides)  # overrides only, e.g. ppo.total_steps=
         C.apply(cfg, _merged(extra))
         C.validate(cfg)
+        if args.monitor:
+            if not beside.in_tmux():
+                process = beside.train_in_background([*extra, "run.console=false", "--resume", str(run_dir)], run_dir)
+                return beside.watch_background(process, run_dir)
+            beside.open_tmux_pane(run_dir)
         trainer = Trainer(cfg, run_dir, resume=run_dir)
     else:
         if not args.env:
             raise ValueError("give an env or preset (nitro envs lists them), or --resume RUN")
         cfg = C.load(args.env, args.overrides, args.config)
+        if args.monitor:
+            run_dir = run_dir_for(cfg)
+            cfg.run.name = run_dir.name  # the dashboard watches this folder before the trainer makes it
+            if not beside.in_tmux():
+                train_args = [args.env, *args.overrides, *(["--config", args.config] if args.config else []),
+                              f"run.dir={run_dir.parent}", f"run.name={run_dir.name}", "run.console=false"]
+                return beside.watch_background(beside.train_in_background(train_args, run_dir), run_dir)
+            beside.open_tmux_pane(run_dir)
         trainer = Trainer(cfg, run_dir_for(cfg) if _is_main() else None)
     metrics = trainer.train()
     if trainer.dist.is_main:

@@ -25,6 +25,7 @@ from nitro.core import fast, rng, tree
 from nitro.core.env import autoreset_step
 from nitro.core.registry import make_env
 from nitro.core.spaces import Box, Discrete, MultiDiscrete
+from nitro.monitor.stream import PhaseTimer, RunStatus, device_stats
 from nitro.train import checkpoint, dist
 from nitro.train.config import TrainConfig, to_dict
 from nitro.train.optim import FlatAdam, RunningMeanStd
@@ -127,6 +128,7 @@ class Trainer:
         self.update_index = torch.zeros((), dtype=torch.int64, device=d)
         self.first_bad_update = torch.full((), -1, dtype=torch.int64, device=d)
         self.update, self.global_step = 0, 0
+        self.phases = PhaseTimer(d)
 
         self.rollout_step = fast.compile(self._rollout_step) if self.compiled else self._rollout_step
         self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
@@ -305,10 +307,13 @@ class Trainer:
     # ------------------------------------------------------------------ one iteration
     def iteration(self) -> None:
         """All device work of one update; no host syncs (safe to capture in a CUDA graph)."""
+        self.phases.mark(0)
         self.collect()
+        self.phases.mark(1)
         self.compute_advantages()
         self.update_normalizers()
         self.learn()
+        self.phases.mark(2)
         self.update_index += 1
 
     def _state_tensors(self) -> dict[str, torch.Tensor]:
@@ -423,6 +428,9 @@ class Trainer:
         if self.run_dir and main:
             (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         steps_per_update = self.N * self.T * self.dist.world_size
+        status = RunStatus(self.run_dir, {"env": cfg.env.id, "total_steps": self.num_updates * steps_per_update,
+                                          "device": str(self.device), "num_envs": self.N,
+                                          "world_size": self.dist.world_size}) if writer else None
         t0 = time.perf_counter()
         if self.graphed and self.graph is None:
             self._capture()
@@ -450,8 +458,11 @@ class Trainer:
                     if "episode/return" in metrics:
                         recent = (recent + [metrics["episode/return"]])[-5:]
                         metrics["episode/return_recent"] = sum(recent) / len(recent)
+                    metrics.update(self.phases.metrics(steps_per_update))
+                    metrics.update(device_stats(self.device))
                     if writer:
                         writer.write(self.global_step, metrics)
+                        status.beat(metrics)
                     console.update(metrics)
                     if on_log:
                         on_log(metrics)
@@ -461,6 +472,13 @@ class Trainer:
                     self.save(metrics.get("episode/return"))
                 if final:
                     break
+        except BaseException as error:
+            if status:
+                status.end(error)
+            raise
+        else:
+            if status:
+                status.end()
         finally:
             console.close()
             if writer:

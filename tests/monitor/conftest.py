@@ -14,10 +14,20 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import torch
 from monitor_helpers import synthetic_cars
 
 from nitro.envs.soccar.mesh import MeshesNotFoundError, find_soccar_meshes
 from nitro.monitor import replay as R
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread: the tensors are small and the CI machine has two cores (see tests/train)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture

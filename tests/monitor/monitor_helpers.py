@@ -8,6 +8,8 @@ import dataclasses
 import numpy as np
 
 from nitro.monitor import replay as R
+from nitro.train import config as C
+from nitro.train.ppo import Trainer
 
 
 def synthetic_cars(envs: int = 2, frames: int = 120, ticks_per_frame: int = 8) -> R.Replay:
@@ -44,3 +46,11 @@ def frames(replay: R.Replay, start: int, stop: int) -> R.Replay:
     """Frames [start, stop) of a replay."""
     arrays = {f.name: getattr(replay, f.name)[:, start:stop] for f in dataclasses.fields(R.Replay) if f.name != "meta"}
     return R.Replay(meta=replay.meta, **arrays)
+
+
+def tiny_trainer(run_dir, *overrides: str):
+    """A CartPole trainer of 8 envs x 16 steps on CPU (a fraction of a second per update)."""
+    cfg = C.load("cartpole", ["run.console=false", "run.tensorboard=false", "run.device=cpu", "env.num_envs=8",
+                              "ppo.num_steps=16", "ppo.epochs=2", "ppo.minibatches=2", "ppo.total_steps=1024",
+                              "ppo.target_return=none", *overrides])
+    return Trainer(cfg, run_dir)

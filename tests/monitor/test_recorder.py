@@ -14,14 +14,6 @@ from nitro.monitor import replay as R
 from nitro.monitor.recorder import ArenaRecording, Recorder
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_arena_recording_matches_the_arena(meshes_available, tmp_path):
     """Three envs, two recorded; env 2's ball flies into the orange goal. The replay holds exactly the
     states the arena went through, and its goal frame is the arena's own goal event."""

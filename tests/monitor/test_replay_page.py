@@ -95,7 +95,6 @@ def test_cars_replay_page(page, cars_replay, tmp_path, meshes_available):
 
 
 def test_ball_only_arena_page(page, tmp_path, meshes_available):
-    torch.set_num_threads(1)
     arena = Arena(1, blue=0, orange=0)
     arena.set_ball(pos=torch.tensor([[0.0, 0.0, 1200.0]]), vel=torch.tensor([[800.0, 1500.0, 0.0]]))
     rec = ArenaRecording(arena)

@@ -66,7 +66,6 @@ def test_game_state_with_cars_decodes_with_rlvisers_schema(flatc, cars_replay):
 
 
 def test_ball_only_arena_packet(flatc, meshes_available):
-    torch.set_num_threads(1)
     arena = Arena(2, blue=0, orange=0)
     arena.set_ball(pos=torch.tensor([[100.0, -200.0, 800.0]] * 2), vel=torch.tensor([[300.0, 0.0, 0.0]] * 2))
     rec = ArenaRecording(arena, env_ids=[1])
