@@ -159,10 +159,10 @@ class Dashboard(App):
 
     def __init__(self, run: Path, interval: float = 0.5, process: subprocess.Popen | None = None):
         super().__init__()
-        self.run, self.interval = Path(run), interval
+        self.run_dir, self.interval = Path(run), interval
         self.process = process
         """The trainer when this dashboard started it (nitro train --monitor): polled, so it is reaped."""
-        self.tail = MetricsTail(self.run)
+        self.tail = MetricsTail(self.run_dir)
         self.state = TrainerState("unknown", "")
 
     def compose(self) -> ComposeResult:
@@ -177,20 +177,24 @@ class Dashboard(App):
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(*(h for h, _ in COLUMNS))
         self.refresh_view()
-        self.set_interval(self.interval, self.refresh_view)
+        self.poller = self.set_interval(self.interval, self.refresh_view)
+
+    def action_quit(self) -> None:
+        self.poller.stop()
+        self.exit()
 
     def action_reload(self) -> None:
-        self.tail = MetricsTail(self.run)
+        self.tail = MetricsTail(self.run_dir)
         self.refresh_view()
 
     def refresh_view(self) -> None:
         self.tail.poll()
-        rows, status = self.tail.rows, read_status(self.run)
+        rows, status = self.tail.rows, read_status(self.run_dir)
         exit_code = self.process.poll() if self.process is not None else None
         self.state = trainer_state(status)
-        line = headline(self.run, read_config(self.run), status, rows, self.state)
+        line = headline(self.run_dir, read_config(self.run_dir), status, rows, self.state)
         if exit_code is not None:
-            line += f"  ·  [b]the trainer exited with code {exit_code}[/b] (output: {self.run.name}.log)"
+            line += f"  ·  [b]the trainer exited with code {exit_code}[/b] (output: {self.run_dir.name}.log)"
         self.query_one("#headline", Static).update(line)
         for panel in self.query(Panel):
             panel.show(rows)
