@@ -1,4 +1,4 @@
-"""``nitro monitor | doctor | plot | replay``: watching runs and games."""
+"""``nitro monitor | doctor | plot | replay``: watching runs, machines and games."""
 
 from __future__ import annotations
 
@@ -22,6 +22,15 @@ def add_commands(sub) -> None:
     p.add_argument("--once", action="store_true", help="print a plain-text snapshot and exit (no terminal UI)")
     p.add_argument("--wait", action="store_true", help="wait for RUN to be created (nitro train --monitor uses it)")
     p.set_defaults(fn=_monitor)
+
+    p = sub.add_parser("doctor", help="this machine: versions, GPU, soccar kernels, env/policy/PPO speed, a num_envs "
+                                      "suggestion")
+    p.add_argument("preset", nargs="?", default="cartpole", help="preset or env id to measure (default cartpole)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (default auto)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON (for bug reports)")
+    p.add_argument("--out", help="also write the JSON report to this file")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (about a third of the time)")
+    p.set_defaults(fn=_doctor)
 
     p = sub.add_parser("replay", help="a soccar replay file as a web page, or streamed to a live viewer",
                        description="Write a self-contained web page of a replay (.npz from nitro eval --replay or "
@@ -60,6 +69,18 @@ def _monitor(args) -> int:
 
     Dashboard(run, args.interval).run()
     print(f"detached from {run}; watch again with: nitro monitor {run}")
+    return 0
+
+
+def _doctor(args) -> int:
+    from nitro.monitor import doctor
+
+    report = doctor.run(args.preset, args.device, args.quick,
+                        log=(lambda line: print(f"measuring: {line}", file=sys.stderr, flush=True)))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=1))
+    print(json.dumps(report, indent=1) if args.json else doctor.text(report))
     return 0
 
 

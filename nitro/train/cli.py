@@ -27,6 +27,14 @@ def add_commands(sub) -> None:
     p.add_argument("--checkpoint", default="best", help="best | latest | a .safetensors path")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--replay", action="store_true",
+                   help="soccar envs: record --replay-envs into RUN/replays/eval_<checkpoint>.npz")
+    p.add_argument("--replay-envs", type=int, nargs="+", default=[0], metavar="I",
+                   help="env indices to record or render (default 0)")
+    p.add_argument("--render", choices=["rlviser", "rocketsimvis"],
+                   help="soccar envs: play the first of --replay-envs into a running viewer at game speed")
+    p.add_argument("--no-write", action="store_true",
+                   help="only print the result (default: also RUN/eval/eval.csv, the episodes and eval.png)")
     p.set_defaults(fn=_eval)
 
     p = sub.add_parser("export", help="export a run's policy")
@@ -105,11 +113,35 @@ def _merged(overrides: list[str]) -> dict:
 
 
 def _eval(args) -> int:
-    from nitro.train.evaluate import evaluate
+    import sys
+    from pathlib import Path
 
+    from nitro.monitor import plot
+    from nitro.monitor.watch import EvalWatch
+    from nitro.train.evaluate import checkpoint_path, evaluate
+
+    bad = [i for i in args.replay_envs if not 0 <= i < args.episodes]
+    if bad:
+        raise ValueError(f"--replay-envs {bad} are not among the {args.episodes} evaluated envs (0..{args.episodes - 1})")
+    watchers: list[EvalWatch] = []
+    watch = None
+    if args.replay or args.render:
+        def watch(env, state):
+            watchers.append(EvalWatch(env, state, args.replay_envs, args.render or "none",
+                                      {"run": str(args.run), "checkpoint": args.checkpoint}))
+            return watchers[0]
     result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=args.checkpoint,
-                      device=args.device, seed=args.seed)
-    print(json.dumps(result))
+                      device=args.device, seed=args.seed, watch=watch)
+    print(plot.dumps(result))
+    if watchers:
+        path = Path(args.run) / "replays" / f"eval_{checkpoint_path(args.run, args.checkpoint).stem}.npz" \
+            if args.replay else None
+        watchers[0].finish(path)
+        if path is not None:
+            print(f"wrote {path}; view it with: nitro replay {path} --html replay.html", file=sys.stderr)
+    if not args.no_write:
+        files = plot.write_eval(Path(args.run), result)
+        print(f"wrote {files['table']}, {files['episodes'].name} and {files['curve'].name}", file=sys.stderr)
     return 0
 
 

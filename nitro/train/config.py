@@ -135,11 +135,24 @@ class RunConfig:
 
 
 @dataclass
+class MonitorConfig:
+    replay_every: int = 0
+    """Soccar envs: updates between replays of one rollout of monitor.replay_envs, written to
+    <run dir>/replays/update_<n>.npz (view with nitro replay FILE --html OUT.html); 0: none."""
+    replay_envs: list = field(default_factory=lambda: [0])
+    """Env indices recorded for replays and live viewing."""
+    render: str = "none"
+    """Soccar envs: stream each rollout of monitor.replay_envs[0] at game speed to a running viewer:
+    none | rlviser (RLViser 0.9, UDP 45243) | rocketsimvis (UDP 9273)."""
+
+
+@dataclass
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    monitor: MonitorConfig = field(default_factory=MonitorConfig)
 
 
 class ConfigError(NitroError, ValueError):
@@ -176,7 +189,7 @@ def read_yaml(path: str | Path) -> dict:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold sections (env:, ppo:, policy:, run:), got a {type(data).__name__}")
+        raise ConfigError(f"{path} must hold sections (env:, ppo:, policy:, run:, monitor:), got a {type(data).__name__}")
     return data
 
 
@@ -383,6 +396,12 @@ def validate(cfg: TrainConfig) -> None:
          "a number of seconds >= 0 (0: no time-based checkpoints)"),
         ("run.keep_last", r.keep_last, r.keep_last >= 1, "an int >= 1 (checkpoints kept besides best)"),
         ("run.threads", r.threads, r.threads >= 0, "an int >= 0 (0: PyTorch's default)"),
+        ("monitor.replay_every", cfg.monitor.replay_every, cfg.monitor.replay_every >= 0,
+         "an int >= 0 (updates between replays; 0: none)"),
+        ("monitor.replay_envs", cfg.monitor.replay_envs,
+         bool(cfg.monitor.replay_envs) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < e.num_envs
+                                               for i in cfg.monitor.replay_envs),
+         f"a non-empty list of env indices in [0, env.num_envs={e.num_envs}), e.g. [0, 1]"),
     ]
     for key, value, ok, want in rules:
         if not ok:
@@ -393,7 +412,8 @@ def validate(cfg: TrainConfig) -> None:
                "policy.fused": (pol.fused, ("auto", "true", "false")),
                "run.precision": (r.precision, ("fp32", "bf16")),
                "run.compile": (r.compile, ("auto", "true", "false")),
-               "run.graph": (r.graph, ("auto", "true", "false"))}
+               "run.graph": (r.graph, ("auto", "true", "false")),
+               "monitor.render": (cfg.monitor.render, ("none", "rlviser", "rocketsimvis"))}
     for name, (value, allowed) in choices.items():
         if value not in allowed:
             raise ConfigError(f"{name}={value!r}; choose one of {', '.join(allowed)}")

@@ -26,6 +26,7 @@ from nitro.core.env import autoreset_step
 from nitro.core.registry import make_env
 from nitro.core.spaces import Box, Discrete, MultiDiscrete
 from nitro.monitor.stream import PhaseTimer, RunStatus, device_stats
+from nitro.monitor.watch import TrainingWatch
 from nitro.train import checkpoint, dist
 from nitro.train.config import TrainConfig, to_dict
 from nitro.train.optim import FlatAdam, RunningMeanStd
@@ -134,6 +135,8 @@ class Trainer:
         self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
 
         self.run_dir = Path(run_dir) if run_dir else None
+        self.watch = TrainingWatch.for_run(cfg.monitor, self.env, self.carry.env_state, self.T,
+                                           self.run_dir) if self.dist.is_main else None
         self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
         self.last_checkpoint: Path | None = None
         if resume:
@@ -212,6 +215,8 @@ class Trainer:
             if self.policy.recurrent and t % chunk == 0:
                 for store, h in zip(b.hidden, c.hidden):
                     store[t // chunk].copy_(h * (~c.first).unsqueeze(-1))
+            if self.watch is not None:
+                self.watch.capture(t, c.env_state, c.first)
             c, rec, stats = self.rollout_step(c)
             obs, action, logprob, value, reward, done, first, mask = rec
             b.obs[t].copy_(obs)
@@ -448,6 +453,8 @@ class Trainer:
                     self.iteration()
                 self.update += 1
                 self.global_step += steps_per_update
+                if self.watch is not None:
+                    self.watch.after_update(self.update)
                 final = self.update >= self.num_updates
                 if self.update % cfg.run.log_every == 0 or final:
                     metrics = self._read_metrics(last_log, self.global_step - last_step)  # syncs
@@ -480,6 +487,8 @@ class Trainer:
             if status:
                 status.end()
         finally:
+            if self.watch is not None:
+                self.watch.close()
             console.close()
             if writer:
                 writer.close()

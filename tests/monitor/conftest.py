@@ -21,7 +21,7 @@ from nitro.envs.soccar.mesh import MeshesNotFoundError, find_soccar_meshes
 from nitro.monitor import replay as R
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="session")
 def one_thread():
     """One intra-op thread: the tensors are small and the CI machine has two cores (see tests/train)."""
     before = torch.get_num_threads()

@@ -61,7 +61,7 @@ def test_unknown_key_lists_the_valid_ones():
     assert "'ppo.lrr'" in msg and "did you mean ppo.lr?" in msg
     for key in (f.name for f in dataclasses.fields(C.PPOConfig)):
         assert key in msg
-    with pytest.raises(C.ConfigError, match="valid keys under the top level: env, policy, ppo, run"):
+    with pytest.raises(C.ConfigError, match="valid keys under the top level: env, monitor, policy, ppo, run"):
         C.load("cartpole", ["trainer.lr=1"])
     with pytest.raises(C.ConfigError, match="unknown config key 'bogus'"):
         C.from_dict({"bogus": 1})
@@ -159,6 +159,7 @@ INVALID = {
     "run.seed": 1.5, "run.device": "gpu", "run.precision": "fp16", "run.compile": "yes", "run.graph": "on",
     "run.threads": -1, "run.dir": "", "run.name": "a/b", "run.log_every": 0, "run.checkpoint_every": 0,
     "run.checkpoint_seconds": -1, "run.keep_last": 0, "run.tensorboard": "x", "run.console": "x",
+    "monitor.replay_every": -1, "monitor.replay_envs": "[0, 99999]", "monitor.render": "unity",
 }
 """One invalid value per config field (the issue's observed ones among them)."""
 
