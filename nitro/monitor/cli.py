@@ -23,6 +23,12 @@ def add_commands(sub) -> None:
     p.add_argument("--wait", action="store_true", help="wait for RUN to be created (nitro train --monitor uses it)")
     p.set_defaults(fn=_monitor)
 
+    p = sub.add_parser("plot", help="learning-curve PNGs and an HTML page of one or more runs",
+                       description="Return vs env steps and vs wall time, SPS and losses, one line per run.")
+    p.add_argument("runs", nargs="+", help="run directories to draw (and compare)")
+    p.add_argument("--out", help="output folder (default: RUN/plots of the first run)")
+    p.set_defaults(fn=_plot)
+
     p = sub.add_parser("doctor", help="this machine: versions, GPU, soccar kernels, env/policy/PPO speed, a num_envs "
                                       "suggestion")
     p.add_argument("preset", nargs="?", default="cartpole", help="preset or env id to measure (default cartpole)")
@@ -69,6 +75,16 @@ def _monitor(args) -> int:
 
     Dashboard(run, args.interval).run()
     print(f"detached from {run}; watch again with: nitro monitor {run}")
+    return 0
+
+
+def _plot(args) -> int:
+    from nitro.monitor import plot
+    from nitro.monitor.runs import find_run
+
+    runs = [find_run(r) for r in args.runs]
+    files = plot.write(runs, Path(args.out) if args.out else runs[0] / "plots")
+    print(f"wrote {', '.join(p.name for p in files.values())} to {files['index'].parent}")
     return 0
 
 
