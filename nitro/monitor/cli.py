@@ -65,7 +65,7 @@ def _monitor(args) -> int:
     else:
         run = find_run(args.run)
     if args.once:
-        from nitro.monitor.dashboard import snapshot
+        from nitro.monitor.view import snapshot
 
         print(snapshot(run))
         return 0

@@ -71,9 +71,10 @@ def machine(device: torch.device) -> dict:
 
 def _cpu_model() -> str:
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
     return platform.processor() or platform.machine()
@@ -87,7 +88,8 @@ def _nvidia_smi(device: torch.device) -> dict:
     index = device.index if device.index is not None else torch.cuda.current_device()
     try:
         out = subprocess.run([exe, f"--id={index}", "--query-gpu=utilization.gpu,driver_version",
-                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20).stdout
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20,
+                             check=True).stdout
         util, driver = (x.strip() for x in out.strip().split(","))
         return {"gpu_utilization": float(util), "driver": driver}
     except (OSError, ValueError, subprocess.SubprocessError):

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Sparkline, Static
 
-from nitro.monitor.dashboard import COLUMNS, PANELS, Dashboard, Panel, snapshot
+from nitro.monitor.dashboard import Dashboard, Panel
 from nitro.monitor.runs import read_status
 from nitro.monitor.stream import RunStatus
+from nitro.monitor.view import COLUMNS, PANELS, snapshot
 
 
 def fake_run(path: Path, updates: int, pid: int) -> list[dict]:

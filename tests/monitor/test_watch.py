@@ -52,7 +52,7 @@ def test_training_writes_replays_of_the_rollouts(soccar_run):
 
 
 def test_eval_records_a_replay_and_writes_its_table_and_curve(soccar_run, capsys):
-    run, trainer, _ = soccar_run
+    run = soccar_run[0]
     assert main(["eval", str(run), "--episodes", "4", "--device", "cpu", "--replay", "--replay-envs", "0", "2",
                  "--checkpoint", "latest"]) == 0
     out, err = capsys.readouterr()
@@ -77,7 +77,7 @@ def test_eval_records_a_replay_and_writes_its_table_and_curve(soccar_run, capsys
 
 def test_eval_renders_to_rlviser(soccar_run, capsys):
     """nitro eval --render rlviser plays the recorded env into RLViser's port at game speed."""
-    run, _, _ = soccar_run
+    run = soccar_run[0]
     viewer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         viewer.bind(("127.0.0.1", rlviser.RLVISER_PORT))
