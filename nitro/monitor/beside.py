@@ -40,7 +40,7 @@ def train_in_background(train_args: list[str], run: Path) -> subprocess.Popen:
 def watch_background(process: subprocess.Popen, run: Path, interval: float = 0.5) -> int:
     """The dashboard in this terminal while ``process`` trains; returns the trainer's exit code if it
     ended, else 0 (it goes on)."""
-    from nitro.monitor.dashboard import Dashboard
+    from nitro.monitor.dashboard import Dashboard  # textual: imported only where a dashboard is drawn
 
     if not sys.stdout.isatty():
         process.wait()

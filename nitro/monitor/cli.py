@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from nitro.monitor import require
 from nitro.monitor.live import VIEWERS
 
 
@@ -71,6 +72,7 @@ def _monitor(args) -> int:
         return 0
     if not sys.stdout.isatty():
         raise ValueError("nitro monitor draws in a terminal; this output is not one: use --once for a plain snapshot")
+    require("textual", "the dashboard (nitro monitor; --once prints without it)")
     from nitro.monitor.dashboard import Dashboard
 
     Dashboard(run, args.interval).run()
@@ -79,6 +81,7 @@ def _monitor(args) -> int:
 
 
 def _plot(args) -> int:
+    require("matplotlib", "nitro plot")
     from nitro.monitor import plot
     from nitro.monitor.runs import find_run
 

@@ -8,9 +8,7 @@ holds the PNGs inline and a table of the runs, and opens from disk.
 from __future__ import annotations
 
 import base64
-import csv
 import html
-import json
 import statistics
 import time
 from dataclasses import dataclass
@@ -23,9 +21,6 @@ from nitro.monitor.runs import read_config, read_metrics, read_status, series, t
 
 LOSSES = (("loss/policy", "policy loss"), ("loss/value", "value loss"), ("loss/entropy", "entropy"),
           ("loss/approx_kl", "approx. KL"))
-EVAL_FIELDS = ("time", "checkpoint", "update", "global_step", "episodes", "deterministic", "mean_return",
-               "std_return", "min_return", "max_return", "mean_length")
-"""Columns of RUN/eval/eval.csv, one row per nitro eval."""
 
 
 @dataclass
@@ -145,34 +140,8 @@ def _cell(v) -> str:
     return "-" if v is None else str(v)
 
 
-# --- nitro eval -----------------------------------------------------------------------------------
-
-def write_eval(run: Path, result: dict) -> dict[str, Path]:
-    """Record a ``nitro eval`` result beside the run: a row of RUN/eval/eval.csv, the per-episode table
-    RUN/eval/episodes_<checkpoint>_<mode>.csv, and RUN/eval/eval.png (training return and every eval
-    so far against env steps)."""
-    folder = Path(run) / "eval"
-    folder.mkdir(exist_ok=True)
-    table = folder / "eval.csv"
-    new = not table.exists()
-    with table.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerow({k: (time.strftime("%Y-%m-%dT%H:%M:%S") if k == "time" else result[k]) for k in EVAL_FIELDS})
-    mode = "deterministic" if result["deterministic"] else "sampled"
-    episodes = folder / f"episodes_{Path(result['checkpoint']).stem}_{mode}.csv"
-    with episodes.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["episode", "return", "length"])
-        writer.writerows(zip(range(len(result["returns"])), result["returns"], result["lengths"]))
-    with table.open() as f:
-        evals = list(csv.DictReader(f))
-    return {"table": table, "episodes": episodes, "curve": save_png(eval_figure(run, evals), folder / "eval.png")}
-
-
-def eval_figure(run: Path, evals: list[dict]) -> Figure:
-    """Training return per log and each eval's mean (+- std) at its checkpoint's step."""
+def eval_curve(run: Path, evals: list[dict]) -> Path:
+    """RUN/eval/eval.png: training return per log and each eval's mean (+- std) at its checkpoint's step."""
     fig, ax = _figure(f"{Path(run).name}: evaluation", "env steps", "episode return")
     ax.plot(*series(read_metrics(run), "episode/return"), color="0.6", label="training (mean per log)")
     for mode, colour in (("True", "C0"), ("False", "C1")):
@@ -182,9 +151,4 @@ def eval_figure(run: Path, evals: list[dict]) -> Figure:
                         yerr=[float(e["std_return"]) for e in pts], fmt="o", color=colour, capsize=3,
                         label=f"eval ({'deterministic' if mode == 'True' else 'sampled'}), mean +- std")
     ax.legend(fontsize="small")
-    return fig
-
-
-def dumps(result: dict) -> str:
-    """The printed eval summary (per-episode lists stay in the table)."""
-    return json.dumps({k: v for k, v in result.items() if k not in ("returns", "lengths", "checkpoint")})
+    return save_png(fig, Path(run) / "eval" / "eval.png")

@@ -50,7 +50,7 @@ def _train(args) -> int:
 
     import yaml
 
-    from nitro.monitor import beside
+    from nitro.monitor import beside, require
     from nitro.train import config as C
     from nitro.train.ppo import Trainer, run_dir_for
 
@@ -67,6 +67,7 @@ def _train(args) -> int:
         C.apply(cfg, _merged(extra))
         C.validate(cfg)
         if args.monitor:
+            require("textual", "nitro train --monitor")
             if not beside.in_tmux():
                 process = beside.train_in_background([*extra, "run.console=false", "--resume", str(run_dir)], run_dir)
                 return beside.watch_background(process, run_dir)
@@ -77,6 +78,7 @@ def _train(args) -> int:
             raise ValueError("give an env or preset (nitro envs lists them), or --resume RUN")
         cfg = C.load(args.env, args.overrides, args.config)
         if args.monitor:
+            require("textual", "nitro train --monitor")
             run_dir = run_dir_for(cfg)
             cfg.run.name = run_dir.name  # the dashboard watches this folder before the trainer makes it
             if not beside.in_tmux():
@@ -116,7 +118,7 @@ def _eval(args) -> int:
     import sys
     from pathlib import Path
 
-    from nitro.monitor import plot
+    from nitro.monitor import evals, require
     from nitro.monitor.watch import EvalWatch
     from nitro.train.evaluate import checkpoint_path, evaluate
 
@@ -132,7 +134,7 @@ def _eval(args) -> int:
             return watchers[0]
     result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=args.checkpoint,
                       device=args.device, seed=args.seed, watch=watch)
-    print(plot.dumps(result))
+    print(evals.dumps(result))
     if watchers:
         path = Path(args.run) / "replays" / f"eval_{checkpoint_path(args.run, args.checkpoint).stem}.npz" \
             if args.replay else None
@@ -140,8 +142,16 @@ def _eval(args) -> int:
         if path is not None:
             print(f"wrote {path}; view it with: nitro replay {path} --html replay.html", file=sys.stderr)
     if not args.no_write:
-        files = plot.write_eval(Path(args.run), result)
-        print(f"wrote {files['table']}, {files['episodes'].name} and {files['curve'].name}", file=sys.stderr)
+        files = evals.write(Path(args.run), result)
+        try:
+            require("matplotlib", "the eval curve (eval.png)")
+        except ValueError as missing:
+            print(f"wrote {files['table']} and {files['episodes'].name}; {missing}", file=sys.stderr)
+            return 0
+        from nitro.monitor import plot
+
+        curve = plot.eval_curve(Path(args.run), evals.read(Path(args.run)))
+        print(f"wrote {files['table']}, {files['episodes'].name} and {curve.name}", file=sys.stderr)
     return 0
 
 
