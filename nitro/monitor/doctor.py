@@ -5,7 +5,7 @@ PPO iteration (rollout and update, with its collect/learn split) at several batc
 ``env.num_envs``: the smallest size within `KNEE` of the best measured PPO throughput (more envs per
 update means fewer, larger updates per sample, so past the knee extra envs buy little speed and cost
 sample efficiency). It also reports the machine, the versions, the soccar meshes and whether the
-soccar Triton kernels compile and agree with their PyTorch reference.
+soccar Triton kernels compile and agree with the PyTorch tick.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch
 
 from nitro import bench
 from nitro.core.registry import make_env
-from nitro.envs.soccar.mesh import MeshesNotFoundError, find_soccar_meshes, load_arena_mesh
+from nitro.envs.soccar import Arena, MeshesNotFoundError, find_soccar_meshes
 from nitro.train import config as C
 from nitro.train.policy import ActorCritic
 from nitro.train.ppo import Trainer
@@ -106,8 +106,11 @@ def versions() -> dict:
     return out
 
 
-def soccar(device: torch.device, queries: int) -> dict:
-    """Where the meshes are, and on CUDA whether the Triton kernels compile and match the reference."""
+def soccar(device: torch.device, num_envs: int, ticks: int = 240) -> dict:
+    """Where the meshes are, and on CUDA whether the Triton kernels compile and agree with the PyTorch
+    path: ``num_envs`` balls thrown around the arena, ``ticks`` ticks of the fused kernel against the
+    eager tick. As in bench/soccar_gpu.py, contacts amplify ulp differences (fused multiply-adds)
+    chaotically, so the median position error must stay at rounding level (1e-2 UU)."""
     try:
         folder = find_soccar_meshes()
     except MeshesNotFoundError as error:
@@ -116,19 +119,33 @@ def soccar(device: torch.device, queries: int) -> dict:
     if device.type != "cuda":
         out["kernels"] = "not on CPU: the soccar Triton kernels need CUDA (CPU runs the PyTorch reference)"
         return out
-    from nitro.envs.soccar import kernel_checks  # the checks import Triton: CUDA machines only
-
     t0 = time.perf_counter()
     try:
-        mesh = load_arena_mesh(device=device)
-        checks = kernel_checks.check_queries(mesh, queries)
+        eager, fused = (_thrown_balls(num_envs, device, mode) for mode in ("eager", "fused"))
+        goals_equal = True
+        for _ in range(ticks // 30):
+            e, f = eager.step(ticks=30), fused.step(ticks=30)
+            goals_equal &= bool(torch.equal(e.goal_blue | e.goal_orange, f.goal_blue | f.goal_orange))  # sync-ok
+        err = (eager.ball.pos - fused.ball.pos).norm(dim=1)
     except Exception as error:  # a report, not a crash: say what failed
         out["kernels"] = f"failed: {type(error).__name__}: {error}"[:500]
         return out
-    out["kernels"] = "ok" if all(c.get("unexplained", 1) == 0 for c in checks) else "mismatch"
-    out["kernel_checks"] = checks
-    out["kernel_seconds"] = time.perf_counter() - t0  # compile + run + compare
+    median = float(err.median())  # sync-ok: a measurement
+    out["kernels"] = "ok" if median <= 1e-2 else "mismatch"
+    out["fused_vs_eager"] = {"envs": num_envs, "ticks": ticks, "median_pos_error_uu": median,
+                             "max_pos_error_uu": float(err.max()), "goal_events_equal": goals_equal,
+                             "seconds": time.perf_counter() - t0}  # compile, run and compare
     return out
+
+
+def _thrown_balls(n: int, device: torch.device, mode: str) -> Arena:
+    """n balls at random places of the arena with random velocities (the same for every mode)."""
+    g = torch.Generator().manual_seed(3)
+    u = lambda lo, hi: lo + (hi - lo) * torch.rand(n, 3, generator=g)  # noqa: E731
+    arena = Arena(n, blue=0, orange=0, device=device, mode=mode)
+    arena.set_ball(pos=u(torch.tensor([-3500.0, -4500.0, 100.0]), torch.tensor([3500.0, 4500.0, 1800.0])).to(device),
+                   vel=u(-2500.0, 2500.0).to(device), ang_vel=u(-5.0, 5.0).to(device))
+    return arena
 
 
 def env_rates(env_id: str, device: torch.device, num_envs: int, steps: int, repeats: int) -> list[dict]:
@@ -194,7 +211,7 @@ def run(preset: str = "cartpole", device: str = "auto", quick: bool = False, log
     log("machine and versions")
     report["machine"], report["versions"] = machine(dev), versions()
     log("soccar meshes and kernels")
-    report["soccar"] = soccar(dev, 256 if quick else 2048)
+    report["soccar"] = soccar(dev, 1024 if quick else 4096)
     n = ENV_SIZE[kind]
     log(f"env steps/s ({cfg.env.id}, {n} envs)")
     report["env_steps"] = env_rates(cfg.env.id, dev, n, 20 if quick else 100, repeats)

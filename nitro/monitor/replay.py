@@ -26,7 +26,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.ball import is_ball_scored
-from nitro.envs.soccar.mutators import MutatorConfig
+from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 from nitro.monitor.cars import car_preset
 
 FORMAT = "nitro-replay"
@@ -215,7 +215,7 @@ def build(
     if unknown:
         raise ValueError(f"unknown events {unknown}; known: {', '.join(EVENTS)}")
     scored = (np.asarray(events["goal"]) > 0 if "goal" in events
-              else derive_scored(ball_pos, mutators or MutatorConfig()))
+              else derive_scored(ball_pos, TickParams.from_mutators(mutators or MutatorConfig(), 1.0 / tick_rate)))
     meta = {
         "tick_rate": float(tick_rate),
         "env_ids": list(env_ids) if env_ids is not None else list(range(E)),
@@ -277,10 +277,10 @@ def _previous(x: np.ndarray, start: np.ndarray) -> np.ndarray:
     return prev & ~start
 
 
-def derive_scored(ball_pos: np.ndarray, mutators: MutatorConfig) -> np.ndarray:
+def derive_scored(ball_pos: np.ndarray, params: TickParams) -> np.ndarray:
     """The ball is in a goal (RocketSim's Arena::IsBallScored) [E, F] bool."""
     E, F = ball_pos.shape[:2]
-    scored = is_ball_scored(torch.from_numpy(np.ascontiguousarray(ball_pos.reshape(E * F, 3), np.float32)), mutators)
+    scored = is_ball_scored(torch.from_numpy(np.ascontiguousarray(ball_pos.reshape(E * F, 3), np.float32)), params)
     return scored.numpy().reshape(E, F)
 
 

@@ -14,10 +14,8 @@ from nitro.core import rng
 from nitro.core.env import Env
 from nitro.core.registry import register, registered
 from nitro.core.spaces import Box, Discrete
-from nitro.envs.soccar.arena import ArenaEvents, World, step_ticks
-from nitro.envs.soccar.mesh import load_arena_mesh
-from nitro.envs.soccar.mutators import MutatorConfig
-from nitro.envs.soccar.state import BallState, BoostPadState, CarState, GameState
+from nitro.envs.soccar import (ArenaEvents, BallState, BoostPadState, CarState, GameState, MutatorConfig, TickParams,
+                               World, load_arena_mesh, step_ticks)
 
 ENV_ID = "BallNudge-test"
 PUSH = 300.0  # UU/s per step
@@ -43,7 +41,9 @@ class BallNudge(Env[BallNudgeState, BallNudgeParams]):
 
     def world(self, device: torch.device) -> World:
         if str(device) not in self._worlds:
-            self._worlds[str(device)] = World(load_arena_mesh(device=device), MutatorConfig(), 1.0 / 120.0)
+            mutators = MutatorConfig()
+            self._worlds[str(device)] = World(load_arena_mesh(device=device), mutators,
+                                              TickParams.from_mutators(mutators, 1.0 / 120.0))
         return self._worlds[str(device)]
 
     def reset(self, key, num_envs, device):

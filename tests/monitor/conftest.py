@@ -17,7 +17,7 @@ import pytest
 import torch
 from monitor_helpers import synthetic_cars
 
-from nitro.envs.soccar.mesh import MeshesNotFoundError, find_soccar_meshes
+from nitro.envs.soccar import MeshesNotFoundError, find_soccar_meshes
 from nitro.monitor import replay as R
 
 

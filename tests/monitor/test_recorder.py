@@ -37,7 +37,7 @@ def test_arena_recording_matches_the_arena(meshes_available, tmp_path):
     assert np.nonzero(replay.goal[1])[0].tolist() == [int(np.argmax(arena_goal))]
     assert (replay.goal[1][replay.goal[1] > 0] == 1).all() and not replay.goal[0].any()
     # without the arena's events, goals derived from the ball positions land on the same frame
-    np.testing.assert_array_equal(R.derive_scored(replay.ball_pos, arena.world.mutators), replay.ball_scored)
+    np.testing.assert_array_equal(R.derive_scored(replay.ball_pos, arena.world.params), replay.ball_scored)
     assert replay.meta["env_ids"] == [0, 2] and replay.meta["tick_rate"] == 120.0
     back = R.load(rec.save(tmp_path / "arena.npz"))
     np.testing.assert_array_equal(back.ball_pos, replay.ball_pos)

@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from nitro.envs.soccar import Arena
-from nitro.envs.soccar.mesh import read_cmf
+from nitro.envs.soccar.arena_mesh.cmf import read_cmf
 from nitro.monitor import replay_page
 from nitro.monitor.recorder import ArenaRecording
 
