@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 
+VIEWERS = ("rlviser", "rocketsimvis")
+"""The live viewers nitro streams to (`nitro.monitor.live`)."""
+
 
 def require(module: str, what: str) -> None:
     """Raise a one-line error naming the extra to install if ``module`` is missing."""

@@ -6,8 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from nitro.monitor import require
-from nitro.monitor.live import VIEWERS
+from nitro.monitor import VIEWERS, require
 
 
 def add_commands(sub) -> None:

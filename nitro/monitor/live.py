@@ -17,10 +17,8 @@ import warnings
 
 import numpy as np
 
-from nitro.monitor import rlviser, rocketsimvis
+from nitro.monitor import VIEWERS, rlviser, rocketsimvis
 from nitro.monitor.replay import Replay
-
-VIEWERS = ("rlviser", "rocketsimvis")
 
 
 def schedule(ticks: np.ndarray, tick_rate: float, max_fps: float) -> list[tuple[int, float]]:

@@ -17,11 +17,12 @@ from typing import Any, Sequence
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.monitor import VIEWERS
 from nitro.monitor import replay as R
 from nitro.monitor.live import LiveView
 from nitro.monitor.recorder import Recorder, Recording, find_game_state
 
-RENDER_CHOICES = ("none", "rlviser", "rocketsimvis")
+RENDER_CHOICES = ("none", *VIEWERS)
 
 
 def soccar_layout(env, state: Any) -> dict:
@@ -59,10 +60,8 @@ class TrainingWatch:
         self.written: list[Path] = []
 
     @classmethod
-    def for_run(cls, cfg, env, state: Any, frames: int, run_dir: Path | None) -> TrainingWatch | None:
-        """The watch a run's ``monitor`` config asks for, or None (then training records nothing)."""
-        if not cfg.replay_every and cfg.render == "none":
-            return None
+    def for_run(cls, cfg, env, state: Any, frames: int, run_dir: Path | None) -> TrainingWatch:
+        """The watch a run's ``monitor`` config asks for."""
         return cls(env, state, cfg.replay_envs, frames, cfg.replay_every,
                    Path(run_dir) / "replays" if run_dir else None, cfg.render)
 

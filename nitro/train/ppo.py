@@ -26,7 +26,6 @@ from nitro.core.env import autoreset_step
 from nitro.core.registry import make_env
 from nitro.core.spaces import Box, Discrete, MultiDiscrete
 from nitro.monitor.stream import PhaseTimer, RunStatus, device_stats
-from nitro.monitor.watch import TrainingWatch
 from nitro.train import checkpoint, dist
 from nitro.train.config import TrainConfig, to_dict
 from nitro.train.optim import FlatAdam, RunningMeanStd
@@ -135,8 +134,12 @@ class Trainer:
         self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
 
         self.run_dir = Path(run_dir) if run_dir else None
-        self.watch = TrainingWatch.for_run(cfg.monitor, self.env, self.carry.env_state, self.T,
-                                           self.run_dir) if self.dist.is_main else None
+        self.watch = None
+        """Soccar replays and live viewing of the rollouts (cfg.monitor), or None: nothing recorded."""
+        if self.dist.is_main and (cfg.monitor.replay_every or cfg.monitor.render != "none"):
+            from nitro.monitor.watch import TrainingWatch  # the viewers' packages load only when asked for
+
+            self.watch = TrainingWatch.for_run(cfg.monitor, self.env, self.carry.env_state, self.T, self.run_dir)
         self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
         self.last_checkpoint: Path | None = None
         if resume:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -126,3 +127,28 @@ def test_finding_runs(tmp_path):
         find_run(tmp_path / "not-a-run")
     with pytest.raises(FileNotFoundError, match="no run directory at"):
         find_run(tmp_path / "missing")
+
+
+LAZY = textwrap.dedent('''
+    import sys
+    sys.modules["textual"] = sys.modules["matplotlib"] = sys.modules["flatbuffers"] = None  # as if not installed
+    import nitro.cli, nitro.train.ppo
+    from nitro.monitor.view import snapshot
+    nitro.cli.build_parser()
+    for command in (["plot", "x"], ["monitor", "x", "--wait"]):
+        try:
+            nitro.cli.main(command)
+        except SystemExit:
+            pass
+    print("ok")
+''')
+
+
+def test_training_and_the_cli_need_no_monitor_extra():
+    """Without textual, matplotlib and flatbuffers, training and the CLI load; the commands that need
+    them say which extra to install, in one line."""
+    result = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+    assert result.stderr.splitlines() == [
+        "error: nitro plot needs matplotlib, which is not installed: pip install 'nitro-rl[monitor]'",
+        "error: nitro monitor draws in a terminal; this output is not one: use --once for a plain snapshot"]
