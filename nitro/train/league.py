@@ -35,6 +35,12 @@ LEARNER = "learner"
 SELF = "self"
 
 
+def recent_score(score: float, games: float) -> float:
+    """The learner's score against a member from its decayed (score, games), with one virtual win and one
+    virtual loss."""
+    return (score + 1.0) / (games + 2.0)
+
+
 def member_names(pool_size: int, bots: list[str]) -> list[str]:
     """Opponent ids in order: self, the pool's slots (named when filled), the bots."""
     return [SELF, *(f"slot{i}" for i in range(pool_size)), *(f"bot:{b}" for b in bots)]
@@ -132,8 +138,7 @@ class League:
 
     def expected(self, member: str) -> float:
         """Matchmaking's p: the learner's recent score against ``member`` (0.5 before any game)."""
-        score, games = self.scores[member]
-        return (score + 1.0) / (games + 2.0)
+        return recent_score(*self.scores[member])
 
     def _weight(self, member: str) -> float:
         if self.cfg.matchmaking == "uniform":
@@ -152,7 +157,8 @@ class League:
                               f"league.pool_size={len(self.slots)}; resume with the same league.pool_size")
         self.slots, self.added = list(state["slots"]), dict(state["added"])
         self.ratings = Ratings.from_state(state["ratings"])
-        self.scores = {m: list(v) for m, v in state["scores"].items()}
+        fresh = {m: [0.0, 0.0] for m in self.members[1:] if m}  # checkpoints from before scores were kept
+        self.scores = {m: list(v) for m, v in state.get("scores", fresh).items()}
         self.mix = dict(state["mix"])
         self.history = history[: state["history_len"]]
 
@@ -178,14 +184,17 @@ def write_history(run_dir: str | Path, history: list[dict]) -> None:
 
 def summary(run_dir: str | Path) -> dict:
     """A run's league as its latest checkpoint left it: the table (best Elo first: name, elo, openskill,
-    games, joined, in the pool now) and the history."""
+    games, joined, in the pool now, and the learner's recent score against it that matchmaking reads)
+    and the history."""
     meta = checkpoint.load_meta(checkpoint.latest(run_dir))
     if "league" not in meta:
         raise ValueError(f"{run_dir} was trained without a league (league.pool_size=0 and no league.bots)")
     state = meta["league"]
     ratings = Ratings.from_state(state["ratings"])
     history = read_history(run_dir)[: state["history_len"]]
+    scores = state.get("scores", {})
     rows = [{"name": n, "elo": e, "openskill": ratings.ordinal(n), "games": ratings.games[n],
-             "joined": state["added"].get(n), "member": n != LEARNER}
+             "joined": state["added"].get(n), "member": n != LEARNER,
+             "recent_score": recent_score(*scores[n]) if n in scores else None}
             for n, e in ratings.elo.items()]
     return {"update": meta["update"], "table": sorted(rows, key=lambda r: -r["elo"]), "history": history}
