@@ -28,6 +28,8 @@ for s in $STAGES; do
               --out "$OUT/ppo_solve.json" ;;
     league) timeout 250 python3 bench/league_gpu.py throughput --out "$OUT/league"
             timeout 250 python3 bench/league_gpu.py learn --out "$OUT/league" ;;
+    monitor) timeout 120 python3 -m pytest -q -m gpu tests/monitor/test_gpu.py -p no:cacheprovider --tb=line 2>&1 | tail -15
+            timeout 290 python3 bench/monitor_gpu.py "$OUT/monitor" ;;
     *) echo "unknown stage $s" ;;
   esac
 done

@@ -97,6 +97,25 @@ def test_train_prints_a_json_summary_and_writes_the_run(tmp_path, capsys):
         assert key in metrics[-1], key
 
 
+def test_multi_agent_eval_plays_the_bots_and_writes_its_result(tmp_path, capsys):
+    """nitro eval of a ConnectFour run: its policy against the env's random bot, printed and kept in
+    RUN/eval/vs_bots_<checkpoint>.json; replays are for single-agent evaluations and say so."""
+    run = tmp_path / "c4"
+    assert main(["train", "ConnectFour-v3", f"run.dir={tmp_path}", "run.name=c4", "run.console=false",
+                 "run.tensorboard=false", "run.device=cpu", "env.num_envs=8", "ppo.num_steps=8", "ppo.epochs=1",
+                 "ppo.minibatches=1", "ppo.total_steps=64", "policy.hidden=[16]"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(run), "--episodes", "16", "--vs", "random", "--device", "cpu"]) == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert list(result["opponents"]) == ["random"] and result["games"] == 16
+    assert 0.0 <= result["opponents"]["random"]["win_rate"] <= 1.0
+    written = next((run / "eval").glob("vs_bots_*.json"))
+    assert json.loads(written.read_text()) == result and f"wrote {written}" in err
+    assert main(["eval", str(run), "--episodes", "4", "--replay", "--device", "cpu"]) == 2
+    assert "--replay and --render play single-agent evaluations; ConnectFour-v3 is multi-agent" in capsys.readouterr().err
+
+
 def _connect_four_run(tmp_path, name: str, *overrides: str):
     """A ConnectFour-v3 run of 4 tiny updates through ``nitro train``."""
     assert main(["train", "ConnectFour-v3", f"run.dir={tmp_path}", f"run.name={name}", "run.console=false",
