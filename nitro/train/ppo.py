@@ -2,8 +2,13 @@
 
 One iteration is pure device work with no host syncs: a T-step rollout (policy inference, env step,
 storage), GAE, and epochs x minibatches of clipped-surrogate updates. On CUDA the whole iteration is
-captured in one CUDA graph and replayed; the rollout step is compiled. The host only wakes up to log
-(every ``run.log_every`` updates), checkpoint and check for non-finite numbers.
+captured in one CUDA graph and replayed; long runs also compile the rollout step and the loss. The host
+only wakes up to log (every ``run.log_every`` updates) and to checkpoint; both first check, on numbers the
+device kept at every update, that nothing became NaN/Inf, so no checkpoint is written after a bad update.
+
+A run saves a checkpoint every ``run.checkpoint_every`` updates, every ``run.checkpoint_seconds``, at
+the end, and on Ctrl-C / SIGTERM; it holds its run directory's lock while it trains (``rundir``), and a
+resume continues bit for bit where the checkpoint was taken (at the same thread count and device).
 
 Truncated episodes are bootstrapped from their final observation: the step's reward gets
 ``gamma * V(final_obs)`` and the GAE chain is cut there, as for terminations.
@@ -11,8 +16,8 @@ Truncated episodes are bootstrapped from their final observation: the step's rew
 
 from __future__ import annotations
 
-import dataclasses
-import math
+import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,15 +28,25 @@ import yaml
 
 from nitro.core import fast, rng, tree
 from nitro.core.env import autoreset_step
+from nitro.core.errors import NitroError
 from nitro.core.registry import make_env
-from nitro.core.spaces import Box, Discrete, MultiDiscrete
-from nitro.train import checkpoint, dist
-from nitro.train.config import TrainConfig, to_dict
+from nitro.core.spaces import Box
+from nitro.monitor.logger import Console, MetricsWriter
+from nitro.train import checkpoint, dist, memory, rundir, target
+from nitro.train.config import ConfigError, TrainConfig, resolve_device, to_dict, validate
 from nitro.train.optim import FlatAdam, RunningMeanStd
 from nitro.train.policy import ActorCritic
+from nitro.train.stop import StopSignals, TrainingInterrupted
+from nitro.train.target import RecentEpisodes
 
 
-class TrainingDiverged(RuntimeError):
+COMPILE_MIN_UPDATES = 1000
+"""run.compile=auto compiles on CUDA for runs planned this long: compiling costs seconds (the first time
+tens of seconds; the compile cache keeps it across runs), a CUDA graph alone already removes the launch
+overhead, and compiling fuses kernels for a part of each update more."""
+
+
+class TrainingDiverged(NitroError, RuntimeError):
     """Loss, gradients or parameters became NaN/Inf."""
 
 
@@ -72,33 +87,37 @@ class Buffers:
     returns: torch.Tensor
 
 
-def _storage_dtype(space) -> tuple[tuple[int, ...], torch.dtype]:
-    if isinstance(space, Discrete):
-        return (), torch.int64
-    if isinstance(space, MultiDiscrete):
-        return space.shape, torch.int64
-    return space.shape, torch.float32
-
-
 def _flag(value: str, device: torch.device) -> bool:
     return device.type == "cuda" if value == "auto" else value == "true"
 
 
 class Trainer:
     def __init__(self, cfg: TrainConfig, run_dir: str | Path | None = None, resume: str | Path | None = None):
+        validate(cfg)
+        resolve_device(cfg.run.device)  # a missing GPU is a one-line error, before anything starts
         self.cfg = cfg
         self.dist, self.device = dist.init(cfg.run.device)
         p, d = cfg.ppo, self.device
+        if cfg.run.threads:
+            torch.set_num_threads(cfg.run.threads)
+        else:
+            cfg.run.threads = torch.get_num_threads()  # recorded in config.yaml; a resume uses it again
         self.env = make_env(cfg.env.id, **cfg.env.params)
         if not isinstance(self.env.observation_space, Box) or len(self.env.observation_space.shape) != 1:
             raise ValueError(f"PPO needs flat Box observations; {cfg.env.id} has {self.env.observation_space}")
         self.N, self.T = cfg.env.num_envs, p.num_steps
         self.obs_dim = self.env.observation_space.shape[0]
         self.seed = cfg.run.seed + 1000 * self.dist.rank
-        self.compiled = _flag(cfg.run.compile, d)
+        self.num_updates = p.total_steps // (self.N * self.T * self.dist.world_size)
+        if self.num_updates < 1:
+            raise ConfigError(f"ppo.total_steps={p.total_steps} is less than one update of {self.dist.world_size} "
+                              f"processes ({self.N * self.T * self.dist.world_size} env steps); raise it")
+        memory.check(cfg, self.env, d)
+        self.compiled = cfg.run.compile == "true" or (
+            cfg.run.compile == "auto" and d.type == "cuda" and self.num_updates >= COMPILE_MIN_UPDATES)
         self.graphed = _flag(cfg.run.graph, d)
         if self.graphed and d.type != "cuda":
-            raise ValueError("run.graph=true needs a CUDA device; use run.graph=false on CPU")
+            raise ConfigError(f"run.graph=true needs a CUDA device, this run is on {d}; use run.graph=auto")
         self.bf16 = cfg.run.precision == "bf16"
 
         torch.manual_seed(self.seed)  # parameter init only; all sampling uses nitro.core.rng keys
@@ -108,7 +127,6 @@ class Trainer:
         dist.broadcast_(self.opt.flat, self.dist)
         self.obs_rms = RunningMeanStd((self.obs_dim,), d)
         self.ret_rms = RunningMeanStd((), d)
-        self.num_updates = max(1, p.total_steps // (self.N * self.T * self.dist.world_size))
 
         key = rng.key(self.seed, d)
         env_keys = rng.env_keys(key, self.N)
@@ -127,13 +145,22 @@ class Trainer:
         self.update_index = torch.zeros((), dtype=torch.int64, device=d)
         self.first_bad_update = torch.full((), -1, dtype=torch.int64, device=d)
         self.update, self.global_step = 0, 0
+        self.recent = RecentEpisodes(p.target_episodes)
+        """The episodes ppo.target_return is judged on."""
+        self.outcome = ""
+        """One line saying how the last train() ended (target reached or not, interrupted)."""
 
         self.rollout_step = fast.compile(self._rollout_step) if self.compiled else self._rollout_step
         self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
 
         self.run_dir = Path(run_dir) if run_dir else None
-        self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
+        self.lock = rundir.RunLock(self.run_dir) if self.run_dir and self.dist.is_main else None
+        self.keeper = None
         self.last_checkpoint: Path | None = None
+        self.resumed_at: tuple[int, int] | None = None
+        """(update, global_step) of the checkpoint this run continued from."""
+        if self.lock is not None:
+            self._claim(continuing=resume is not None and _inside(Path(resume), self.run_dir))
         if resume:
             self.restore(resume)
         self.graph = None
@@ -141,7 +168,7 @@ class Trainer:
     # ------------------------------------------------------------------ storage
     def _buffers(self) -> Buffers:
         T, N, d = self.T, self.N, self.device
-        a_shape, a_dtype = _storage_dtype(self.env.action_space)
+        a_shape, a_dtype = memory.action_storage(self.env.action_space)
         f = lambda *s: torch.zeros(T, N, *s, device=d)
         mask_probe = self.env.action_mask(self.carry.env_state)
         chunks = T // self.cfg.policy.bptt if self.policy.recurrent else 0
@@ -309,7 +336,17 @@ class Trainer:
         self.compute_advantages()
         self.update_normalizers()
         self.learn()
+        self._flag_nonfinite_state()
         self.update_index += 1
+
+    def _flag_nonfinite_state(self) -> None:
+        """Record (on the device) whether this update left the parameters, optimizer moments or
+        normalizers non-finite; the minibatches record non-finite losses and gradients themselves."""
+        learner = [self.opt.flat, *self.opt.state().values(), *self.obs_rms.state().values(),
+                   *self.ret_rms.state().values()]
+        finite = torch.stack([torch.isfinite(x).all() for x in learner if x.is_floating_point()]).all()
+        self.first_bad_update.copy_(torch.where(~finite & (self.first_bad_update < 0), self.update_index,
+                                                self.first_bad_update))
 
     def _state_tensors(self) -> dict[str, torch.Tensor]:
         """Every tensor that evolves during training, by name (checkpoints, graph warm-up)."""
@@ -353,26 +390,69 @@ class Trainer:
                                      f"expects {list(v.shape)} (different num_envs or policy size?)")
                 v.copy_(tensors[k])
 
-    # ------------------------------------------------------------------ checkpoints
+    # ------------------------------------------------------------------ run directory and checkpoints
+    def _claim(self, continuing: bool) -> None:
+        """Take the run directory's lock; refuse a directory that holds another run."""
+        self.lock.acquire()
+        if not continuing and rundir.holds_run(self.run_dir):
+            self.close()
+            raise rundir.RunDirError(f"{self.run_dir} already holds a run; give a new run directory, or "
+                                     f"continue that run with: nitro train --resume {self.run_dir}")
+        checkpoint.remove_stale_temporaries(self.run_dir)
+        self.keeper = checkpoint.Keeper(self.run_dir, self.cfg.run.keep_last)
+
+    def close(self) -> None:
+        """Release the run directory (train() does this when it ends)."""
+        if self.lock is not None:
+            self.lock.release()
+
     def save(self, score: float | None) -> Path | None:
-        if self.keeper is None or not self.dist.is_main:
+        """Checkpoint the current state, after checking on the host that no update so far went bad."""
+        if self.keeper is None:
             return None
+        self._check_finite()
         meta = {"update": self.update, "global_step": self.global_step, "config": to_dict(self.cfg),
-                "world_size": self.dist.world_size}
+                "world_size": self.dist.world_size, "threads": torch.get_num_threads(),
+                "recent_episodes": self.recent.intervals}
         self.last_checkpoint = self.keeper.save(self.update, self._state_tensors(), meta, score)
         return self.last_checkpoint
 
+    def _check_finite(self) -> None:
+        with torch.no_grad():
+            finite = torch.stack([torch.isfinite(v).all() for v in self._state_tensors().values()
+                                  if v.is_floating_point()]).all()
+            first_bad, ok = torch.stack([self.first_bad_update.float(), finite.float()]).tolist()  # sync-ok
+        if first_bad >= 0 or ok < 1:
+            raise self._diverged(int(first_bad))
+
+    def _diverged(self, first_bad: int) -> TrainingDiverged:
+        where = f"update {first_bad + 1}" if first_bad >= 0 else f"an update up to {self.update}"
+        last = self.last_checkpoint or "none (no checkpoint was written yet)"
+        return TrainingDiverged(f"non-finite loss, gradients or parameters at {where}; last good checkpoint: "
+                                f"{last}")
+
     def restore(self, path: str | Path) -> None:
+        """Load a checkpoint file, or a run directory's newest readable checkpoint (naming, on stderr,
+        the newer ones that could not be read; a run's own unreadable files are set aside)."""
         path = Path(path)
         if path.is_dir():
-            path = checkpoint.latest(path)
-        tensors, meta = checkpoint.load(path, self.device)
+            path, tensors, meta, skipped = checkpoint.load_latest(path, self.device)
+            for bad, why in skipped:
+                owned = self.lock is not None and _inside(bad, self.run_dir)
+                moved = f"; renamed to {checkpoint.set_aside(bad).name}" if owned else ""
+                print(f"nitro: skipped unreadable checkpoint {bad} ({why}){moved}", file=sys.stderr)
+            if skipped:
+                print(f"nitro: resuming from {path} (update {meta['update']})", file=sys.stderr)
+        else:
+            tensors, meta = checkpoint.load(path, self.device)
         if self.dist.enabled or meta.get("world_size", 1) > 1:
             # rollout state is per rank; restore the learner and start fresh episodes
             tensors = {k: v for k, v in tensors.items() if not k.startswith("carry.")}
             tensors.update({k: v for k, v in self._state_tensors().items() if k.startswith("carry.")})
         self._restore_tensors(tensors)
         self.update, self.global_step = meta["update"], meta["global_step"]
+        self.recent.intervals = meta.get("recent_episodes", [])
+        self.resumed_at = (self.update, self.global_step)
         self.last_checkpoint = path
 
     # ------------------------------------------------------------------ the loop
@@ -391,16 +471,13 @@ class Trainer:
             explained = 1 - (b.returns - b.values).var() / b.returns.var()
             flags = torch.stack([self.first_bad_update.float(), torch.isfinite(self.opt.flat).all().float(),
                                  explained])
-        values = torch.cat([self.ep_stats, self.loss_stats, flags]).tolist()
+        values = torch.cat([self.ep_stats, self.loss_stats, flags]).tolist()  # sync-ok: the log's one sync
         ep, ls, fl, ev = values[:3], values[3:10], values[10:12], values[12]
         elapsed = time.perf_counter() - since
         self.ep_stats.zero_()
         self.loss_stats.zero_()
         if fl[0] >= 0 or fl[1] < 1:
-            where = f"update {int(fl[0]) + 1}" if fl[0] >= 0 else f"an update before {self.update}"
-            last = self.last_checkpoint or "none (no checkpoint was written yet)"
-            raise TrainingDiverged(f"non-finite loss, gradients or parameters at {where}; "
-                                   f"last good checkpoint: {last}")
+            raise self._diverged(int(fl[0]))
         n_mb = max(ls[6], 1)
         m = {"update": self.update, "global_step": self.global_step, "perf/sps": steps / max(elapsed, 1e-9),
              "loss/policy": ls[0] / n_mb, "loss/value": ls[1] / n_mb, "loss/entropy": ls[2] / n_mb,
@@ -408,64 +485,87 @@ class Trainer:
              "loss/explained_variance": ev, "lr": self._lr()}
         if ep[0] > 0:
             m.update({"episode/return": ep[1] / ep[0], "episode/length": ep[2] / ep[0], "episode/count": ep[0]})
+        self.recent.add(ep[0], ep[1])
+        if self.recent.episodes:
+            m.update({"episode/return_recent": self.recent.mean_return,
+                      "episode/recent_episodes": self.recent.episodes})
         return m
 
     def train(self, on_log=None) -> dict:
-        """Run to ``ppo.total_steps`` (or ``ppo.target_return``); returns the last metrics."""
-        from nitro.monitor.logger import Console, MetricsWriter
-
+        """Run to ``ppo.total_steps`` (or ``ppo.target_return``); returns the last metrics (with
+        ``target_reached`` when a target is set). Ctrl-C and SIGTERM save a checkpoint and raise
+        ``TrainingInterrupted``."""
         cfg = self.cfg
         main = self.dist.is_main
-        if self.run_dir and main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-        writer = MetricsWriter(self.run_dir, cfg.run.tensorboard) if self.run_dir and main else None
+        writer = None
+        if self.lock is not None:
+            self._claim(continuing=True)
+            writer = MetricsWriter(self.run_dir, cfg.run.tensorboard, *(self.resumed_at or (None, None)))
+            checkpoint.write_atomic(self.run_dir / "config.yaml",
+                                    yaml.safe_dump(to_dict(cfg), sort_keys=False).encode())
         console = Console(cfg.ppo.total_steps, cfg.env.id, cfg.run.console and main)
-        if self.run_dir and main:
-            (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         steps_per_update = self.N * self.T * self.dist.world_size
         t0 = time.perf_counter()
         if self.graphed and self.graph is None:
             self._capture()
         self.setup_seconds = time.perf_counter() - t0
         metrics: dict = {"update": self.update, "global_step": self.global_step}
-        recent: list[float] = []
         last_log, last_step = time.perf_counter(), self.global_step
+        last_save = time.monotonic()
         self.train_seconds = 0.0
+        reached = False
         try:
-            while self.update < self.num_updates:
-                self.opt.lr.fill_(self._lr())
-                if self.graph is not None:
-                    self.graph.replay()
-                else:
-                    self.iteration()
-                self.update += 1
-                self.global_step += steps_per_update
-                final = self.update >= self.num_updates
-                if self.update % cfg.run.log_every == 0 or final:
-                    metrics = self._read_metrics(last_log, self.global_step - last_step)  # syncs
-                    now = time.perf_counter()
-                    self.train_seconds += now - last_log
-                    metrics["perf/train_seconds"] = self.train_seconds
-                    last_log, last_step = time.perf_counter(), self.global_step
-                    if "episode/return" in metrics:
-                        recent = (recent + [metrics["episode/return"]])[-5:]
-                        metrics["episode/return_recent"] = sum(recent) / len(recent)
-                    if writer:
-                        writer.write(self.global_step, metrics)
-                    console.update(metrics)
-                    if on_log:
-                        on_log(metrics)
-                    if cfg.ppo.target_return is not None and metrics.get("episode/return", -math.inf) >= cfg.ppo.target_return:
-                        final = True
-                if self.update % cfg.run.checkpoint_every == 0 or final:
-                    self.save(metrics.get("episode/return"))
-                if final:
-                    break
+            with StopSignals() as stop:
+                while self.update < self.num_updates:
+                    self.opt.lr.fill_(self._lr())
+                    if self.graph is not None:
+                        self.graph.replay()
+                    else:
+                        self.iteration()
+                    self.update += 1
+                    self.global_step += steps_per_update
+                    final = self.update >= self.num_updates
+                    logged = self.update % cfg.run.log_every == 0 or final
+                    if logged:
+                        metrics = self._read_metrics(last_log, self.global_step - last_step)  # syncs
+                        now = time.perf_counter()
+                        self.train_seconds += now - last_log
+                        metrics["perf/train_seconds"] = self.train_seconds
+                        last_log, last_step = time.perf_counter(), self.global_step
+                        reached = self.recent.reached(cfg.ppo.target_return)
+                        final = final or reached
+                        if writer:
+                            writer.write(self.global_step, metrics)
+                        console.update(metrics)
+                        if on_log:
+                            on_log(metrics)
+                    signum = stop.agreed(self.dist, logged)
+                    timely = 0 < cfg.run.checkpoint_seconds <= time.monotonic() - last_save
+                    if self.update % cfg.run.checkpoint_every == 0 or final or signum or timely:
+                        self.save(metrics.get("episode/return_recent"))
+                        last_save = time.monotonic()
+                    if signum:
+                        name = signal.Signals(signum).name
+                        saved = f"saved {self.last_checkpoint}" if self.last_checkpoint else "nothing saved"
+                        resume = f"; continue with: nitro train --resume {self.run_dir}" if self.run_dir else ""
+                        self.outcome = f"stopped by {name} at update {self.update}; {saved}{resume}"
+                        raise TrainingInterrupted(self.outcome, signum)
+                    if final:
+                        break
         finally:
             console.close()
             if writer:
                 writer.close()
+            self.close()
+        if cfg.ppo.target_return is not None:
+            metrics["target_reached"] = reached
+        self.outcome = target.outcome(self.recent, self.global_step, cfg.ppo.target_return, cfg.ppo.total_steps)
         return metrics
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    path, folder = Path(path).resolve(), Path(folder).resolve()
+    return path == folder or folder in path.parents
 
 
 def ppo_losses(logprob, old_logprob, adv, value, old_value, ret, clip_coef: float, clip_vloss: bool):
@@ -502,6 +602,6 @@ def gae(rewards, values, dones, next_value, gamma: float, lam: float) -> torch.T
 
 
 def run_dir_for(cfg: TrainConfig) -> Path:
-    """Where a new run lives (created when training starts, so a failed set-up leaves nothing)."""
-    name = cfg.run.name or f"{cfg.env.id.lower()}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return Path(cfg.run.dir) / name
+    """Create the directory of a new run: ``run.dir/run.name`` (refused if it holds a run) or a unique
+    ``run.dir/<env>-<time>[-k]``."""
+    return rundir.new_run_dir(cfg.run.dir, cfg.run.name, cfg.env.id)
