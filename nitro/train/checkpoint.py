@@ -83,10 +83,10 @@ def load(path: Path, device: torch.device | str = "cpu") -> tuple[dict[str, torc
 def _header(data: bytes) -> dict:
     """The safetensors JSON header (8-byte little-endian length, then JSON)."""
     if len(data) < 8:
-        raise ValueError(f"{len(data)} bytes: empty or truncated")
+        raise ValueError("empty or truncated")
     size = int.from_bytes(data[:8], "little")
     if size > len(data) - 8:
-        raise ValueError(f"truncated: {len(data)} bytes, the header alone needs {size + 8}")
+        raise ValueError(f"truncated: the header alone needs {size + 8} bytes")
     return json.loads(data[8 : 8 + size])
 
 

@@ -2,36 +2,61 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import textwrap
 
 
 def add_commands(sub) -> None:
     """Register the training subcommands on the ``nitro`` parser."""
     p = sub.add_parser("train", help="train PPO: nitro train ENV_OR_PRESET [section.key=value ...]",
-                       description="Train PPO. ENV is a preset (cartpole, pendulum, ...) or an env id; "
-                                   "overrides look like ppo.lr=3e-4 env.num_envs=65536.")
-    p.add_argument("env", nargs="?", help="preset name or env id (omit with --resume)")
-    p.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. ppo.lr=3e-4")
-    p.add_argument("--config", help="YAML file applied after the preset")
-    p.add_argument("--resume", metavar="RUN", help="continue a run from its latest checkpoint")
-    p.add_argument("--help-config", action="store_true", help="list every config key with its doc")
+                       description=textwrap.fill(
+                           "Train PPO on an env. ENV is a preset (below) or any env id (nitro envs lists "
+                           "them); overrides look like ppo.lr=3e-4 env.num_envs=65536 (nitro train "
+                           "--help-config lists every key). The run goes to a new directory "
+                           "runs/<env>-<time> (run.dir, run.name).", 78),
+                       epilog=presets_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("env", nargs="?", metavar="ENV", help="preset name or env id (omit with --resume)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="dotted config overrides, e.g. ppo.lr=3e-4 env.num_envs=65536")
+    p.add_argument("--config", metavar="FILE", help="YAML file of overrides applied after the preset")
+    p.add_argument("--resume", metavar="RUN", help="continue the run in directory RUN from its newest readable "
+                                                    "checkpoint (overrides such as ppo.total_steps=... apply)")
+    p.add_argument("--help-config", action="store_true", help="list every config key with its default and doc")
     p.set_defaults(fn=_train)
 
-    p = sub.add_parser("eval", help="returns of a trained run over N episodes")
-    p.add_argument("run", help="run directory")
-    p.add_argument("--episodes", type=int, default=100)
-    p.add_argument("--sample", action="store_true", help="sample actions (default: deterministic mode)")
-    p.add_argument("--checkpoint", default="best", help="best | latest | a .safetensors path")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--seed", type=int, default=12345)
+    p = sub.add_parser("eval", help="returns of a trained run over N episodes",
+                       description="Play a trained policy on fresh episodes and print its returns as JSON.")
+    p.add_argument("run", metavar="RUN", help="run directory (runs/<env>-<time>)")
+    p.add_argument("--episodes", type=int, default=100, help="episodes to play, in parallel (default 100)")
+    p.add_argument("--sample", action="store_true",
+                   help="sample actions from the policy (default: its most likely action)")
+    p.add_argument("--checkpoint", default="best",
+                   help="best (highest recent return), latest, or a .safetensors path (default best)")
+    p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda or cuda:N")
+    p.add_argument("--seed", type=int, default=12345, help="seed of the episodes (default 12345)")
     p.set_defaults(fn=_eval)
 
-    p = sub.add_parser("export", help="export a run's policy")
-    p.add_argument("run", help="run directory")
-    p.add_argument("--onnx", action="store_true", required=True, help="export to ONNX")
-    p.add_argument("--out", help="output path (default RUN/policy.onnx)")
-    p.add_argument("--checkpoint", default="best")
+    p = sub.add_parser("export", help="export a run's policy to ONNX",
+                       description="Export a trained policy to ONNX: observation in, action and value out "
+                                   "(needs the export extra: pip install \"nitro-rl[export]\").")
+    p.add_argument("run", metavar="RUN", help="run directory (runs/<env>-<time>)")
+    p.add_argument("--onnx", action="store_true", required=True, help="export to ONNX (the only format)")
+    p.add_argument("--out", metavar="FILE", help="output path (default RUN/policy.onnx)")
+    p.add_argument("--checkpoint", default="best",
+                   help="best (highest recent return), latest, or a .safetensors path (default best)")
     p.set_defaults(fn=_export)
+
+
+def presets_help() -> str:
+    """The presets, one line each: name and the first line of the preset file's leading comment."""
+    from nitro.train.config import presets
+
+    lines = ["presets:"]
+    for name, path in sorted(presets().items()):
+        first = (path.read_text().splitlines() or [""])[0].lstrip("#").strip()
+        lines.append(textwrap.fill(first, 78, initial_indent=f"  {name:<10} ", subsequent_indent=" " * 13))
+    return "\n".join(lines)
 
 
 def _train(args) -> int:
@@ -62,7 +87,9 @@ def _train(args) -> int:
         trainer = Trainer(cfg, run_dir_for(cfg) if _is_main() else None)
     metrics = trainer.train()
     if trainer.dist.is_main:
-        summary = {k: metrics[k] for k in ("global_step", "episode/return", "perf/sps") if k in metrics}
+        print(f"nitro: {trainer.outcome}; run: {trainer.run_dir}", flush=True)
+        keys = ("global_step", "episode/return_recent", "episode/recent_episodes", "target_reached", "perf/sps")
+        summary = {k: metrics[k] for k in keys if k in metrics}
         print(json.dumps({"run": str(trainer.run_dir), **summary}))
     from nitro.train import dist
 

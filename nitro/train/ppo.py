@@ -31,7 +31,6 @@ from nitro.core.env import autoreset_step
 from nitro.core.errors import NitroError
 from nitro.core.registry import make_env
 from nitro.core.spaces import Box
-from nitro.monitor.logger import Console, MetricsWriter
 from nitro.train import checkpoint, dist, memory, rundir, target
 from nitro.train.config import ConfigError, TrainConfig, resolve_device, to_dict, validate
 from nitro.train.optim import FlatAdam, RunningMeanStd
@@ -149,6 +148,8 @@ class Trainer:
         """The episodes ppo.target_return is judged on."""
         self.outcome = ""
         """One line saying how the last train() ended (target reached or not, interrupted)."""
+        self.start_time = time.monotonic()
+        self.last_save_time: float | None = None
 
         self.rollout_step = fast.compile(self._rollout_step) if self.compiled else self._rollout_step
         self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
@@ -415,6 +416,7 @@ class Trainer:
                 "world_size": self.dist.world_size, "threads": torch.get_num_threads(),
                 "recent_episodes": self.recent.intervals}
         self.last_checkpoint = self.keeper.save(self.update, self._state_tensors(), meta, score)
+        self.last_save_time = time.monotonic()
         return self.last_checkpoint
 
     def _check_finite(self) -> None:
@@ -493,8 +495,10 @@ class Trainer:
 
     def train(self, on_log=None) -> dict:
         """Run to ``ppo.total_steps`` (or ``ppo.target_return``); returns the last metrics (with
-        ``target_reached`` when a target is set). Ctrl-C and SIGTERM save a checkpoint and raise
-        ``TrainingInterrupted``."""
+        ``target_reached`` when a target is set) and sets ``outcome``. Ctrl-C and SIGTERM save a
+        checkpoint and raise ``TrainingInterrupted``."""
+        from nitro.monitor.logger import Console, MetricsWriter
+
         cfg = self.cfg
         main = self.dist.is_main
         writer = None
@@ -511,48 +515,42 @@ class Trainer:
         self.setup_seconds = time.perf_counter() - t0
         metrics: dict = {"update": self.update, "global_step": self.global_step}
         last_log, last_step = time.perf_counter(), self.global_step
-        last_save = time.monotonic()
         self.train_seconds = 0.0
         reached = False
+        stop = StopSignals().install()
         try:
-            with StopSignals() as stop:
-                while self.update < self.num_updates:
-                    self.opt.lr.fill_(self._lr())
-                    if self.graph is not None:
-                        self.graph.replay()
-                    else:
-                        self.iteration()
-                    self.update += 1
-                    self.global_step += steps_per_update
-                    final = self.update >= self.num_updates
-                    logged = self.update % cfg.run.log_every == 0 or final
-                    if logged:
-                        metrics = self._read_metrics(last_log, self.global_step - last_step)  # syncs
-                        now = time.perf_counter()
-                        self.train_seconds += now - last_log
-                        metrics["perf/train_seconds"] = self.train_seconds
-                        last_log, last_step = time.perf_counter(), self.global_step
-                        reached = self.recent.reached(cfg.ppo.target_return)
-                        final = final or reached
-                        if writer:
-                            writer.write(self.global_step, metrics)
-                        console.update(metrics)
-                        if on_log:
-                            on_log(metrics)
-                    signum = stop.agreed(self.dist, logged)
-                    timely = 0 < cfg.run.checkpoint_seconds <= time.monotonic() - last_save
-                    if self.update % cfg.run.checkpoint_every == 0 or final or signum or timely:
-                        self.save(metrics.get("episode/return_recent"))
-                        last_save = time.monotonic()
-                    if signum:
-                        name = signal.Signals(signum).name
-                        saved = f"saved {self.last_checkpoint}" if self.last_checkpoint else "nothing saved"
-                        resume = f"; continue with: nitro train --resume {self.run_dir}" if self.run_dir else ""
-                        self.outcome = f"stopped by {name} at update {self.update}; {saved}{resume}"
-                        raise TrainingInterrupted(self.outcome, signum)
-                    if final:
-                        break
+            while self.update < self.num_updates:
+                self.opt.lr.fill_(self._lr())
+                if self.graph is not None:
+                    self.graph.replay()
+                else:
+                    self.iteration()
+                self.update += 1
+                self.global_step += steps_per_update
+                final = self.update >= self.num_updates
+                logged = self.update % cfg.run.log_every == 0 or final
+                if logged:
+                    metrics = self._read_metrics(last_log, self.global_step - last_step)  # syncs
+                    now = time.perf_counter()
+                    self.train_seconds += now - last_log
+                    metrics["perf/train_seconds"] = self.train_seconds
+                    last_log, last_step = time.perf_counter(), self.global_step
+                    if writer:
+                        writer.write(self.global_step, metrics)
+                    console.update(metrics)
+                    if on_log:
+                        on_log(metrics)
+                    reached = self.recent.reached(cfg.ppo.target_return)
+                    final = final or reached
+                signum = stop.agreed(self.dist, logged)
+                if self.update % cfg.run.checkpoint_every == 0 or final or signum or self._checkpoint_due():
+                    self.save(metrics.get("episode/return_recent"))
+                if signum:
+                    raise self._interrupted(signum)
+                if final:
+                    break
         finally:
+            stop.restore()
             console.close()
             if writer:
                 writer.close()
@@ -561,6 +559,17 @@ class Trainer:
             metrics["target_reached"] = reached
         self.outcome = target.outcome(self.recent, self.global_step, cfg.ppo.target_return, cfg.ppo.total_steps)
         return metrics
+
+    def _checkpoint_due(self) -> bool:
+        """run.checkpoint_seconds have passed since the last checkpoint (or the start of this run)."""
+        since = self.last_save_time if self.last_save_time is not None else self.start_time
+        return 0 < self.cfg.run.checkpoint_seconds <= time.monotonic() - since
+
+    def _interrupted(self, signum: int) -> TrainingInterrupted:
+        saved = f"saved {self.last_checkpoint}" if self.last_checkpoint else "nothing saved"
+        resume = f"; continue with: nitro train --resume {self.run_dir}" if self.run_dir else ""
+        self.outcome = f"stopped by {signal.Signals(signum).name} at update {self.update}; {saved}{resume}"
+        return TrainingInterrupted(self.outcome, signum)
 
 
 def _inside(path: Path, folder: Path) -> bool:

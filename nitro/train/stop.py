@@ -23,14 +23,14 @@ class TrainingInterrupted(NitroError):
 
 
 class StopSignals:
-    """While entered, records the first SIGINT / SIGTERM instead of dying of it. Handlers are installed
-    only in the main thread (Python delivers signals there), and the previous ones come back on exit."""
+    """Between ``install`` and ``restore``, records the first SIGINT / SIGTERM instead of dying of it.
+    Handlers are installed only in the main thread (Python delivers signals there)."""
 
     def __init__(self):
         self.signum: int | None = None
         self.previous: dict[int, Any] = {}
 
-    def __enter__(self) -> StopSignals:
+    def install(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
             for sig in SIGNALS:
                 self.previous[sig] = signal.signal(sig, self._handle)
@@ -41,7 +41,8 @@ class StopSignals:
         for sig, handler in self.previous.items():  # a second signal acts as it would have
             signal.signal(sig, handler)
 
-    def __exit__(self, *exc) -> None:
+    def restore(self) -> None:
+        """Put the previous handlers back."""
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
 
