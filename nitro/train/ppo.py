@@ -435,8 +435,14 @@ class Trainer:
 
     def restore(self, path: str | Path) -> None:
         """Load a checkpoint file, or a run directory's newest readable checkpoint (naming, on stderr,
-        the newer ones that could not be read; a run's own unreadable files are set aside)."""
+        the newer ones that could not be read; a run's own unreadable files are set aside). This run's
+        own directory without any checkpoint yet (killed before its first) starts from the beginning."""
         path = Path(path)
+        if path.is_dir() and not checkpoint.checkpoints(path) and self.lock is not None \
+                and _inside(path, self.run_dir):
+            print(f"nitro: {path} has no checkpoint yet; starting it from the beginning", file=sys.stderr)
+            self.resumed_at = (0, 0)
+            return
         if path.is_dir():
             path, tensors, meta, skipped = checkpoint.load_latest(path, self.device)
             for bad, why in skipped:
