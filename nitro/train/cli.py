@@ -65,6 +65,7 @@ def _train(args) -> int:
     import yaml
 
     from nitro.train import config as C
+    from nitro.train import rundir
     from nitro.train.ppo import Trainer, run_dir_for
 
     if args.help_config:
@@ -84,7 +85,13 @@ def _train(args) -> int:
         if not args.env:
             raise ValueError("give an env or preset (nitro envs lists them), or --resume RUN")
         cfg = C.load(args.env, args.overrides, args.config)
-        trainer = Trainer(cfg, run_dir_for(cfg) if _is_main() else None)
+        run_dir = run_dir_for(cfg) if _is_main() else None
+        try:
+            trainer = Trainer(cfg, run_dir)
+        except BaseException:
+            if run_dir:
+                rundir.discard_if_unused(run_dir)  # a failed set-up leaves nothing behind
+            raise
     metrics = trainer.train()
     if trainer.dist.is_main:
         print(f"nitro: {trainer.outcome}; run: {trainer.run_dir}", flush=True)

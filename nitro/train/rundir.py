@@ -60,6 +60,14 @@ def new_run_dir(parent: str | Path, name: str, env_id: str) -> Path:
     raise RunDirError(f"could not find a free run directory name under {parent} for {base}")
 
 
+def discard_if_unused(path: str | Path) -> None:
+    """Remove a new run's directory that holds nothing but its lock file (its set-up failed)."""
+    path = Path(path)
+    if path.is_dir() and {p.name for p in path.iterdir()} <= {LOCK_NAME}:
+        (path / LOCK_NAME).unlink(missing_ok=True)
+        path.rmdir()
+
+
 class RunLock:
     """The exclusive writer's lock on a run directory, held from ``acquire`` until ``release``."""
 
