@@ -70,7 +70,7 @@ SIMULATORS = [
 
 def _simulator_status(name: str) -> str:
     if name == "soccar":
-        from nitro.envs.soccar.mesh import MESHES_PIP, MeshesNotFoundError, find_soccar_meshes
+        from nitro.envs.soccar.arena_mesh.cmf import MESHES_PIP, MeshesNotFoundError, find_soccar_meshes
 
         try:
             find_soccar_meshes()

@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from nitro.cli import main
-from nitro.envs.soccar.mesh import MeshesNotFoundError, find_soccar_meshes
+from nitro.envs.soccar.arena_mesh import MeshesNotFoundError, find_soccar_meshes
 from nitro.train import config as C
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,21 +24,23 @@ def action_storage(space) -> tuple[tuple[int, ...], torch.dtype]:
 def estimate(cfg: TrainConfig, env) -> dict[str, int]:
     """Bytes of the large allocations of one process, by part (a lower bound: small tensors and the
     compiler's workspace come on top): rollout buffers, env state (with the auto-reset's copies), and the
-    activations of one minibatch's update."""
+    activations of one minibatch's update. A multi-agent env's rollouts hold up to one row per agent."""
     N, T = cfg.env.num_envs, cfg.ppo.num_steps
+    rows = N * env.num_agents
     cpu = torch.device("cpu")
     probe = env.reset(rng.env_keys(rng.key(0, cpu), 1), 1, cpu)
     state = sum(x.element_size() * x.numel() for x in tree.leaves(probe))
     mask = env.action_mask(probe)
     a_shape, a_dtype = action_storage(env.action_space)
     obs = 4 * math.prod(env.observation_space.shape)
-    # obs, action, mask; logprob, value, reward, advantage, return (fp32); done, first (bool)
-    per_step = obs + math.prod(a_shape) * a_dtype.itemsize + (0 if mask is None else mask.numel()) + 4 * 5 + 2
+    # obs, action, mask; logprob, value, reward, advantage, return (fp32); done, first, acting (bool)
+    per_row = obs + math.prod(a_shape) * a_dtype.itemsize + (0 if mask is None else mask.shape[-1]) + 4 * 5 + 2 \
+        + (env.acting(probe) is not None)
     width = sum(cfg.policy.hidden) + 4 * cfg.policy.lstm
     trunks = 1 if cfg.policy.shared or cfg.policy.lstm else 2
-    rows = T * N // cfg.ppo.minibatches
-    return {"rollout buffers": T * N * per_step, "env state": 3 * N * state,
-            "update": rows * (per_step + 3 * 4 * width * trunks)}
+    minibatch = T * rows // cfg.ppo.minibatches
+    return {"rollout buffers": T * rows * per_row, "env state": 3 * N * state,
+            "update": minibatch * (per_row + 3 * 4 * width * trunks)}
 
 
 def available(device: torch.device) -> int | None:
