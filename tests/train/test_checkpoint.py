@@ -13,7 +13,7 @@ from train_helpers import tiny_config
 
 from nitro.cli import main
 from nitro.train import checkpoint
-from nitro.train.ppo import Trainer
+from nitro.train.ppo import Trainer, auto_threads
 
 
 def test_a_write_is_flushed_renamed_then_its_folder_flushed(tmp_path, monkeypatch):
@@ -131,3 +131,14 @@ def test_the_checkpoint_records_the_thread_count_and_the_config(tmp_path):
     assert meta["config"]["run"]["threads"] == 1
     assert json.loads(json.dumps(meta["config"])) == meta["config"]
     assert trainer.cfg.run.threads == 1
+
+
+def test_run_threads_zero_picks_one_cpu_thread_per_4096_envs():
+    default = torch.get_num_threads()
+    cpu = torch.device("cpu")
+    assert auto_threads(256, cpu) == 1  # the CartPole preset
+    assert auto_threads(4096 * 64, cpu) == default  # never more than PyTorch's default
+    assert auto_threads(8192, cpu) == min(2, default)
+    assert auto_threads(256, torch.device("meta")) == default  # accelerators keep PyTorch's default
+    trainer = Trainer(tiny_config("cartpole", "run.threads=0"))
+    assert trainer.cfg.run.threads == torch.get_num_threads() == 1
