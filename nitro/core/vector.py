@@ -71,7 +71,7 @@ class VecEnv:
             return obs, reward, terminated, truncated, {"final_obs": final_obs}
         if self.check_actions:
             self.env.action_space.check(actions, self.num_rows, self.device)
-        t = autoreset_step(self.env, self.state, actions, self._next_key())
+        t = autoreset_step(self.env, self.state, actions, self._next_key(), lazy=self.device.type == "cpu")
         self.state = t.state
         return t.obs, t.reward, t.terminated, t.truncated, {"final_obs": t.final_obs}
 
