@@ -31,7 +31,7 @@ def envs_tables(params: bool) -> list:
     from nitro.core.fields import describe
 
     def table(title: str, columns: tuple[str, ...], wrap: str) -> Table:
-        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for col in columns:
             # one column wraps (within words if need be), so the table fits 80 columns
             t.add_column(col, no_wrap=col != wrap, overflow="fold" if col == wrap else "ellipsis")
