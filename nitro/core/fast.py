@@ -105,10 +105,10 @@ def _handle_sample(env, num_rows: int, num_agents: int, state, keys):
 
 class HandleSteps:
     """``VecEnv.step`` and ``sample_actions`` compiled ("compile"), and on CUDA each also captured in a
-    CUDA graph ("graph"): a call is then one replay plus one copy of the results out (and one copy of
-    the actions in, unless they are the ones ``sample_actions`` just gave, which need neither a copy nor
-    a check). The graphs run over static buffers (state, keys, actions) that they update in place;
-    results are copied out in one launch from one packed buffer, so tensors a caller holds are never
+    CUDA graph ("graph"): a call is then one replay plus one copy of the results out per dtype (and one
+    copy of the actions in, unless they are the ones ``sample_actions`` just gave, which need neither a
+    copy nor a check). The graphs run over static buffers (state, keys, actions) that they update in
+    place; results are copied out of packed buffers (``_Packed``), so tensors a caller holds are never
     overwritten by a later step."""
 
     def __init__(self, env, num_rows: int, num_agents: int, mode: str, check_actions: bool,
@@ -205,24 +205,37 @@ class HandleSteps:
 
 
 class _Packed:
-    """Tensors of fixed shapes and dtypes laid out in one byte buffer (16-byte aligned), so copying them
-    all out is one launch."""
+    """Tensors of fixed shapes and dtypes laid out in one flat buffer per dtype (each tensor 16-byte
+    aligned), so copying them all out is one launch per dtype, and few host calls view the copies."""
 
     def __init__(self, like: tuple[torch.Tensor, ...], device: torch.device):
-        self.layout, offset = [], 0
-        for t in like:
-            self.layout.append((offset, t.numel() * t.element_size(), t.dtype, t.shape))
-            offset += -(-t.numel() * t.element_size() // 16) * 16
-        self.buffer = torch.empty(offset, dtype=torch.uint8, device=device)
-        self.views = self._views(self.buffer)
+        self.count = len(like)
+        groups: dict[torch.dtype, list[tuple[int, int, int, torch.Size]]] = {}
+        for i, t in enumerate(like):
+            align = max(1, 16 // t.element_size())
+            groups.setdefault(t.dtype, []).append((i, t.numel(), -(-t.numel() // align) * align, t.shape))
+        self.buffers = {dtype: torch.empty(sum(m[2] for m in members), dtype=dtype, device=device)
+                        for dtype, members in groups.items()}
+        self.plan = [(dtype, [m[2] for m in members],
+                      [(i, None if padded == n else n, None if len(shape) == 1 else shape)
+                       for i, n, padded, shape in members]) for dtype, members in groups.items()]
+        """Per dtype: the split sizes (padded), and per tensor its index, its length where padded and its
+        shape where not flat."""
+        self.views = self._views(self.buffers)
 
-    def _views(self, buffer: torch.Tensor) -> list[torch.Tensor]:
-        return [buffer[o:o + n].view(dtype).view(shape) for o, n, dtype, shape in self.layout]
+    def _views(self, buffers: dict[torch.dtype, torch.Tensor]) -> list[torch.Tensor]:
+        out: list = [None] * self.count
+        for dtype, sizes, members in self.plan:
+            for (i, length, shape), part in zip(members, buffers[dtype].split_with_sizes(sizes)):
+                if length is not None:
+                    part = part[:length]
+                out[i] = part if shape is None else part.view(shape)
+        return out
 
     def write(self, tensors) -> None:
         for view, t in zip(self.views, tensors):
             view.copy_(t)
 
     def read(self) -> list[torch.Tensor]:
-        """Fresh copies of the tensors (one clone of the buffer, viewed)."""
-        return self._views(self.buffer.clone())
+        """Fresh copies of the tensors (one clone per dtype, viewed)."""
+        return self._views({dtype: b.clone() for dtype, b in self.buffers.items()})

@@ -116,10 +116,11 @@ def test_handle_modes_resolve_per_device():
 
 
 def test_packed_results_come_out_as_fresh_copies():
-    like = (torch.zeros(5, 3), torch.zeros(5), torch.zeros(5, dtype=torch.bool), torch.zeros(7, dtype=torch.int64))
+    like = (torch.zeros(5, 3), torch.zeros(5), torch.zeros(5, dtype=torch.bool), torch.zeros(7, dtype=torch.int64),
+            torch.zeros(3, dtype=torch.bool))
     packed = fast._Packed(like, torch.device("cpu"))
     values = (torch.randn(5, 3), torch.randn(5), torch.tensor([True, False, True, True, False]),
-              torch.arange(7) * 10**10)
+              torch.arange(7) * 10**10, torch.tensor([False, True, True]))
     packed.write(values)
     first = packed.read()
     for got, want in zip(first, values):
