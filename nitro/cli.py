@@ -167,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     except TrainingInterrupted as e:
         print(f"nitro: {e}", file=sys.stderr)
         return 128 + e.signum
-    except (NitroError, KeyError, ValueError, TypeError, FileNotFoundError) as e:
+    except (NitroError, KeyError, ValueError, TypeError, FileNotFoundError, ImportError) as e:
+        # (a missing optional dependency raises ImportError naming what to install)
         if os.environ.get("NITRO_DEBUG"):
             raise
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
