@@ -41,6 +41,7 @@ from nitro.core.env import autoreset_step
 from nitro.core.errors import NitroError
 from nitro.core.registry import make_env
 from nitro.core.spaces import Box
+from nitro.monitor.stream import PhaseTimer, RunStatus, device_stats
 from nitro.train import checkpoint, curriculum, dist, league, memory, rundir, target
 from nitro.train.config import ConfigError, TrainConfig, resolve_device, to_dict, validate
 from nitro.train.opponents import Opponents, PolicyStack, Seating
@@ -189,6 +190,7 @@ class Trainer:
         self.loss_stats = torch.zeros(7, device=d)  # pg, v, entropy, kl, clipfrac, grad norm, minibatches
         self.update_index = torch.zeros((), dtype=torch.int64, device=d)
         self.first_bad_update = torch.full((), -1, dtype=torch.int64, device=d)
+        self.phases = PhaseTimer(d)
         self.recent = RecentEpisodes(p.target_episodes)
         """The episodes ppo.target_return is judged on."""
         self.outcome = ""
@@ -200,6 +202,12 @@ class Trainer:
         self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
 
         self.run_dir = Path(run_dir) if run_dir else None
+        self.watch = None
+        """Soccar replays and live viewing of the rollouts (cfg.monitor), or None: nothing recorded."""
+        if self.dist.is_main and (cfg.monitor.replay_every or cfg.monitor.render != "none"):
+            from nitro.monitor.watch import TrainingWatch  # the viewers' packages load only when asked for
+
+            self.watch = TrainingWatch.for_run(cfg.monitor, self.env, self.carry.env_state, self.T, self.run_dir)
         self.lock = rundir.RunLock(self.run_dir) if self.run_dir and self.dist.is_main else None
         self.keeper = None
         self.last_checkpoint: Path | None = None
@@ -360,6 +368,8 @@ class Trainer:
             if self.policy.recurrent and t % chunk == 0:
                 for store, h in zip(b.hidden, c.hidden):
                     store[t // chunk].copy_(h * (~c.first).unsqueeze(-1))
+            if self.watch is not None:
+                self.watch.capture(t, c.env_state, c.first[::self.env.num_agents])  # rows -> envs
             c, rec, stats = self.rollout_step(c)
             obs, action, logprob, value, reward, done, first, mask, acting = rec
             b.obs[t].copy_(obs)
@@ -463,11 +473,14 @@ class Trainer:
     # ------------------------------------------------------------------ one iteration
     def iteration(self) -> None:
         """All device work of one update; no host syncs (safe to capture in a CUDA graph)."""
+        self.phases.mark(0)
         self.collect()
+        self.phases.mark(1)
         self.compute_advantages()
         self.update_normalizers()
         self.learn()
         self._flag_nonfinite_state()
+        self.phases.mark(2)
         self.update_index += 1
 
     def _flag_nonfinite_state(self) -> None:
@@ -701,6 +714,9 @@ class Trainer:
                                     yaml.safe_dump(to_dict(cfg), sort_keys=False).encode())
         console = Console(cfg.ppo.total_steps, cfg.env.id, cfg.run.console and main)
         steps_per_update = self.N * self.T * self.dist.world_size
+        status = RunStatus(self.run_dir, {"env": cfg.env.id, "total_steps": self.num_updates * steps_per_update,
+                                          "device": str(self.device), "num_envs": self.N,
+                                          "world_size": self.dist.world_size}) if writer else None
         if self.league and self.run_dir and main:
             league.write_history(self.run_dir, self.league.history)  # a resumed run drops what came after
         league_metrics: dict = {}
@@ -724,6 +740,8 @@ class Trainer:
                     self.iteration()
                 self.update += 1
                 self.global_step += steps_per_update
+                if self.watch is not None:
+                    self.watch.after_update(self.update)
                 final = self.update >= self.num_updates
                 if self.league and self.update % cfg.league.update_every == 0:
                     league_metrics.update(self._league_step())  # syncs
@@ -743,8 +761,11 @@ class Trainer:
                             self._enter_stage()
                             console.note(f"curriculum: {self.curriculum.events[-1]}")
                         metrics["curriculum/stage"] = self.curriculum.index
+                    metrics.update(self.phases.metrics(steps_per_update))
+                    metrics.update(device_stats(self.device))
                     if writer:
                         writer.write(self.global_step, metrics)
+                        status.beat(metrics)
                     console.update(metrics)
                     if on_log:
                         on_log(metrics)
@@ -757,8 +778,17 @@ class Trainer:
                     raise self._interrupted(signum)
                 if final:
                     break
+        except BaseException as error:
+            if status:
+                status.end(error)
+            raise
+        else:
+            if status:
+                status.end()
         finally:
             stop.restore()
+            if self.watch is not None:
+                self.watch.close()
             console.close()
             if writer:
                 writer.close()
