@@ -120,8 +120,9 @@ class RunConfig:
     graph: str = "auto"
     """Capture rollout and update in one CUDA graph: auto (on CUDA) | true | false."""
     threads: int = 0
-    """CPU threads of PyTorch's intra-op pool; 0 keeps PyTorch's default. The run records the count it
-    used (resumes use it again): results are bit-identical at a fixed thread count, not across counts."""
+    """CPU threads of PyTorch's intra-op pool; 0 picks: on a CPU one per 4,096 envs (at least 1, at most
+    PyTorch's default; small batches run fastest on one), on a GPU PyTorch's default. The run records the
+    count (resumes use it again): results are bit-identical at a fixed thread count, not across counts."""
     dir: str = "runs"
     """Parent folder of run directories."""
     name: str = ""

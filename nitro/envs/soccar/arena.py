@@ -5,7 +5,7 @@ Reference: RocketSim (ZealanL/RocketSim, MIT) `src/Sim/Arena/Arena.cpp`. The fun
 docs DESIGN.md, "Soccar Arena contract"), and the one place that picks how ticks run: eager, compiled,
 captured in a CUDA graph, or fused into one Triton kernel (`kernels/arena.py`, the twin of this
 module's tick). This stage of the port simulates ball-only arenas (``Arena(n, blue=0, orange=0)``);
-the cars come with the roadmap's "Soccar cars" work.
+cars are not simulated yet.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Arena:
     """N soccar arenas on one device, stepped together (RocketSim's `Arena`, batched).
 
     ``Arena(num_envs, blue=0, orange=0)`` is a ball-only arena (what this stage of the port runs);
-    cars raise NotImplementedError until they land (ROADMAP: "Soccar cars"). The geometry is the real
+    arenas with cars raise NotImplementedError, as cars are not simulated yet. The geometry is the real
     soccar arena: the 16 collision meshes (see `nitro.envs.soccar.arena_mesh.find_soccar_meshes` for where
     they are looked for; there is no substitute arena) and RocketSim's four planes.
 
@@ -107,8 +107,8 @@ class Arena:
                 raise ValueError(f"{name} must be a non-negative int (cars on that team), got {count!r}")
         if blue or orange:
             raise NotImplementedError(
-                f"Arena(blue={blue}, orange={orange}): cars are not simulated yet; they arrive with the "
-                "roadmap's 'Soccar cars' work. Use Arena(num_envs, blue=0, orange=0) for ball-only arenas."
+                f"Arena(blue={blue}, orange={orange}) asks for cars, which this version does not simulate yet "
+                "(it steps the ball in the real arena); use Arena(num_envs, blue=0, orange=0)"
             )
         if not isinstance(car, str):
             raise ValueError(f"car must be a preset name such as 'octane', got {car!r}")

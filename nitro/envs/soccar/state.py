@@ -56,7 +56,7 @@ class CarState:
     """The cars of each env, blue first then orange: C cars, [N, C, ...] (C may be 0).
 
     Names follow RocketSim's `CarState`. Ball-only arenas (this stage of the port) hold C = 0; the
-    car mechanics that fill these fields come with the cars (ROADMAP "Soccar cars").
+    car mechanics that fill these fields are not simulated yet.
     """
 
     pos: torch.Tensor

@@ -30,7 +30,7 @@ def test_fresh_arena_matches_a_fresh_rocketsim_arena(mesh):
 def test_cars_are_not_simulated_yet(mesh):
     with pytest.raises(NotImplementedError, match="blue=0, orange=0"):
         Arena(2)  # the contract's default is a 1v1
-    with pytest.raises(NotImplementedError, match="Soccar cars"):
+    with pytest.raises(NotImplementedError, match=r"use Arena\(num_envs, blue=0, orange=0\)"):
         Arena(2, blue=1, orange=0)
 
 
