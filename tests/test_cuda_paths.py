@@ -44,12 +44,15 @@ def test_training_iteration_never_syncs():
 
     cfg = load("cartpole", ["env.num_envs=4096", "run.compile=false", "run.graph=false",
                             "run.console=false", "run.tensorboard=false"])
-    trainer = Trainer(cfg)
-    trainer.iteration()  # first call allocates; the checked one must not sync
+    _second_call_never_syncs(Trainer(cfg).iteration)
+
+
+def _second_call_never_syncs(fn) -> None:
+    fn()  # the first call allocates; the checked one must not sync
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        trainer.iteration()
+        fn()
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
@@ -104,15 +107,7 @@ def _league_trainer(graph: str, num_envs: int = 2048):
 
 def test_league_iteration_never_syncs():
     """Multi-agent PPO with opponents in the batch (stacked snapshots, bots, self): no host sync."""
-    trainer = _league_trainer("false", 1024)
-    trainer.iteration()
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        trainer.iteration()
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    torch.cuda.synchronize()
+    _second_call_never_syncs(_league_trainer("false", 1024).iteration)
 
 
 def test_graphed_league_training_matches_eager():

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from nitro.core.errors import NitroError
 
+
 class StageError(NitroError, ValueError):
     """A curriculum stage that cannot be used (the config turns it into a ConfigError)."""
 

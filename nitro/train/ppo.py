@@ -37,8 +37,8 @@ from nitro.core.registry import make_env
 from nitro.core.spaces import Box, Discrete, MultiDiscrete
 from nitro.train import checkpoint, curriculum, dist, league
 from nitro.train.config import ConfigError, TrainConfig, to_dict
+from nitro.train.opponents import Opponents, PolicyStack, Seating
 from nitro.train.optim import FlatAdam, RunningMeanStd
-from nitro.train.opponents import SELF, Opponents, PolicyStack, Seating
 from nitro.train.policy import ActorCritic
 
 
@@ -109,7 +109,12 @@ class Trainer:
         self.cfg = cfg
         self.dist, self.device = dist.init(cfg.run.device)
         p, d = cfg.ppo, self.device
-        self.env = make_env(cfg.env.id, **cfg.env.params)
+        self.curriculum = curriculum.Curriculum(curriculum.parse(cfg.curriculum.stages)) \
+            if cfg.curriculum.stages else None
+        stage_env, _, stage_mix = self.curriculum.settings() if self.curriculum else ({}, {}, None)
+        self.env_params = {**cfg.env.params, **stage_env}
+        """The env's params in force (the config's, with the curriculum stage's on top)."""
+        self.env = make_env(cfg.env.id, **self.env_params)
         if not isinstance(self.env.observation_space, Box) or len(self.env.observation_space.shape) != 1:
             raise ValueError(f"PPO needs flat Box observations; {cfg.env.id} has {self.env.observation_space}")
         self.N, self.T = cfg.env.num_envs, p.num_steps
@@ -135,18 +140,16 @@ class Trainer:
         self.league = league.League(lg) if lg.pool_size or lg.bots else None
         self.stack = PolicyStack(self.policy, lg.pool_size, self.obs_dim, p.obs_norm, lg.opponent_eval) \
             if lg.pool_size else None
+        if self.league and stage_mix is not None:
+            self.league.mix = dict(stage_mix)
         self.reward_weights = torch.tensor([lg.dense_reward, lg.outcome_reward], device=d)
         """[dense, outcome]: what the learner is trained on (multi-agent envs)."""
-        self.curriculum = curriculum.Curriculum(curriculum.parse(cfg.curriculum.stages)) \
-            if cfg.curriculum.stages else None
 
         self.update, self.global_step = 0, 0
         if self.stack is not None:
             self._snapshot()  # the initial policy is the pool's first member
         key = rng.key(self.seed, d)
         self.learn_key = rng.fold_in(key, 3)
-        self.env_params = dict(cfg.env.params)
-        """The env's params in force (the config's, with the curriculum stage's on top)."""
         self._setup_env(self.env, rng.env_keys(key, self.N))
         # device accumulators, read (and zeroed) only at a log
         self.ep_stats = torch.zeros(3, device=d)  # episodes, return sum, length sum
@@ -163,7 +166,7 @@ class Trainer:
         self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
         self.last_checkpoint: Path | None = None
         if self.curriculum:
-            self._enter_stage()
+            self._enter_stage()  # the first stage's reward weights (its env and mix are in place already)
         if resume:
             self.restore(resume)
         self.graph = None
@@ -244,8 +247,8 @@ class Trainer:
         logprob = self.dist_head.log_prob(out, action)
         env_action = self.dist_head.to_env(action)
         acting = self.env.acting(c.env_state)
+        k_match = rng.fold_in(c.key, 4)
         if self.opponents is not None:
-            k_match = rng.fold_in(c.key, 4)
             with torch.no_grad(), self._autocast():
                 their_action = self.opponents.act(
                     c.env_state, theirs, c.obs.index_select(0, theirs), None if full_mask is None else
@@ -263,21 +266,9 @@ class Trainer:
         ep_stats = torch.stack([slot_done.sum(), (slot_return * slot_done).sum(),
                                 (agents.per_agent(ep_length, self.seating.per_env) * slot_done).sum()]).float()
         obs_moments = torch.stack([pick(c.obs).sum(0), (pick(c.obs) ** 2).sum(0)])
-        outcomes = self.outcomes
-        learner_team, opponent = c.learner_team, c.opponent
+        outcomes, learner_team, opponent = self.outcomes, c.learner_team, c.opponent
         if A > 1:
-            standing = self.env.result(t.final_state)
-            scores = self.seating.scores(ep_return_rows if standing is None else standing)  # [N, teams]
-            slot_score = scores.gather(1, self.seating.learner_teams(learner_team).view(self.N, -1)).view(-1)
-            reward = self.reward_weights[0] * reward + self.reward_weights[1] * (2 * slot_score - 1) * slot_done
-            if self.opponents is not None:
-                game = scores.gather(1, learner_team[:, None]).squeeze(1)  # the learner team's score
-                wdl = torch.stack([game > 0.5, game == 0.5, game < 0.5], 1).float() * done[:, None]
-                outcomes = torch.zeros_like(self.outcomes).index_add_(0, opponent, wdl)
-                k_match = rng.fold_in(c.key, 4)
-                new_team = rng.randint(rng.fold_in(k_match, 1), (self.N,), self.seating.order.shape[0])
-                learner_team = torch.where(done, new_team, learner_team)
-                opponent = torch.where(done, self.opponents.draw(rng.fold_in(k_match, 2)), opponent)
+            reward, outcomes, learner_team, opponent = self._games(c, t, ep_return_rows, reward, done, k_match)
 
         disc_return = c.disc_return * p.gamma + reward
         ret_moments = torch.stack([disc_return.sum(), (disc_return**2).sum()])
@@ -295,6 +286,24 @@ class Trainer:
         record = (obs, action, logprob, value.float(), reward, slot_done, c.first, mask,
                   None if acting is None else pick(acting))
         return carry, record, (ep_stats, obs_moments, ret_moments, outcomes)
+
+    def _games(self, c: Carry, t, ep_return_rows, reward, done, key):
+        """Multi-agent bookkeeping of finished games: the outcome reward of the learner's rows, the
+        learner's wins, draws and losses per opponent id, and new seats and opponents where a game ended."""
+        standing = self.env.result(t.final_state)
+        scores = self.seating.scores(ep_return_rows if standing is None else standing)  # [N, teams]
+        slot_score = scores.gather(1, self.seating.learner_teams(c.learner_team).view(self.N, -1)).view(-1)
+        slot_done = agents.per_agent(done, self.seating.per_env)
+        reward = self.reward_weights[0] * reward + self.reward_weights[1] * (2 * slot_score - 1) * slot_done
+        if self.opponents is None:
+            return reward, self.outcomes, c.learner_team, c.opponent
+        game = scores.gather(1, c.learner_team[:, None]).squeeze(1)  # the learner team's score
+        wdl = torch.stack([game > 0.5, game == 0.5, game < 0.5], 1).float() * done[:, None]
+        outcomes = torch.zeros_like(self.outcomes).index_add_(0, c.opponent, wdl)
+        new_team = rng.randint(rng.fold_in(key, 1), (self.N,), self.seating.order.shape[0])
+        learner_team = torch.where(done, new_team, c.learner_team)
+        opponent = torch.where(done, self.opponents.draw(rng.fold_in(key, 2)), c.opponent)
+        return reward, outcomes, learner_team, opponent
 
     def _learner_actor(self, obs: torch.Tensor):
         """The learner's actor on raw observations (playing as its own opponent)."""
@@ -489,6 +498,7 @@ class Trainer:
             self._enter_stage()  # the stage's env first: the carry's shapes follow it
         if self.league and "league" in meta:
             self.league.load_state(meta["league"], league.read_history(path.parent.parent))
+            self._matchmaking()  # (its probabilities come back with the tensors below)
         if self.dist.enabled or meta.get("world_size", 1) > 1:
             # rollout state is per rank; restore the learner and start fresh episodes
             tensors = {k: v for k, v in tensors.items() if not k.startswith("carry.")}

@@ -177,8 +177,9 @@ def table(names: list[str], results: np.ndarray, resamples: int = 200, seed: int
 def run(targets: list[str], games: int, bots: list[str] = (), pool: bool = False, env_params: dict | None = None,
         device: str = "cpu", seed: int = 0) -> dict:
     """``nitro tournament``: load the players, play the round robin, rate. Returns the table and timings."""
-    if not targets and len(bots) < 2:
-        raise ValueError("give runs or checkpoints (and/or two or more --bots) to play a tournament")
+    if not targets:
+        raise ValueError("give at least one run directory or checkpoint (the tournament is played on its env); "
+                         "add --bots for the env's scripted players")
     players: list[Player] = []
     env_cfg = None
     for target in targets:
@@ -188,8 +189,6 @@ def run(targets: list[str], games: int, bots: list[str] = (), pool: bool = False
                              "tournament is played on one env")
         env_cfg = env_cfg or cfg["env"]
         players += found
-    if env_cfg is None:
-        raise ValueError("bots alone need an env: give at least one run or checkpoint")
     env = make_env(env_cfg["id"], **{**env_cfg["params"], **(env_params or {})})
     known = env.bots()
     for b in bots:

@@ -155,7 +155,7 @@ INVALID = {
     "ppo.target_return": "inf", "ppo.target_episodes": 0,
     "policy.hidden": "[64, 0]", "policy.activation": "swish", "policy.layer_norm": "x", "policy.shared": "x",
     "policy.lstm": -1, "policy.bptt": 0, "policy.log_std": "learned", "policy.init_log_std": "inf",
-    "policy.fused": "yes",
+    "policy.fused": "yes", "policy.heads": "{bid: [5, 2]}",
     "run.seed": 1.5, "run.device": "gpu", "run.precision": "fp16", "run.compile": "yes", "run.graph": "on",
     "run.threads": -1, "run.dir": "", "run.name": "a/b", "run.log_every": 0, "run.checkpoint_every": 0,
     "run.checkpoint_seconds": -1, "run.keep_last": 0, "run.tensorboard": "x", "run.console": "x",

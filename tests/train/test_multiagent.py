@@ -1,16 +1,20 @@
 """Multi-agent PPO on ConnectFour-v3: the learner stores and learns from its own rows only, opponents play
 theirs in the same batch and never get gradients, seats and opponents are re-drawn only when a game
-ends, a league run (with a curriculum) resumes exactly, and self-play with a league learns to beat the
-random player."""
+ends, a league run (with a curriculum) resumes exactly, a curriculum stage can grow the teams, and
+self-play with a league learns to beat the random player."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 import torch
 from train_helpers import QUIET
 
+from nitro.core import agents, registry
+from nitro.core.env import Env
+from nitro.core.spaces import Box, Discrete
 from nitro.envs.connect_four import COLS, ROWS
 from nitro.train import checkpoint
 from nitro.train import config as C
@@ -154,6 +158,7 @@ def test_curriculum_advances_on_its_condition(tmp_path):
     trainer = Trainer(_league_config(), tmp_path)
     assert trainer.curriculum.index == 0 and trainer.env.params.opening_moves == 0
     assert trainer.opponents.probs.tolist() == [0.0, 0.0, 0.0, 1.0]  # stage warmup: the random bot only
+    assert (trainer.carry.opponent == 3).all()  # from the first games on
     stages = []
     trainer.train(on_log=lambda m: stages.append((m["update"], m["curriculum/stage"])))
     # "update >= 3" first holds at the log of update 3, which moves training on; stage 1 then holds
@@ -164,6 +169,64 @@ def test_curriculum_advances_on_its_condition(tmp_path):
     logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [m["curriculum/stage"] for m in logged] == [s for _, s in stages]
     assert checkpoint.load_meta(checkpoint.latest(tmp_path))["curriculum"]["index"] == 1
+
+
+@dataclass(frozen=True)
+class TeamCoinParams:
+    team_size: int = 1
+    """Agents per team (two teams, seats alternating)."""
+
+
+@dataclass
+class TeamCoinState:
+    rounds: torch.Tensor
+    """[N] int64 rounds played."""
+
+
+class TeamCoin(Env[TeamCoinState, TeamCoinParams]):
+    """Every agent shows 0 or 1 each round; the team showing more ones wins the round (+1 to each of its
+    agents, -1 to the others); a game is 4 rounds. Observations (round, team size) keep their size
+    whatever the team size, so a curriculum can grow the teams."""
+
+    Params = TeamCoinParams
+    observation_space = Box.of(0.0, 4.0, (2,))
+    action_space = Discrete(2)
+
+    def __init__(self, params=None):
+        super().__init__(params)
+        self.num_agents = 2 * self.params.team_size
+        self.agent_team = tuple(i % 2 for i in range(self.num_agents))
+
+    def reset(self, key, num_envs, device):
+        return TeamCoinState(torch.zeros(num_envs, dtype=torch.int64, device=device))
+
+    def step(self, state, action, key):
+        shown = agents.team_sums(action.float(), self.agent_team)  # [N, 2]
+        sign = torch.sign(shown[:, 0] - shown[:, 1])
+        reward = torch.stack([sign, -sign], 1).repeat(1, self.params.team_size).reshape(-1)  # seats alternate
+        nxt = TeamCoinState(state.rounds + 1)
+        done = nxt.rounds >= 4
+        return nxt, self.observe(nxt), reward, done, torch.zeros_like(done)
+
+    def observe(self, state):
+        per_env = torch.stack([state.rounds.float(), torch.full_like(state.rounds, self.params.team_size).float()], 1)
+        return agents.per_agent(per_env, self.num_agents)
+
+
+def test_a_curriculum_stage_can_grow_the_teams():
+    if "TeamCoin-v0" not in {s.id for s in registry.registered()}:
+        registry.register("TeamCoin-v0", TeamCoin)
+    stages = "[{until: 'update >= 2', env: {team_size: 1}}, {env: {team_size: 2}}]"
+    cfg = C.load("TeamCoin-v0", [*QUIET, *BASE, "ppo.total_steps=512", "league.pool_size=2", "league.update_every=1",
+                                 "league.add_every=1", f"curriculum.stages={stages}"])
+    trainer = Trainer(cfg)
+    assert trainer.env.num_agents == 2 and trainer.L == 8 and trainer.buf.obs.shape[1] == 8  # 1v1: one row per env
+    seen = []
+    trainer.train(on_log=lambda m: seen.append((trainer.env.num_agents, trainer.L, m["episode/count"])))
+    # 2v2 from the log of update 2: the learner drives two rows per env, its rollout holds 16 slots
+    assert [s[:2] for s in seen] == [(2, 8), (4, 16), (4, 16), (4, 16)]
+    assert trainer.buf.obs.shape[1] == 16 and trainer.carry.obs.shape[0] == 32
+    assert all(count > 0 for *_, count in seen)  # games end (every 4 rounds) before and after the change
 
 
 LEARN_STEPS = 120_000

@@ -2,8 +2,10 @@
 
 Reference: RocketSim (ZealanL/RocketSim, MIT) `src/Sim/Arena/Arena.cpp`. The functional core is
 `tick(state, world) -> (state, goal)`; `Arena` is the thin stateful shell users hold (the contract in
-docs DESIGN.md, "Soccar Arena contract"). This stage of the port simulates ball-only arenas
-(``Arena(n, blue=0, orange=0)``); the cars come with the roadmap's "Soccar cars" work.
+docs DESIGN.md, "Soccar Arena contract"), and the one place that picks how ticks run: eager, compiled,
+captured in a CUDA graph, or fused into one Triton kernel (`kernels/arena.py`, the twin of this
+module's tick). This stage of the port simulates ball-only arenas (``Arena(n, blue=0, orange=0)``);
+the cars come with the roadmap's "Soccar cars" work.
 """
 
 from __future__ import annotations
@@ -14,57 +16,17 @@ import os
 import numpy as np
 import torch
 
-from nitro.core import tree
+from nitro.core import fast, tree
 from nitro.core.vector import concrete_device
 from nitro.envs.soccar import ball
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.mesh import ArenaMesh, load_arena_mesh
-from nitro.envs.soccar.mutators import MutatorConfig
-from nitro.envs.soccar.state import BallState, BoostPadState, CarState, GameState
+from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
+from nitro.envs.soccar.kernels import arena as arena_kernels
+from nitro.envs.soccar.mutators import MutatorConfig, TickParams
+from nitro.envs.soccar.state import ArenaEvents, BallState, BoostPadState, CarState, GameState, World
 
 NUM_CONTROLS = 8  # throttle, steer, pitch, yaw, roll, jump, boost, handbrake
 MODES = ("eager", "compile", "graph", "fused")
-
-
-@dataclasses.dataclass(frozen=True)
-class World:
-    """What every tick reads and never writes: the geometry, the mutators and the tick length."""
-
-    mesh: ArenaMesh
-    mutators: MutatorConfig
-    tick_time: float
-    """Seconds per tick, 1 / tick_rate (RocketSim computes it in float32)."""
-
-
-@dataclasses.dataclass
-class ArenaEvents:
-    """What happened during the ticks of one `Arena.step` call, per env."""
-
-    goal_blue: torch.Tensor
-    """Blue scored (the ball went into the +y goal) on at least one stepped tick [N] bool."""
-    goal_orange: torch.Tensor
-    """Orange scored (the ball went into the -y goal) on at least one stepped tick [N] bool."""
-    goal_tick: torch.Tensor
-    """Arena tick count right after the first scoring tick of this call, -1 if none [N] int64."""
-    ball_touch: torch.Tensor
-    """Car touched the ball [N, C] bool."""
-    demo: torch.Tensor
-    """Car was demolished [N, C] bool."""
-    boost_pickup: torch.Tensor
-    """Car picked up a pad [N, C] bool."""
-
-    @staticmethod
-    def none(num_envs: int, num_cars: int, device: torch.device) -> ArenaEvents:
-        no = torch.zeros(num_envs, dtype=torch.bool, device=device)
-        no_car = torch.zeros(num_envs, num_cars, dtype=torch.bool, device=device)
-        return ArenaEvents(
-            goal_blue=no,
-            goal_orange=no.clone(),
-            goal_tick=torch.full((num_envs,), -1, dtype=torch.int64, device=device),
-            ball_touch=no_car,
-            demo=no_car.clone(),
-            boost_pickup=no_car.clone(),
-        )
 
 
 def tick(state: GameState, world: World) -> tuple[GameState, torch.Tensor]:
@@ -72,16 +34,16 @@ def tick(state: GameState, world: World) -> tuple[GameState, torch.Tensor]:
 
     Stages without cars are noted in order and skipped, as RocketSim skips them for ball-only arenas.
     """
-    dt, mutators = world.tick_time, world.mutators
+    params = world.params
     sleeping = ball.update_sleeping(state.ball)  # 1. ball zero-velocity sleeping
     # 2. cars' pre-tick (suspension, controls, jump, flip, air control, boost): no cars
     # 3. boost pad cooldowns: only with cars (Arena::Step skips them for ball-only arenas)
     # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
-    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, dt, mutators)  # 5. Bullet step
+    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, params)  # 5. Bullet step
     # 6. cars' post-tick, finish and boost pad pickups: no cars
     # 7. boost pads give boost: no cars
-    ball_state = ball.finish_physics_tick(ball_state, mutators)  # 8. ball finish
-    scored = ball.is_ball_scored(ball_state.pos, mutators)  # 9. goal (RocketSim fires every tick)
+    ball_state = ball.finish_physics_tick(ball_state, params)  # 8. ball finish
+    scored = ball.is_ball_scored(ball_state.pos, params)  # 9. goal (RocketSim fires every tick)
     goal = torch.where(scored, torch.where(ball_state.pos[:, 1] > 0, 1, 2), 0).to(torch.int8)
     state = dataclasses.replace(state, ball=ball_state, tick_count=state.tick_count + 1)  # 10.
     return state, goal
@@ -114,12 +76,12 @@ class Arena:
 
     ``Arena(num_envs, blue=0, orange=0)`` is a ball-only arena (what this stage of the port runs);
     cars raise NotImplementedError until they land (ROADMAP: "Soccar cars"). The geometry is the real
-    soccar arena: the 16 collision meshes (see `nitro.envs.soccar.mesh.find_soccar_meshes` for where
+    soccar arena: the 16 collision meshes (see `nitro.envs.soccar.arena_mesh.find_soccar_meshes` for where
     they are looked for; there is no substitute arena) and RocketSim's four planes.
 
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
-    whole K-tick step in one Triton kernel, `kernels.ball_ticks_`; CUDA only, ball-only arenas; it
+    whole K-tick step in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA only, ball-only arenas; it
     updates the state tensors in place).
     """
 
@@ -169,10 +131,11 @@ class Arena:
         self.mode = mode
         self.debug = (self.device.type == "cpu") if debug is None else debug
         """Check values (NaN/inf) of controls in `step`; a host sync, so off by default on CUDA."""
+        self.mutators = mutators or MutatorConfig()
         self.world = World(
             mesh=load_arena_mesh(meshes, self.device),
-            mutators=mutators or MutatorConfig(),
-            tick_time=_float32(1.0 / _float32(self.tick_rate)),
+            mutators=self.mutators,
+            params=TickParams.from_mutators(self.mutators, _float32(1.0 / _float32(self.tick_rate))),
         )
         self.state = GameState(
             ball=BallState.rest(num_envs, self.device),
@@ -204,7 +167,7 @@ class Arena:
 
     @property
     def tick_time(self) -> float:
-        return self.world.tick_time
+        return self.world.params.tick_time
 
     # --- setting state ---------------------------------------------------------------------------
 
@@ -259,9 +222,7 @@ class Arena:
         self._check_controls(controls)
         events = ArenaEvents.none(self.num_envs, self.num_cars, self.device)
         if self.mode == "fused":
-            from nitro.envs.soccar import kernels
-
-            kernels.ball_ticks_(self.state, events, self.world, ticks)
+            arena_kernels.launch_step_ticks_(self.state, events, self.world, ticks)
             return events
         if self.mode == "eager":
             self.state, events = step_ticks(self.state, events, self.world, ticks)
@@ -355,8 +316,6 @@ class _Runner:
     one CUDA graph), through nitro's fast path (`nitro.core.fast.Loop`)."""
 
     def __init__(self, world: World, ticks: int, mode: str, state: GameState, events: ArenaEvents):
-        from nitro.core import fast  # the package's one owner of compile / capture
-
         self.loop = fast.Loop(
             lambda carry: fold_tick(carry[0], carry[1], world),
             (state, events),

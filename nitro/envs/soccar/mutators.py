@@ -1,8 +1,13 @@
-"""Per-arena physics parameters (RocketSim `MutatorConfig`), shared by every env of an Arena."""
+"""Per-arena physics parameters: RocketSim's `MutatorConfig`, and `TickParams`, every number a tick
+reads, built once from the mutators and the tick length and read by name by the reference mechanics
+and the kernels alike."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+
+import numpy as np
 
 from nitro.envs.soccar import constants as C
 
@@ -47,3 +52,67 @@ class MutatorConfig:
     def ball_inv_inertia(self) -> float:
         """1 / (0.4 m r^2) of a solid sphere, with r in UU (so angular impulses come out in rad/s)."""
         return 1.0 / (0.4 * self.ball_mass * self.ball_radius**2)
+
+
+def damping_factor(drag: float, dt: float) -> float:
+    """btRigidBody::applyDamping's per-tick factor, (1 - drag)^dt, computed as Bullet does in float32."""
+    return float(np.float32(math.pow(float(np.float32(1.0) - np.float32(drag)), float(np.float32(dt)))))
+
+
+@dataclasses.dataclass(frozen=True)
+class TickParams:
+    """Every number a tick reads (Python floats), from `MutatorConfig`, the tick length and Bullet's
+    solver settings: built once per arena (`from_mutators`), passed whole to the reference mechanics
+    and, field by field under the same names, to the kernels."""
+
+    tick_time: float
+    """Seconds per tick, dt (RocketSim computes 1 / tick_rate in float32)."""
+    gravity_dv: float
+    """Velocity gravity adds along z per tick, g dt, UU/s (the solver's external impulse over mass)."""
+    ball_damping: float
+    """The ball's linear damping factor per tick, (1 - drag)^dt (`damping_factor`)."""
+    ball_radius: float
+    """UU."""
+    ball_contact_gap: float
+    """Bullet's contact breaking threshold of the ball against the arena, UU."""
+    ball_inv_mass: float
+    """1 / ball mass (Bullet mass units)."""
+    ball_inv_inertia: float
+    """1 / (0.4 m r^2), r in UU, so angular impulses come out in rad/s."""
+    ball_restitution: float
+    """Combined ball-arena restitution (max against a static body)."""
+    ball_friction: float
+    """Combined ball-arena friction (min against a static body)."""
+    ball_max_speed: float
+    """Linear speed clamp at the end of each tick, UU/s."""
+    ball_max_ang_speed: float
+    """Angular speed clamp at the end of each tick, rad/s."""
+    goal_y: float
+    """A goal is scored when |ball y| exceeds this (the goal line plus a ball radius), UU."""
+    restitution_velocity_threshold: float
+    """Approach speed below which a contact does not bounce, UU/s (Bullet's restitution threshold)."""
+    friction_direction_epsilon_sq: float
+    """Squared sliding speed below which friction takes btPlaneSpace1's direction, UU^2/s^2."""
+    erp2_over_dt: float
+    """Split-impulse recovery rate: erp2 / dt, 1/s."""
+
+    @staticmethod
+    def from_mutators(mutators: MutatorConfig, tick_time: float) -> TickParams:
+        m, dt = mutators, tick_time
+        return TickParams(
+            tick_time=dt,
+            gravity_dv=m.gravity_z * dt,
+            ball_damping=damping_factor(m.ball_drag, dt),
+            ball_radius=m.ball_radius,
+            ball_contact_gap=m.ball_contact_gap,
+            ball_inv_mass=1.0 / m.ball_mass,
+            ball_inv_inertia=m.ball_inv_inertia,
+            ball_restitution=m.ball_world_contact_restitution,
+            ball_friction=m.ball_world_contact_friction,
+            ball_max_speed=m.ball_max_speed,
+            ball_max_ang_speed=C.BALL_MAX_ANG_SPEED,
+            goal_y=m.goal_base_threshold_y + m.ball_radius,
+            restitution_velocity_threshold=C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD,
+            friction_direction_epsilon_sq=C.FRICTION_DIRECTION_EPSILON_SQ,
+            erp2_over_dt=C.SOLVER_ERP2 / dt,
+        )
