@@ -91,7 +91,7 @@ class Recorder:
         self.path = out / f"skullking_{section}.json"
         self.deadline = time.monotonic() + budget
         self.data = {"bench": f"skullking_{section}", **_env_info(device), "args": args, "status": "running",
-                     "results": [], "errors": [], "skipped": []}
+                     "dry_run": device != "cuda" and section != "cpu", "results": [], "errors": [], "skipped": []}
         self.flush()
 
     def time_left(self) -> float:
@@ -126,9 +126,18 @@ class Recorder:
         os.replace(tmp, self.path)
 
 
+def _cpu_name() -> str:
+    try:
+        model = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+        return model.split(":", 1)[1].strip()
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def _env_info(device: str) -> dict:
-    info = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu (dry run)",
-            "torch": torch.__version__, "python": platform.python_version()}
+    info = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+            "torch": torch.__version__, "python": platform.python_version(), "cpu": _cpu_name(),
+            "cpu_cores": os.cpu_count()}
     try:
         import triton
 
@@ -440,6 +449,10 @@ def section_cpu(rec: Recorder, sizes: list[int], repeats: int) -> None:
                 rec.run(f"aldoeliacim x{processes} #{r}",
                         lambda: _cpu_rate(rec, "aldoeliacim", _aldoeliacim_games, processes, ARGS.cpu_seconds,
                                           (ARGS.aldoeliacim,)), ARGS.cpu_seconds + 10)
+    medians = {}
+    for r in rec.data["results"]:
+        medians.setdefault(f"{r['cpu_engine']} x{r['processes']}", []).append(r["games_per_s"])
+    rec.data["median_games_per_s"] = {k: statistics.median(v) for k, v in medians.items()}
 
 
 # --- PPO end to end ----------------------------------------------------------------------------------------
@@ -616,7 +629,8 @@ ARGS = argparse.Namespace()
 
 
 def _table(rec: Recorder) -> None:
-    print(f"\n{rec.data['bench']} on {rec.data['device']} (torch {rec.data['torch']}, triton {rec.data['triton']})")
+    print(f"\n{rec.data['bench']} on {rec.data['device']}{' (dry run)' if rec.data['dry_run'] else ''} (torch "
+          f"{rec.data['torch']}, triton {rec.data['triton']}; CPU {rec.data['cpu']} x{rec.data['cpu_cores']})")
     for r in rec.data["results"]:
         if "steps_per_s" in r:
             print(f"{r['ruleset']:>14} {r['num_envs']:>9} envs {r['mode']:>6} obs={r['obs']!s:>5}  "
