@@ -106,8 +106,9 @@ def pairwise_rulesets(seed: int = 0, candidates: int = 60) -> list[dict]:
 
 @pytest.mark.slow
 def test_every_pair_of_options_matches_reference():
-    """Every pair of option values, in some ruleset, plays 3 whole games in lockstep with the reference."""
+    """Every pair of option values, in some ruleset (50 of them), plays 2 whole games in lockstep with the
+    reference (~30 s of one core)."""
     rulesets = pairwise_rulesets()
     for i, config in enumerate(rulesets):
         params = SkullKingParams(**config)
-        lockstep.run(params, num_envs=3, seed=100 + i, max_steps=2000)
+        lockstep.run(params, num_envs=2, seed=100 + i, max_steps=2000)
