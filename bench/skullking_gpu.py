@@ -569,16 +569,11 @@ def section_learn(rec: Recorder, sizes: list[int], repeats: int) -> None:
     rec.data.update(setup_seconds=tr.setup_seconds, wall_seconds=time.perf_counter() - start, curve=curve,
                     snapshots=snapshots)
     rec.flush()
+    rec.deadline = time.monotonic() + ARGS.eval_seconds  # the games get their own budget after training
     env_params = {**tr.env_params, **WHOLE_GAMES}
-    for snap in snapshots:
-        rec.run(f"curve at {snap['train_seconds']:.0f} s", lambda: snap.update(
-            vs_heuristic=_vs_bots(snap["path"], ["heuristic"], ARGS.curve_games)["heuristic"]), 5)
-        rec.flush()
-    if snapshots:
+    if snapshots:  # the final games first: if the budget runs short, the curve loses points, not the result
         rec.run("final", lambda: rec.data.update(final=_vs_bots(snapshots[-1]["path"], ["heuristic", "basic", "random"],
                                                                 ARGS.games)), 10)
-        for snap in snapshots[:-1]:  # the last copy stays in OUT for later games (nitro tournament)
-            Path(snap["path"]).unlink()
     env = SkullKing(SkullKingParams(**env_params))
     rec.run("heuristic in the policy's seat", lambda: rec.data.update(reference=match.play(
         env, [env.bots()["heuristic"]] * env.num_agents, ARGS.games, rng.key(12345), DEVICE).summary([0])), 5)
@@ -586,6 +581,12 @@ def section_learn(rec: Recorder, sizes: list[int], repeats: int) -> None:
     if final:
         rec.data["beats_heuristic"] = (final["win_rate"] - final["win_rate_ci95"] > 0.25
                                        and final["result_margin"] - final["result_margin_ci95"] > 0)
+    for snap in snapshots:
+        rec.run(f"curve at {snap['train_seconds']:.0f} s", lambda: snap.update(
+            vs_heuristic=_vs_bots(snap["path"], ["heuristic"], ARGS.curve_games)["heuristic"]), 5)
+        rec.flush()
+    for snap in snapshots[:-1]:  # the last copy stays in OUT for later games (nitro tournament)
+        Path(snap["path"]).unlink()
 
 
 def _vs_bots(path: str, bots: list[str], games: int) -> dict:
@@ -682,7 +683,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("section", choices=[*SECTIONS, "plot"])
     ap.add_argument("--out", required=True, help="output directory for skullking_<section>.json")
-    ap.add_argument("--budget", type=float, help="seconds for the section (default 220; learn: --seconds + 75)")
+    ap.add_argument("--budget", type=float, default=220.0, help="seconds for the section (default 220)")
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--sizes", type=int, nargs="*", help="env counts (default per section)")
     ap.add_argument("--repeats", type=int, default=5)
@@ -691,6 +692,7 @@ def main() -> None:
     ap.add_argument("--processes", type=int, nargs="*", help="cpu: process counts (default 1 and one per core)")
     ap.add_argument("--variant", default="flat", choices=list(PRESETS), help="learn: the preset to train")
     ap.add_argument("--seconds", type=float, default=150.0, help="learn: training seconds")
+    ap.add_argument("--eval-seconds", type=float, default=60.0, help="learn: budget of the games after training")
     ap.add_argument("--snapshots", type=int, default=6, help="learn: policy copies along the way (the curve)")
     ap.add_argument("--curve-games", type=int, default=4096, help="learn: games per snapshot against the bots")
     ap.add_argument("--games", type=int, default=16384, help="learn: games of the final policy against each bot")
@@ -706,8 +708,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", message=".*lru_cache.*")
     sizes = ARGS.sizes or (DEFAULT_SIZES if DEVICE == "cuda" else CPU_SIZES)[ARGS.section]
     name = f"learn_{ARGS.variant}" if ARGS.section == "learn" else ARGS.section
-    budget = ARGS.budget or (ARGS.seconds + 75 if ARGS.section == "learn" else 220.0)
-    rec = Recorder(Path(ARGS.out), name, DEVICE, budget, vars(ARGS))
+    rec = Recorder(Path(ARGS.out), name, DEVICE, ARGS.budget, vars(ARGS))
     SECTIONS[ARGS.section](rec, sizes, ARGS.repeats)
     rec.data["status"] = "done"
     rec.flush()
