@@ -137,7 +137,7 @@ def _cpu_name() -> str:
 def _env_info(device: str) -> dict:
     info = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
             "torch": torch.__version__, "python": platform.python_version(), "cpu": _cpu_name(),
-            "cpu_cores": os.cpu_count()}
+            "cpu_cores": len(os.sched_getaffinity(0))}
     try:
         import triton
 
@@ -440,7 +440,7 @@ def section_cpu(rec: Recorder, sizes: list[int], repeats: int) -> None:
     against in lockstep; random legal moves, no observations) in one process and in one process per core;
     and with ``--aldoeliacim PATH`` (a checkout of aldoeliacim/skullking, whose env needs gymnasium and
     numpy) that env too, alternating with the reference so both see the same load."""
-    for processes in ARGS.processes or dict.fromkeys((1, os.cpu_count() or 1)):
+    for processes in ARGS.processes or dict.fromkeys((1, len(os.sched_getaffinity(0)))):
         for r in range(repeats):
             rec.run(f"reference x{processes} #{r}",
                     lambda: _cpu_rate(rec, "reference", _reference_games, processes, ARGS.cpu_seconds),
@@ -512,7 +512,7 @@ def section_ppo(rec: Recorder, sizes: list[int], repeats: int) -> None:
         rec.run("no host sync", lambda: _check_no_sync(rec, 4096), 30)
     for n in sizes:
         for variant in ("flat", "hierarchical"):
-            rec.run(f"{variant} {n}", lambda: _ppo_speed(rec, variant, n, "false", repeats), 40)
+            rec.run(f"{variant} {n}", lambda: _ppo_speed(rec, variant, n, "false", repeats), 60)
     for variant in ("flat+policy.hidden=[128,128]", "flat"):
         rec.run(f"{variant} {sizes[0]} compiled", lambda: _ppo_speed(rec, variant, sizes[0], "true", repeats), 120)
 
