@@ -17,8 +17,8 @@ results, errors, skips) and printing a table last:
 - ``checks``: random games to their end under ``nitro.envs.skullking.invariants`` (a legal move always
   exists, tricks add up, void tricks need a beast, masks only allow cards in hand that follow suit, ...),
   counted on the device over millions of games for several rulesets; every count must be 0.
-- ``bots``: whole four-player games (eager), 32,768 per pairing: the heuristic bot against three random
-  bots, the public basic heuristic against three random bots, and two heuristic against two basic bots;
+- ``bots``: whole four-player games (eager), 32,768 per pairing: two heuristic against two basic bots, the
+  heuristic bot against three random bots, the public basic heuristic against three random bots;
   win rate, mean score and bid accuracy with 95% confidence intervals; and bot games/s.
 - ``cpu``: today's CPU envs on this machine's cores: whole four-player games/s of the plain-Python
   reference engine in one process and in one process per core (``--aldoeliacim PATH`` adds the Gymnasium
@@ -357,8 +357,9 @@ def _pairing(rec: Recorder, seats: list[str], num_envs: int) -> None:
 
 def section_bots(rec: Recorder, sizes: list[int], repeats: int) -> None:
     games = sizes[-1]
-    for seats in (["heuristic", "random", "random", "random"], ["basic", "random", "random", "random"],
-                  ["heuristic", "basic", "heuristic", "basic"], ["heuristic", "heuristic", "heuristic", "heuristic"]):
+    # the head-to-head first: it answers whether the heuristic is at least as strong as the public one
+    for seats in (["heuristic", "basic", "heuristic", "basic"], ["heuristic", "random", "random", "random"],
+                  ["basic", "random", "random", "random"], ["heuristic", "heuristic", "heuristic", "heuristic"]):
         rec.run(f"{' '.join(seats)}", lambda: _pairing(rec, seats, games), 20)
 
 
