@@ -44,7 +44,7 @@ def round_points(trick: str, bids: list[int], won: list[int], dealt: int, scorin
                              white_whale=True, schedule=(dealt,), checked=False)
     winner = int(rules.resolve_trick(torch.tensor([codes])).winner[0])
     taken = [int(seat == winner) for seat in range(n)]
-    row = lambda values: torch.tensor([values], dtype=torch.int8)  # noqa: E731
+    row = lambda values: torch.tensor([values], dtype=torch.int8)
     s = SkullKing(params).reset(rng.env_keys(rng.key(0), 1), 1, torch.device("cpu"))
     s = dataclasses.replace(s, trick=row(codes), order=row(list(range(n))), pos=row([n])[0], phase=row([PLAY])[0],
                             tricks_done=row([dealt - 1])[0], bids=row(bids),
