@@ -87,7 +87,9 @@ def _space_str(space) -> str:
     if isinstance(space, MultiDiscrete):
         return f"MultiDiscrete({list(space.nvec)})"
     if isinstance(space, Box):
-        return f"Box{list(space.shape)} [{min(space.low):.3g}, {max(space.high):.3g}]"
+        low, high = space.low, space.high  # scalars, or one bound per element
+        low, high = (min(low), max(high)) if isinstance(low, (list, tuple)) else (low, high)
+        return f"Box{list(space.shape)} [{low:.3g}, {high:.3g}]"
     return repr(space)
 
 
