@@ -87,7 +87,8 @@ def _space_str(space) -> str:
     if isinstance(space, MultiDiscrete):
         return f"MultiDiscrete({list(space.nvec)})"
     if isinstance(space, Box):
-        return f"Box{list(space.shape)} [{min(space.low):.3g}, {max(space.high):.3g}]"
+        low, high = (v if isinstance(v, (tuple, list)) else (v,) for v in (space.low, space.high))  # Box(lo, hi, shape)
+        return f"Box{list(space.shape)} [{min(low):.3g}, {max(high):.3g}]"
     return repr(space)
 
 
