@@ -277,12 +277,14 @@ def _league(args) -> int:
 
     info = summary(args.run)
     table = Table(title=f"league of {Path(args.run).name} at update {info['update']}")
-    for col in ("rank", "player", "Elo", "OpenSkill (mu - 3 sigma)", "games", "joined at update"):
+    for col in ("rank", "player", "Elo", "OpenSkill (mu - 3 sigma)", "games", "joined at update",
+                "learner's recent score"):
         table.add_column(col, justify="left" if col == "player" else "right")
     for i, r in enumerate(info["table"], 1):
         skill = "-" if r["openskill"] is None else f"{r['openskill']:.2f}"
         joined = "-" if r["joined"] is None else str(r["joined"])
-        table.add_row(str(i), r["name"], f"{r['elo']:.0f}", skill, str(r["games"]), joined)
+        recent = "-" if r["recent_score"] is None else f"{r['recent_score']:.3f}"
+        table.add_row(str(i), r["name"], f"{r['elo']:.0f}", skill, str(r["games"]), joined, recent)
     Console().print(table)
     if info["history"]:
         path = rating_curve(info["history"], args.png or Path(args.run) / "league.png", f"league of {Path(args.run).name}")

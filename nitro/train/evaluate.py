@@ -113,8 +113,9 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
                      env_params: dict | None = None, max_steps: int = 100_000) -> dict:
     """A multi-agent run's policy in one seat (seat g % A of game g) and a bot in every other seat, ``games``
     games per bot (default: every bot of the env), all at once. Per bot: the policy's win rate (the top
-    ``env.result``, ties shared), mean result, mean return and the env's ``episode_stats``, each with the
-    half-width of its 95% confidence interval over games."""
+    ``env.result``, ties shared), mean result, result margin (its result minus the mean of the other seats'
+    in the same game), mean return and the env's ``episode_stats``, each with the half-width of its 95%
+    confidence interval over games."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     cfg, env, policy, rms = load_policy(run, checkpoint, device, env_params)
@@ -158,7 +159,9 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
             raise RuntimeError(f"{int(running.sum())} games did not end within {max_steps} steps")  # sync-ok
         standing = final.get("result", ep_return).view(n, a)
         top = standing == standing.max(1, keepdim=True).values
-        row = {"win_rate": (top & learner.view(n, a)).sum(1) / top.sum(1), "return": ep_return[learner]}
+        mine = standing[learner.view(n, a)]
+        row = {"win_rate": (top & learner.view(n, a)).sum(1) / top.sum(1), "return": ep_return[learner],
+               "result_margin": mine - (standing.sum(1) - mine) / (a - 1)}
         row.update({k: v[learner] for k, v in final.items()})
         summary = {}
         for key, values in row.items():
