@@ -81,7 +81,10 @@ def check_loop(num_envs: int, steps: int) -> None:
         actions = eager.sample_actions()
         assert torch.equal(actions, graphed.sample_actions())  # Discrete: integer draws, exact
         e, g = eager.step(actions), graphed.step(actions.clone())
-        torch.testing.assert_close(e[0], g[0], atol=1e-5, rtol=0)  # Inductor's rounding of the physics
+        # Inductor contracts the physics into FMAs: a few ulps apart per step, which the unstable pole
+        # amplifies within an episode (random actions end one in ~20 steps); 1e-5 was exceeded once in
+        # 300 x 8192 steps on an H200 (1.03e-5), 1e-4 leaves a tenfold margin
+        torch.testing.assert_close(e[0], g[0], atol=1e-4, rtol=1e-5)
         # a flag may differ only where a float lands on a threshold after rounding (rare)
         assert (e[2] != g[2]).float().mean() < 1e-3 and (e[3] != g[3]).float().mean() < 1e-3
 
