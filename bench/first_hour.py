@@ -77,16 +77,21 @@ def check_loop(num_envs: int, steps: int) -> None:
     graphed = nitro.make("CartPole-v1", num_envs=num_envs, device="cuda", seed=3, mode="auto")
     assert graphed.mode == "graph", graphed.mode
     assert torch.equal(eager.reset()[0], graphed.reset()[0])
+    split = torch.zeros(num_envs, dtype=torch.bool, device="cuda")  # envs whose episodes parted ways
     for _ in range(steps):
         actions = eager.sample_actions()
         assert torch.equal(actions, graphed.sample_actions())  # Discrete: integer draws, exact
         e, g = eager.step(actions), graphed.step(actions.clone())
+        # a flag may differ only where a float lands on a threshold after rounding (rare); that env's
+        # episodes part ways from then on
+        split |= (e[2] != g[2]) | (e[3] != g[3])
         # Inductor contracts the physics into FMAs: a few ulps apart per step, which the unstable pole
-        # amplifies within an episode (random actions end one in ~20 steps); 1e-5 was exceeded once in
-        # 300 x 8192 steps on an H200 (1.03e-5), 1e-4 leaves a tenfold margin
-        torch.testing.assert_close(e[0], g[0], atol=1e-4, rtol=1e-5)
-        # a flag may differ only where a float lands on a threshold after rounding (rare)
-        assert (e[2] != g[2]).float().mean() < 1e-3 and (e[3] != g[3]).float().mean() < 1e-3
+        # amplifies through an episode (on an H200, 300 x 8192 steps: one element of 32,768 per step
+        # beyond 1e-5, growing to 1.04e-4 in long episodes). So: almost every element within 1e-5,
+        # and none beyond 1e-2 (a real divergence, a wrong reset or step, is of order 0.1-1)
+        error = (e[0] - g[0]).abs()[~split]
+        assert (error > 1e-5).float().mean() < 1e-3 and float(error.max()) < 1e-2, float(error.max())  # sync-ok
+    assert split.float().mean() < 1e-3, float(split.float().mean())  # sync-ok
 
 
 def loop_rate(num_envs: int, mode: str, steps: int, repeats: int) -> float:
