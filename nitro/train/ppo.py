@@ -324,11 +324,12 @@ class Trainer:
         ret_moments = torch.stack([disc_return.sum(), (disc_return**2).sum()])
         if p.reward_scale:
             reward = reward / torch.sqrt(self.ret_rms.var + 1e-8)
-        # bootstrap truncated (not terminated) episodes from their final observation
-        with torch.no_grad(), self._autocast():
-            final_value = self.policy.value(self._normalize(pick(t.final_obs).float()), hidden,
-                                            torch.zeros_like(slot_done)).float()
-        reward = reward + p.gamma * final_value * agents.per_agent(t.truncated & ~t.terminated, self.seating.per_env)
+        if self.env.truncates:  # bootstrap truncated (not terminated) episodes from their final observation
+            with torch.no_grad(), self._autocast():
+                final_value = self.policy.value(self._normalize(pick(t.final_obs).float()), hidden,
+                                                torch.zeros_like(slot_done)).float()
+            truncated = agents.per_agent(t.truncated & ~t.terminated, self.seating.per_env)
+            reward = reward + p.gamma * final_value * truncated
 
         keep = ~slot_done
         carry = Carry(t.state, t.obs.float(), slot_done, hidden, k_next, ep_return_rows * ~agents.per_agent(done, A),

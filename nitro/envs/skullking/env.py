@@ -27,6 +27,7 @@ from nitro.envs.skullking.state import ABILITY, BID, CANNON, PHASE_NAMES, PLAY, 
 class SkullKing(Env[SkullKingState, SkullKingParams]):
     Params = SkullKingParams
     action_space = Discrete(cards.NUM_ACTIONS)
+    truncates = False  # episodes end when their last round is scored
 
     def __init__(self, params: SkullKingParams | None = None):
         super().__init__(params)
