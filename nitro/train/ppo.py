@@ -11,7 +11,8 @@ the end, and on Ctrl-C / SIGTERM; it holds its run directory's lock while it tra
 resume continues bit for bit where the checkpoint was taken (at the same thread count and device).
 
 Truncated episodes are bootstrapped from their final observation: the step's reward gets
-``gamma * V(final_obs)`` and the GAE chain is cut there, as for terminations.
+``gamma * V(final_obs)`` and the GAE chain is cut there, as for terminations (envs that never truncate,
+``Env.truncates = False``, skip that value pass).
 
 Multi-agent envs (docs/API.md): the learner drives every agent row (pure self-play) or, with a league
 (``league.pool_size`` or ``league.bots``), one team per env while opponents drive the other rows in the

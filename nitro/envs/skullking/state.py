@@ -101,6 +101,7 @@ class GameTables:
 
 @lru_cache(maxsize=None)
 def game_tables(params: SkullKingParams, device: torch.device) -> GameTables:
+    """The tables of ``params`` on ``device`` (made on first use, e.g. by ``reset``; cached after)."""
     weights = torch.tensor(params.round_weights or [1.0] * len(params.hand_sizes), dtype=torch.float64)
     return GameTables(
         hand_sizes=torch.tensor(params.hand_sizes, dtype=torch.int32, device=device),
