@@ -483,8 +483,8 @@ def _ppo_speed(rec: Recorder, variant: str, num_envs: int, compiled: str, repeat
     setup_s = time.perf_counter() - t0
     decisions = int(tr.buf.acting.sum())  # sync-ok: per iteration, outside the timed calls
     seconds = _time(step, repeats)
-    rec.add(ppo=variant, num_envs=num_envs, compile=compiled, compiled=tr.compiled, graph=tr.graphed, num_steps=tr.T,
-            precision=tr.cfg.run.precision, hidden=tr.cfg.policy.hidden, epochs=tr.cfg.ppo.epochs,
+    rec.add(ppo=variant, num_envs=num_envs, compile=compiled, compiled=tr.compiled, graph=tr.graphed,
+            num_steps=tr.T, precision=tr.cfg.run.precision, hidden=tr.cfg.policy.hidden, epochs=tr.cfg.ppo.epochs,
             minibatches=tr.cfg.ppo.minibatches, setup_s=setup_s, iteration_s=seconds,
             env_steps_per_s=num_envs * tr.T / seconds, decisions_per_s=decisions / seconds,
             agent_rows_per_s=tr.L * tr.T / seconds, decisions_per_iteration=decisions)
@@ -649,13 +649,15 @@ def _table(rec: Recorder) -> None:
             print(f"{r['ruleset']:>18}: {r['games_finished']:>8} games, {r['decisions']:.3e} decisions, "
                   f"{'PASS' if r['passed'] else 'FAIL ' + json.dumps(r['violations'])}")
         elif "check" in r:
-            print(f"{r['check']} {r.get('ppo', '')}: {'PASS' if r['passed'] else 'FAIL ' + str(r.get('error'))[:100]}")
+            verdict = "PASS" if r["passed"] else f"FAIL {str(r.get('error'))[:100]}"
+            print(f"{r['check']} {r.get('ppo', '')}: {verdict}")
         elif "cpu_engine" in r:
             unit = "decisions" if "decisions_per_s" in r else "agent_steps"
             print(f"{r['cpu_engine']:>12} x{r['processes']:<3} CPU processes: {r['games_per_s']:9.1f} games/s  "
                   f"{r[unit + '_per_s']:.3e} {unit}/s  (load {r['load_average']:.1f})")
         elif "ppo" in r:
-            print(f"{r['ppo']:>30} {r['num_envs']:>7} envs compiled={r['compiled']!s:<5} {r['env_steps_per_s']:.3e} env "
+            print(f"{r['ppo']:>30} {r['num_envs']:>7} envs compiled={r['compiled']!s:<5} "
+                  f"{r['env_steps_per_s']:.3e} env "
                   f"steps/s  {r['decisions_per_s']:.3e} decisions/s  {r['agent_rows_per_s']:.3e} rows/s  "
                   f"(setup {r['setup_s']:.0f} s)")
         elif "pairing" in r:

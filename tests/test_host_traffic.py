@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from tests.host_traffic import HostTraffic
 
 X = torch.arange(6)

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests.host_traffic import HostTraffic
 
 from nitro.core import rng
 from nitro.core.env import autoreset_step
 from nitro.envs.skullking.env import SkullKing
 from nitro.envs.skullking.params import SkullKingParams
+from tests.host_traffic import HostTraffic
 
 RULESETS = {
-    "presets": dict(episode="round", round_weights=tuple(range(1, 11)), observe_scores=False),
-    "graybeard-2p": dict(num_players=2, kraken=True, white_whale=True, pirate_abilities=True),
-    "advanced-5p-cannons": dict(num_players=5, kraken=True, white_whale=True, loot=True, pirate_abilities=True,
-                                scoring="rascal_cannon", escape_then_character="defer"),
+    "presets": {"episode": "round", "round_weights": tuple(range(1, 11)), "observe_scores": False},
+    "graybeard-2p": {"num_players": 2, "kraken": True, "white_whale": True, "pirate_abilities": True},
+    "advanced-5p-cannons": {"num_players": 5, "kraken": True, "white_whale": True, "loot": True,
+                            "pirate_abilities": True, "scoring": "rascal_cannon", "escape_then_character": "defer"},
 }
 
 
