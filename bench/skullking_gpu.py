@@ -23,8 +23,9 @@ results, errors, skips) and printing a table last:
 - ``cpu``: today's CPU envs on this machine's cores: whole four-player games/s of the plain-Python
   reference engine in one process and in one process per core (``--aldoeliacim PATH`` adds the Gymnasium
   env of aldoeliacim/skullking, where gymnasium and numpy are installed).
-- ``ppo``: PPO iterations of the flat and hierarchical presets captured in a CUDA graph: env steps,
-  decisions and agent rows per second; first a check that an iteration makes no host sync.
+- ``ppo``: PPO iterations of the flat and hierarchical presets captured in a CUDA graph, without compiling
+  and with the presets' own settings (compiled): env steps, decisions and agent rows per second; first a
+  check per preset that an iteration makes no host sync.
 - ``learn``: ``--variant flat|hierarchical`` trained for ``--seconds`` (default 150), then played against
   the rule bots over whole games: the learning curve against three heuristic bots and the final policy's
   win rate, score, score margin and bid accuracy against each bot over ``--games`` (16,384) games.
@@ -482,8 +483,8 @@ def _ppo_speed(rec: Recorder, variant: str, num_envs: int, compiled: str, repeat
     setup_s = time.perf_counter() - t0
     decisions = int(tr.buf.acting.sum())  # sync-ok: per iteration, outside the timed calls
     seconds = _time(step, repeats)
-    rec.add(ppo=variant, num_envs=num_envs, compile=compiled, graph=tr.graphed, num_steps=tr.T,
-            precision=tr.cfg.run.precision, hidden=tr.cfg.policy.hidden, epochs=tr.cfg.ppo.epochs,
+    rec.add(ppo=variant, num_envs=num_envs, compile=compiled, compiled=tr.compiled, graph=tr.graphed,
+            num_steps=tr.T, precision=tr.cfg.run.precision, hidden=tr.cfg.policy.hidden, epochs=tr.cfg.ppo.epochs,
             minibatches=tr.cfg.ppo.minibatches, setup_s=setup_s, iteration_s=seconds,
             env_steps_per_s=num_envs * tr.T / seconds, decisions_per_s=decisions / seconds,
             agent_rows_per_s=tr.L * tr.T / seconds, decisions_per_iteration=decisions)
@@ -492,9 +493,9 @@ def _ppo_speed(rec: Recorder, variant: str, num_envs: int, compiled: str, repeat
         torch.cuda.empty_cache()
 
 
-def _check_no_sync(rec: Recorder, num_envs: int) -> None:
-    """A PPO iteration of the flat preset (eager, not captured) makes no host sync."""
-    tr = _trainer("flat", num_envs, ["run.graph=false", "run.compile=false"])
+def _check_no_sync(rec: Recorder, variant: str, num_envs: int) -> None:
+    """A PPO iteration of a preset (eager, not captured) makes no host sync."""
+    tr = _trainer(variant, num_envs, ["run.graph=false", "run.compile=false"])
     tr.iteration()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
@@ -505,17 +506,24 @@ def _check_no_sync(rec: Recorder, num_envs: int) -> None:
         error = str(e)[:500]
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    rec.add(check="ppo_iteration_no_sync", num_envs=num_envs, passed=error is None, error=error)
+    rec.add(check="ppo_iteration_no_sync", ppo=variant, num_envs=num_envs, passed=error is None, error=error)
 
 
 def section_ppo(rec: Recorder, sizes: list[int], repeats: int) -> None:
+    """The no-sync checks first, then the presets captured without compiling (the capture that failed
+    before), then as configured (run.compile=auto: compiled for runs this long), then larger batches."""
     if DEVICE == "cuda":
-        rec.run("no host sync", lambda: _check_no_sync(rec, 4096), 30)
-    for n in sizes:
-        for variant in ("flat", "hierarchical"):
-            rec.run(f"{variant} {n}", lambda: _ppo_speed(rec, variant, n, "false", repeats), 60)
-    for variant in ("flat+policy.hidden=[128,128]", "flat"):
-        rec.run(f"{variant} {sizes[0]} compiled", lambda: _ppo_speed(rec, variant, sizes[0], "true", repeats), 120)
+        for variant in PRESETS:
+            rec.run(f"no host sync {variant}", lambda: _check_no_sync(rec, variant, 4096), 30)
+    for variant in PRESETS:
+        rec.run(f"{variant} {sizes[0]}", lambda: _ppo_speed(rec, variant, sizes[0], "false", repeats), 45)
+    for variant in PRESETS:
+        rec.run(f"{variant} {sizes[0]} preset settings",
+                lambda: _ppo_speed(rec, variant, sizes[0], "auto", repeats), 75)
+    for n in sizes[1:]:
+        rec.run(f"flat {n}", lambda: _ppo_speed(rec, "flat", n, "false", repeats), 60)
+    rec.run(f"flat+policy.hidden=[128,128] {sizes[0]} compiled",
+            lambda: _ppo_speed(rec, "flat+policy.hidden=[128,128]", sizes[0], "true", repeats), 75)
 
 
 # --- it learns ---------------------------------------------------------------------------------------------
@@ -641,13 +649,15 @@ def _table(rec: Recorder) -> None:
             print(f"{r['ruleset']:>18}: {r['games_finished']:>8} games, {r['decisions']:.3e} decisions, "
                   f"{'PASS' if r['passed'] else 'FAIL ' + json.dumps(r['violations'])}")
         elif "check" in r:
-            print(f"{r['check']}: {'PASS' if r['passed'] else 'FAIL'}")
+            verdict = "PASS" if r["passed"] else f"FAIL {str(r.get('error'))[:100]}"
+            print(f"{r['check']} {r.get('ppo', '')}: {verdict}")
         elif "cpu_engine" in r:
             unit = "decisions" if "decisions_per_s" in r else "agent_steps"
             print(f"{r['cpu_engine']:>12} x{r['processes']:<3} CPU processes: {r['games_per_s']:9.1f} games/s  "
                   f"{r[unit + '_per_s']:.3e} {unit}/s  (load {r['load_average']:.1f})")
         elif "ppo" in r:
-            print(f"{r['ppo']:>30} {r['num_envs']:>7} envs compile={r['compile']:<5} {r['env_steps_per_s']:.3e} env "
+            print(f"{r['ppo']:>30} {r['num_envs']:>7} envs compiled={r['compiled']!s:<5} "
+                  f"{r['env_steps_per_s']:.3e} env "
                   f"steps/s  {r['decisions_per_s']:.3e} decisions/s  {r['agent_rows_per_s']:.3e} rows/s  "
                   f"(setup {r['setup_s']:.0f} s)")
         elif "pairing" in r:

@@ -47,6 +47,21 @@ def test_training_iteration_never_syncs():
     _second_call_never_syncs(Trainer(cfg).iteration)
 
 
+@pytest.mark.parametrize("preset", ["skullking", "skullking_hierarchical"])
+def test_skullking_iteration_never_syncs_and_captures(preset):
+    """The turn-based multi-agent path: no host sync in an eager iteration, and the iteration captures in
+    a CUDA graph without compiling (a host-to-device copy would fail the capture)."""
+    from nitro.train.config import load
+    from nitro.train.ppo import Trainer
+
+    common = ["env.num_envs=4096", "run.compile=false", "run.console=false", "run.tensorboard=false"]
+    _second_call_never_syncs(Trainer(load(preset, [*common, "run.graph=false"])).iteration)
+    trainer = Trainer(load(preset, [*common, "run.graph=true"]))
+    trainer._capture()
+    trainer.graph.replay()
+    torch.cuda.synchronize()
+
+
 def _second_call_never_syncs(fn) -> None:
     fn()  # the first call allocates; the checked one must not sync
     torch.cuda.synchronize()

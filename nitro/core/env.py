@@ -49,6 +49,10 @@ class Env(Generic[S, P]):
     agent_team: tuple[int, ...] = (0,)
     """The team of each seat (length A), numbered 0, 1, ... in order of first appearance; agents of one
     team play together. A free-for-all gives every seat its own team."""
+    truncates: bool = True
+    """Whether ``step`` may report truncated episodes (a time limit). Envs whose episodes end only by
+    termination set False (``truncated`` is then always false), and trainers skip the bootstrap of
+    truncated episodes: a value pass over every row at every step."""
 
     def __init__(self, params: P | None = None):
         self.params: P = params if params is not None else self.Params()

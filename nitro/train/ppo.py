@@ -11,7 +11,8 @@ the end, and on Ctrl-C / SIGTERM; it holds its run directory's lock while it tra
 resume continues bit for bit where the checkpoint was taken (at the same thread count and device).
 
 Truncated episodes are bootstrapped from their final observation: the step's reward gets
-``gamma * V(final_obs)`` and the GAE chain is cut there, as for terminations.
+``gamma * V(final_obs)`` and the GAE chain is cut there, as for terminations (envs that never truncate,
+``Env.truncates = False``, skip that value pass).
 
 Multi-agent envs (docs/API.md): the learner drives every agent row (pure self-play) or, with a league
 (``league.pool_size`` or ``league.bots``), one team per env while opponents drive the other rows in the
@@ -324,11 +325,12 @@ class Trainer:
         ret_moments = torch.stack([disc_return.sum(), (disc_return**2).sum()])
         if p.reward_scale:
             reward = reward / torch.sqrt(self.ret_rms.var + 1e-8)
-        # bootstrap truncated (not terminated) episodes from their final observation
-        with torch.no_grad(), self._autocast():
-            final_value = self.policy.value(self._normalize(pick(t.final_obs).float()), hidden,
-                                            torch.zeros_like(slot_done)).float()
-        reward = reward + p.gamma * final_value * agents.per_agent(t.truncated & ~t.terminated, self.seating.per_env)
+        if self.env.truncates:  # bootstrap truncated (not terminated) episodes from their final observation
+            with torch.no_grad(), self._autocast():
+                final_value = self.policy.value(self._normalize(pick(t.final_obs).float()), hidden,
+                                                torch.zeros_like(slot_done)).float()
+            truncated = agents.per_agent(t.truncated & ~t.terminated, self.seating.per_env)
+            reward = reward + p.gamma * final_value * truncated
 
         keep = ~slot_done
         carry = Carry(t.state, t.obs.float(), slot_done, hidden, k_next, ep_return_rows * ~agents.per_agent(done, A),

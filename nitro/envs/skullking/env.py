@@ -21,12 +21,13 @@ from nitro.envs.skullking.bots import BOTS
 from nitro.envs.skullking.game import acting_seats
 from nitro.envs.skullking.observation import obs_size, observe
 from nitro.envs.skullking.params import SkullKingParams
-from nitro.envs.skullking.state import BID, CANNON, PHASE_NAMES, PLAY, ABILITY, SkullKingState
+from nitro.envs.skullking.state import ABILITY, BID, CANNON, PHASE_NAMES, PLAY, SkullKingState, game_tables
 
 
 class SkullKing(Env[SkullKingState, SkullKingParams]):
     Params = SkullKingParams
     action_space = Discrete(cards.NUM_ACTIONS)
+    truncates = False  # episodes end when their last round is scored
 
     def __init__(self, params: SkullKingParams | None = None):
         super().__init__(params)
@@ -42,8 +43,7 @@ class SkullKing(Env[SkullKingState, SkullKingParams]):
             return torch.full((num_envs,), p.start_round - 1, dtype=torch.int64, device=key.device)
         if p.episode == "game":
             return torch.zeros(num_envs, dtype=torch.int64, device=key.device)
-        weights = torch.tensor(p.round_weights or [1.0] * len(p.hand_sizes), dtype=torch.float64, device=key.device)
-        edges = (weights.cumsum(0) / weights.sum())[:-1].float()
+        edges = game_tables(p, key.device).round_edges
         return (rng.uniform(key, (num_envs,)).unsqueeze(1) >= edges).sum(1)
 
     def reset(self, key, num_envs, device):

@@ -219,7 +219,9 @@ def score_round(p: SkullKingParams, s: SkullKingState) -> tuple[SkullKingState, 
 def next_round(p: SkullKingParams, s: SkullKingState, scored: torch.Tensor, key: torch.Tensor
                ) -> tuple[SkullKingState, torch.Tensor]:
     """Deal the next round where one was scored, or end the episode. Returns (state, terminated [N])."""
-    last = torch.full_like(scored, True) if p.episode == "round" else s.round.long() + 1 >= len(p.hand_sizes)
+    if p.episode == "round":  # every scored round ends its episode: nothing to deal
+        return update(s, scored, phase=torch.full_like(s.phase, OVER)), scored
+    last = s.round.long() + 1 >= len(p.hand_sizes)
     advance, terminated = scored & ~last, scored & last
     fresh = round_fields(p, key, (s.round.long() + 1).clamp(max=len(p.hand_sizes) - 1),
                          (s.round_leader.long() + 1) % p.num_players)

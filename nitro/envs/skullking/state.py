@@ -84,10 +84,35 @@ class SkullKingState:
     """[N] int8: rounds of this episode scored so far."""
 
 
+@dataclass(frozen=True)
+class GameTables:
+    """A ruleset's constants as tensors on one device, made once per (params, device) by ``game_tables``:
+    a step only indexes them (a tensor built from Python data in a step is a host-to-device copy on a GPU:
+    a sync, and an error inside CUDA graph capture)."""
+
+    hand_sizes: torch.Tensor
+    """[rounds] int32: cards dealt per hand in each round of the schedule."""
+    in_deck: torch.Tensor
+    """[74] bool: the cards in this game's deck."""
+    round_edges: torch.Tensor
+    """[rounds - 1] float32: cumulative shares of ``round_weights`` (uniform if None), the edges that a
+    uniform draw is compared with to pick an episode's round."""
+
+
+@lru_cache(maxsize=None)
+def game_tables(params: SkullKingParams, device: torch.device) -> GameTables:
+    """The tables of ``params`` on ``device`` (made on first use, e.g. by ``reset``; cached after)."""
+    weights = torch.tensor(params.round_weights or [1.0] * len(params.hand_sizes), dtype=torch.float64)
+    return GameTables(
+        hand_sizes=torch.tensor(params.hand_sizes, dtype=torch.int32, device=device),
+        in_deck=torch.tensor([c in params.deck for c in range(cards.NUM_CARDS)], dtype=torch.bool, device=device),
+        round_edges=(weights.cumsum(0) / weights.sum())[:-1].float().to(device),
+    )
+
+
 def hand_size(params: SkullKingParams, round_index: torch.Tensor) -> torch.Tensor:
     """Cards dealt per hand in round ``round_index`` ([N] -> [N] int32)."""
-    sizes = torch.tensor(params.hand_sizes, dtype=torch.int32, device=round_index.device)
-    return sizes[round_index.long()]
+    return game_tables(params, round_index.device).hand_sizes[round_index.long()]
 
 
 def play_order(params: SkullKingParams, leader: torch.Tensor, round_leader: torch.Tensor) -> torch.Tensor:
@@ -105,19 +130,13 @@ def play_order(params: SkullKingParams, leader: torch.Tensor, round_leader: torc
     return torch.where(ghost_first, led_by_ghost, led_by_human).to(torch.int8)
 
 
-@lru_cache(maxsize=None)
-def deck_mask(params: SkullKingParams, device: torch.device) -> torch.Tensor:
-    """[74] bool: the cards in this game's deck."""
-    return torch.tensor([c in params.deck for c in range(cards.NUM_CARDS)], dtype=torch.bool, device=device)
-
-
 def deal(params: SkullKingParams, key: torch.Tensor, round_index: torch.Tensor) -> torch.Tensor:
     """Shuffle the whole deck and deal ``hand_size`` cards to each hand: ``location`` [N, 74] int8.
 
     The deck is ordered by a random 32-bit word per card (cards outside the game sort last), the first
     H * d cards go to the hands, d each, and the rest stay in the DECK."""
     num_envs, device = key.shape[0], key.device
-    in_game = deck_mask(params, device)
+    in_game = game_tables(params, device).in_deck
     words = rng.bits(key, (num_envs, cards.NUM_CARDS))
     words = torch.where(in_game, (words >> 1) & 0x3FFFFFFF, 0x7FFFFFFF)  # non-negative, out-of-game last
     shuffled = torch.argsort(words, dim=-1)
