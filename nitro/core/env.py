@@ -80,6 +80,12 @@ class Env(Generic[S, P]):
         rewards accrue to the agent's next acting step."""
         return None
 
+    def max_decisions(self, steps: int) -> int:
+        """The most steps in which one agent acts (``acting``) within any ``steps`` consecutive steps,
+        auto-resets included: a bound that a trainer packing each agent's decisions into fixed-size
+        buffers (``ppo.decisions``) sizes them by. ``steps`` by default; turn-based envs give a tighter one."""
+        return steps
+
     def result(self, state: S) -> torch.Tensor | None:
         """[N * A] float: each agent's standing in the game so far (goals, points, 1 for a win), read on
         the final state of an episode; ratings rank teams by its sum over their agents. None: teams are

@@ -74,6 +74,12 @@ class PPOConfig:
     target_episodes: int = 100
     """How many of the most recent finished episodes target_return is judged on (Gymnasium's "solved"
     criteria average 100 consecutive episodes)."""
+    decisions: bool = False
+    """Turn-based multi-agent envs (``Env.acting``): store and update only the steps where a seat decides,
+    each seat's decisions packed into a fixed number of slots per rollout (``nitro.train.decisions``;
+    the env's ``max_decisions`` bounds them), with its rewards summed onto its last decision and GAE
+    over each seat's decision sequence (gamma and lambda per decision). False: every seat's row at every
+    step (the critic also learns the states where a seat waits). Feed-forward policies only."""
 
 
 @dataclass
@@ -500,6 +506,10 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"league.add_every={lg.add_every} must be a multiple of league.update_every="
                           f"{lg.update_every} (snapshots join at league steps)")
     _check_heads(pol)
+    if p.decisions and pol.lstm:
+        raise ConfigError(f"ppo.decisions=true packs each seat's decisions without the steps between them, "
+                          f"which an LSTM (policy.lstm={pol.lstm}) runs over; set policy.lstm=0 or "
+                          "ppo.decisions=false")
     if pol.lstm and p.num_steps % pol.bptt:
         raise ConfigError(f"policy.bptt={pol.bptt} must divide ppo.num_steps={p.num_steps}")
     # minibatches are sets of whole sequences: env columns of length T, or BPTT chunks with an LSTM

@@ -9,6 +9,7 @@ import torch
 
 from nitro.core import rng, tree
 from nitro.core.spaces import Discrete, MultiDiscrete
+from nitro.train import decisions
 from nitro.train.config import ConfigError, TrainConfig
 
 
@@ -27,6 +28,8 @@ def estimate(cfg: TrainConfig, env) -> dict[str, int]:
     activations of one minibatch's update. A multi-agent env's rollouts hold up to one row per agent."""
     N, T = cfg.env.num_envs, cfg.ppo.num_steps
     rows = N * env.num_agents
+    if cfg.ppo.decisions:  # decision slots (and the discard row) instead of steps: nitro.train.decisions
+        T = decisions.slots(env.max_decisions(T)) + 1
     cpu = torch.device("cpu")
     probe = env.reset(rng.env_keys(rng.key(0, cpu), 1), 1, cpu)
     state = sum(x.element_size() * x.numel() for x in tree.leaves(probe))

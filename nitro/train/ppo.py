@@ -20,7 +20,9 @@ same batch: its own current policy, K stacked past snapshots and scripted bots
 (``nitro.train.opponents``). Who sits where is a per-env tensor re-drawn when an episode ends. The
 rollout stores the learner's rows only: its "env columns" are learner slots (env e, seat j of its team).
 Turn-based envs' rows that do not act stay in the rollout for the critic (their rewards reach the
-last acting step through GAE) and are masked out of the policy loss. The league's host side (ratings,
+last acting step through GAE) and are masked out of the policy loss; or, with ``ppo.decisions``, the
+rollout keeps only the steps where a seat decides, packed per seat (``nitro.train.decisions``: rewards
+summed onto the seat's last decision, GAE over its decisions), and the update runs over those. The league's host side (ratings,
 snapshots, matchmaking: ``nitro.train.league``) and the curriculum (``nitro.train.curriculum``) run
 between updates.
 """
@@ -43,7 +45,7 @@ from nitro.core.errors import NitroError
 from nitro.core.registry import make_env
 from nitro.core.spaces import Box
 from nitro.monitor.stream import PhaseTimer, RunStatus, device_stats
-from nitro.train import checkpoint, curriculum, dist, league, memory, rundir, target
+from nitro.train import checkpoint, curriculum, decisions, dist, league, memory, rundir, target
 from nitro.train.config import ConfigError, TrainConfig, resolve_device, to_dict, validate
 from nitro.train.opponents import Opponents, PolicyStack, Seating
 from nitro.train.optim import FlatAdam, RunningMeanStd
@@ -101,11 +103,14 @@ class Carry:
     """[N] int64 the team the learner drives in each env (0 when it drives every row)."""
     opponent: torch.Tensor
     """[N] int64 who drives the other rows: an opponent id (0 self, 1..K pool slots, then bots)."""
+    pending: Any = ()
+    """ppo.decisions: each learner slot's decision carried into the next rollout (``decisions.Pending``)."""
 
 
 @dataclass
 class Buffers:
-    """Rollout storage, [T, N, ...] on the device."""
+    """Rollout storage, [T, L, ...] on the device; with ppo.decisions [K + 1, L, ...]: decision slots
+    (``nitro.train.decisions``) and a discard row."""
 
     obs: torch.Tensor
     actions: torch.Tensor
@@ -121,6 +126,10 @@ class Buffers:
     """Turn-based envs: the slot acted at the step (else None: always)."""
     advantages: torch.Tensor
     returns: torch.Tensor
+    count: torch.Tensor | None = None
+    """ppo.decisions: [L] int64 the slots each learner slot filled this rollout."""
+    trained: torch.Tensor | None = None
+    """ppo.decisions: [K, L] bool the slots the update learns from (their advantage is known)."""
 
 
 def _flag(value: str, device: torch.device) -> bool:
@@ -190,6 +199,8 @@ class Trainer:
         self.ret_moments = torch.zeros(2, device=d)
         self.loss_stats = torch.zeros(7, device=d)  # pg, v, entropy, kl, clipfrac, grad norm, minibatches
         self.update_index = torch.zeros((), dtype=torch.int64, device=d)
+        self.overflow = torch.zeros((), dtype=torch.int64, device=d)
+        """ppo.decisions: decisions that found no slot (the env's max_decisions bound was wrong; 0)."""
         self.first_bad_update = torch.full((), -1, dtype=torch.int64, device=d)
         self.phases = PhaseTimer(d)
         self.recent = RecentEpisodes(p.target_episodes)
@@ -247,14 +258,30 @@ class Trainer:
                            self.policy.initial_hidden(self.L, d), rng.fold_in(env_keys, 2),
                            torch.zeros(N * env.num_agents, device=d), torch.zeros(N, dtype=torch.int32, device=d),
                            zeros, learner_team, opponent)
+        self.slots = 0
+        """ppo.decisions: K, the decision slots per learner slot and rollout."""
+        if self.cfg.ppo.decisions:
+            if env.acting(state) is None:
+                raise ConfigError(f"ppo.decisions=true is for turn-based envs (Env.acting); in {env} every agent "
+                                  "acts every step, so there is nothing to pack: set ppo.decisions=false")
+            self.slots = decisions.slots(env.max_decisions(self.T))
+            self.carry.pending = self._no_pending()
         self.outcomes = torch.zeros(len(self.league.members) if self.league else 1, 3, device=d)
         """Per opponent id: the learner's wins, draws and losses since the last league step."""
         self.buf = self._buffers()
         self.graph = None
 
     # ------------------------------------------------------------------ storage
+    def _no_pending(self) -> decisions.Pending:
+        L, d = self.L, self.device
+        a_shape, a_dtype = memory.action_storage(self.env.action_space)
+        mask = self.env.action_mask(self.carry.env_state)
+        zeros = lambda *shape, dtype=torch.float32: torch.zeros(L, *shape, dtype=dtype, device=d)  # noqa: E731
+        return decisions.Pending(zeros(dtype=torch.bool), zeros(self.obs_dim), zeros(*a_shape, dtype=a_dtype), zeros(),
+                                 zeros(), zeros(), None if mask is None else zeros(mask.shape[-1], dtype=torch.bool))
+
     def _buffers(self) -> Buffers:
-        T, L, d = self.T, self.L, self.device
+        T, L, d = self.slots + 1 if self.slots else self.T, self.L, self.device
         a_shape, a_dtype = memory.action_storage(self.env.action_space)
         f = lambda *s: torch.zeros(T, L, *s, device=d)
         mask_probe = self.env.action_mask(self.carry.env_state)
@@ -266,8 +293,10 @@ class Trainer:
             obs=f(self.obs_dim), actions=torch.zeros(T, L, *a_shape, dtype=a_dtype, device=d),
             logprobs=f(), values=f(), rewards=f(), dones=flags(), firsts=flags(),
             masks=None if mask_probe is None else torch.zeros(T, L, mask_probe.shape[-1], dtype=torch.bool, device=d),
-            hidden=hidden, acting=None if self.env.acting(self.carry.env_state) is None else flags(),
-            advantages=f(), returns=f())
+            hidden=hidden, acting=None if self.slots or self.env.acting(self.carry.env_state) is None else flags(),
+            advantages=f(), returns=f(),
+            count=torch.zeros(L, dtype=torch.int64, device=d) if self.slots else None,
+            trained=torch.zeros(self.slots, L, dtype=torch.bool, device=d) if self.slots else None)
 
     # ------------------------------------------------------------------ collect
     def _autocast(self):
@@ -334,7 +363,7 @@ class Trainer:
 
         keep = ~slot_done
         carry = Carry(t.state, t.obs.float(), slot_done, hidden, k_next, ep_return_rows * ~agents.per_agent(done, A),
-                      ep_length * ~done, disc_return * keep, learner_team, opponent)
+                      ep_length * ~done, disc_return * keep, learner_team, opponent, c.pending)
         record = (obs, action, logprob, value.float(), reward, slot_done, c.first, mask,
                   None if acting is None else pick(acting))
         return carry, record, (ep_stats, obs_moments, ret_moments, outcomes)
@@ -364,6 +393,8 @@ class Trainer:
     def collect(self) -> None:
         """T steps of every env into the buffers. ``self.carry`` is updated in place at the end, so
         a CUDA graph of this reads and writes the same tensors on every replay."""
+        if self.slots:
+            return self._collect_decisions()
         b, c = self.buf, self.carry
         chunk = self.cfg.policy.bptt
         for t in range(self.T):
@@ -385,17 +416,64 @@ class Trainer:
                 b.masks[t].copy_(mask)
             if b.acting is not None:
                 b.acting[t].copy_(acting)
-            self.ep_stats += stats[0]
-            self.obs_moments += stats[1]
-            self.ret_moments += stats[2]
-            if self.opponents is not None:
-                self.outcomes += stats[3]
+            self._accumulate(stats)
+        tree.copy_(self.carry, c)
+
+    def _accumulate(self, stats) -> None:
+        self.ep_stats += stats[0]
+        self.obs_moments += stats[1]
+        self.ret_moments += stats[2]
+        if self.opponents is not None:
+            self.outcomes += stats[3]
+
+    def _collect_decisions(self) -> None:
+        """ppo.decisions: T steps of every env, each learner slot's decisions packed into its column of
+        the buffers (``nitro.train.decisions``): the carried-over decision in slot 0, then one slot per
+        decision, rewards summed onto the slot's last decision until its episode ends."""
+        b, c, K = self.buf, self.carry, self.slots
+        pending = c.pending
+        fields = [(b.obs, pending.obs), (b.actions, pending.action), (b.logprobs, pending.logprob),
+                  (b.values, pending.value), (b.rewards, pending.reward)]
+        if b.masks is not None:
+            fields.append((b.masks, pending.mask))
+        for store, x in fields:
+            store[0].copy_(x)
+        b.dones[0].zero_()
+        count, open_ = pending.open.long(), pending.open
+        for _ in range(self.T):
+            c, rec, stats = self.rollout_step(c)
+            obs, action, logprob, value, reward, done, _, mask, acting = rec
+            fits = acting & (count < K)
+            self.overflow += (acting & ~fits).sum()
+            slot = torch.where(fits, count, K)  # row K: the discard row
+            for store, x in zip((b.obs, b.actions, b.logprobs, b.values, b.masks), (obs, action, logprob, value, mask)):
+                if store is not None:
+                    decisions.store(store, slot, x)
+            count = count + fits
+            open_ = open_ | fits
+            last = torch.where(open_, count - 1, K)
+            decisions.store(b.rewards, last, torch.where(fits, 0.0, decisions.read(b.rewards, last)) + reward)
+            decisions.store(b.dones, last, done)
+            open_ = open_ & ~done
+            self._accumulate(stats)
+        b.count.copy_(count)
+        b.trained.copy_(decisions.trained(count, b.dones[:K]))
+        last = (count - 1).clamp(min=0)
+        c.pending = decisions.Pending(open_, *(None if x is None else decisions.read(x, last) for x in
+                                               (b.obs, b.actions, b.logprobs, b.values, b.rewards, b.masks)))
         tree.copy_(self.carry, c)
 
     # ------------------------------------------------------------------ advantages
     def compute_advantages(self) -> None:
-        """GAE(gamma, lambda) over the rollout, bootstrapped from the value of the last observation."""
+        """GAE(gamma, lambda) over the rollout, bootstrapped from the value of the last observation (with
+        ppo.decisions: over each learner slot's decisions, ``decisions.gae``)."""
         p, b, c = self.cfg.ppo, self.buf, self.carry
+        if self.slots:
+            K = self.slots
+            b.advantages[:K].copy_(decisions.gae(b.rewards[:K], b.values[:K], b.dones[:K], b.trained, p.gamma,
+                                                 p.gae_lambda))
+            b.returns.copy_(b.advantages + b.values)
+            return
         obs = c.obs if self.seating.all_rows else c.obs.index_select(0, self.seating.rows(c.learner_team)[0])
         with torch.no_grad(), self._autocast():
             next_value = self.policy.value(self._normalize(obs), c.hidden, c.first).float()
@@ -419,16 +497,19 @@ class Trainer:
         L = self.cfg.policy.bptt if self.policy.recurrent else self.T
         C, N = self.T // L, self.L
         S = C * N
-        mb = S // p.minibatches
 
         def sequences(x):  # [T, N, ...] -> [L, C * N, ...], sequence c * N + n = chunk c of slot n
             return x if C == 1 else x.view(C, L, N, *x.shape[2:]).transpose(0, 1).reshape(L, S, *x.shape[2:])
 
+        if self.slots:  # decision slots, each a sequence of one step (feed-forward policies only)
+            S = self.slots * N
+            sequences = lambda x: x[:self.slots].reshape(1, S, *x.shape[2:])  # noqa: E731
         data = [sequences(x) for x in (b.obs, b.actions, b.logprobs, b.values, b.advantages, b.returns,
                                        b.firsts)]
         masks = sequences(b.masks) if b.masks is not None else None
-        acting = sequences(b.acting) if b.acting is not None else None
+        acting = b.trained.view(1, S) if self.slots else sequences(b.acting) if b.acting is not None else None
         hidden = tuple(h.reshape(S, -1) for h in b.hidden)
+        mb = S // p.minibatches
         for epoch in range(p.epochs):
             perm = torch.argsort(rng.uniform(rng.fold_in(self.learn_key, epoch + 1), (S,)))
             for m in range(p.minibatches):
@@ -454,7 +535,8 @@ class Trainer:
         if p.norm_adv:
             adv = normalize_advantages(adv, weight)
         pg_loss, v_loss, approx_kl, clipfrac = ppo_losses(logprob, old_logprob, adv, value.float(), old_value,
-                                                          ret, p.clip_coef, p.clip_vloss, weight)
+                                                          ret, p.clip_coef, p.clip_vloss, weight,
+                                                          weight if self.slots else None)
         loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
         return loss, torch.stack([pg_loss, v_loss, entropy, approx_kl, clipfrac]).detach()
 
@@ -510,6 +592,7 @@ class Trainer:
             out["reward_weights"] = self.reward_weights
         out.update({"learn_key": self.learn_key, "ep_stats": self.ep_stats, "loss_stats": self.loss_stats,
                     "update_index": self.update_index, "first_bad_update": self.first_bad_update,
+                    "decision_overflow": self.overflow,
                     "obs_moments": self.obs_moments, "ret_moments": self.ret_moments})
         return out
 
@@ -677,9 +760,12 @@ class Trainer:
         dist.all_reduce_sum_(self.loss_stats, self.dist)
         with torch.no_grad():
             b = self.buf
-            explained = 1 - (b.returns - b.values).var() / b.returns.var()
+            if self.slots:
+                explained = explained_variance(b.returns[:self.slots], b.values[:self.slots], b.trained.float())
+            else:
+                explained = explained_variance(b.returns, b.values, None)
             flags = torch.stack([self.first_bad_update.float(), torch.isfinite(self.opt.flat).all().float(),
-                                 explained])
+                                 explained, self.overflow.float()])
         values = torch.cat([self.ep_stats, self.loss_stats, flags]).tolist()  # sync-ok: the log's one sync
         ep, ls, fl, ev = values[:3], values[3:10], values[10:12], values[12]
         elapsed = time.perf_counter() - since
@@ -687,6 +773,10 @@ class Trainer:
         self.loss_stats.zero_()
         if fl[0] >= 0 or fl[1] < 1:
             raise self._diverged(int(fl[0]))
+        if values[13]:
+            raise NitroError(f"{self.env} reported at most {self.slots - 1} decisions per agent in {self.T} steps "
+                             f"(max_decisions), but {int(values[13])} decisions found no slot; the env's bound "
+                             "is wrong: fix its max_decisions, or train with ppo.decisions=false")
         n_mb = max(ls[6], 1)
         m = {"update": self.update, "global_step": self.global_step, "perf/sps": steps / max(elapsed, 1e-9),
              "loss/policy": ls[0] / n_mb, "loss/value": ls[1] / n_mb, "loss/entropy": ls[2] / n_mb,
@@ -822,6 +912,14 @@ def masked_mean(x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
     return x.mean() if weight is None else (x * weight).sum() / weight.sum().clamp(min=1)
 
 
+def explained_variance(returns: torch.Tensor, values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """1 - Var(returns - values) / Var(returns), over the samples where ``weight`` is 1."""
+    def var(x):
+        return masked_mean((x - masked_mean(x, weight)) ** 2, weight)
+
+    return 1 - var(returns - values) / var(returns)
+
+
 def normalize_advantages(adv: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
     """Zero mean, unit (unbiased) standard deviation, over the samples where ``weight`` is 1."""
     if weight is None:
@@ -831,21 +929,22 @@ def normalize_advantages(adv: torch.Tensor, weight: torch.Tensor | None) -> torc
     return (adv - mean) / (var.sqrt() + 1e-8)
 
 
-def ppo_losses(logprob, old_logprob, adv, value, old_value, ret, clip_coef: float, clip_vloss: bool, weight=None):
+def ppo_losses(logprob, old_logprob, adv, value, old_value, ret, clip_coef: float, clip_vloss: bool, weight=None,
+               value_weight=None):
     """Clipped surrogate and value losses of the PPO paper; returns (pg_loss, v_loss, approx_kl, clipfrac).
 
     approx_kl is the low-variance estimator E[(r - 1) - log r] (Schulman, "Approximating KL divergence").
     ``weight`` (0/1 per sample, or None for all) restricts the policy terms to the samples where an agent
-    acted; the value loss covers every sample.
+    acted; ``value_weight`` likewise the value loss (None: every sample).
     """
     logratio = logprob - old_logprob
     ratio = logratio.exp()
     pg_loss = masked_mean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip_coef, 1 + clip_coef)), weight)
     if clip_vloss:
         clipped = old_value + (value - old_value).clamp(-clip_coef, clip_coef)
-        v_loss = 0.5 * torch.max((value - ret) ** 2, (clipped - ret) ** 2).mean()
+        v_loss = 0.5 * masked_mean(torch.max((value - ret) ** 2, (clipped - ret) ** 2), value_weight)
     else:
-        v_loss = 0.5 * ((value - ret) ** 2).mean()
+        v_loss = 0.5 * masked_mean((value - ret) ** 2, value_weight)
     with torch.no_grad():
         approx_kl = masked_mean((ratio - 1) - logratio, weight)
         clipfrac = masked_mean(((ratio - 1).abs() > clip_coef).float(), weight)

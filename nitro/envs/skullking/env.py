@@ -96,6 +96,11 @@ class SkullKing(Env[SkullKingState, SkullKingParams]):
         """[N * n] bool: the agents that decide this step."""
         return acting_seats(self.params, state).reshape(-1)
 
+    def max_decisions(self, steps: int) -> int:
+        """The most steps in which one player acts within any ``steps`` consecutive steps (a bound from the
+        rules: ``game.max_decisions``)."""
+        return game.max_decisions(self.params, steps)
+
     def action_mask(self, state) -> torch.Tensor:
         """[N * n, NUM_ACTIONS] bool: the legal actions of each acting agent; all false for the others."""
         return game.action_mask(self.params, state)

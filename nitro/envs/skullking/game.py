@@ -7,6 +7,7 @@ step has no branch on tensor values. ``env.SkullKing.step`` calls them in order.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import torch
 
@@ -51,6 +52,49 @@ def acting_seats(p: SkullKingParams, s: SkullKingState) -> torch.Tensor:
     plays = (s.phase == PLAY).unsqueeze(1) & (seats == current_seat(p, s).unsqueeze(1))
     decides = (s.phase == ABILITY).unsqueeze(1) & (seats == s.ability_seat.unsqueeze(1))
     return everyone | plays | decides
+
+
+@functools.lru_cache(maxsize=None)
+def max_decisions(p: SkullKingParams, steps: int) -> int:
+    """The most steps in which one seat acts within any ``steps`` consecutive steps (``Env.max_decisions``).
+
+    Worst case over an abstract game that allows at least every sequence the rules do: rounds of any hand
+    size of the schedule, one after another (auto-resets included); each begins with the bid step (and
+    Rascal's cannon step), where every seat acts; each trick is one step per player (Graybeard plays
+    within them), the seat at any position of it; after any trick up to two ability steps (Bendt's
+    discards), all counted as the seat's. A dynamic program over that game's states: ``best[state]`` is
+    the most decisions in the next w steps from ``state``, for w = 1 .. steps."""
+    n, bids = p.num_players, 1 + (p.scoring == "rascal_cannon")
+    abilities = 2 if p.pirate_abilities else 0
+    sizes = sorted(set(p.hand_sizes))
+    # states: ("bid", i, tricks of the round), ("play", tricks left, position, the seat's position),
+    # ("ability", tricks left after it, ability steps so far); each with whether the seat acts there
+    def trick(left):
+        return [("play", left, 0, q) for q in range(n)]
+
+    def after_trick(left, used):
+        nxt = trick(left) if left else [("bid", 0, d) for d in sizes]
+        return nxt + ([("ability", left, used + 1)] if used < abilities else [])
+
+    successors, acts = {}, {}
+    for d in sizes:
+        for i in range(bids):
+            successors["bid", i, d] = [("bid", i + 1, d)] if i + 1 < bids else trick(d)
+            acts["bid", i, d] = True
+    for left in range(1, max(sizes) + 1):
+        for pos in range(n):
+            for q in range(n):
+                state = ("play", left, pos, q)
+                successors[state] = [("play", left, pos + 1, q)] if pos + 1 < n else after_trick(left - 1, 0)
+                acts[state] = pos == q
+    for left in range(max(sizes)):
+        for used in range(1, abilities + 1):
+            successors["ability", left, used] = after_trick(left, used)
+            acts["ability", left, used] = True
+    best = {state: int(acts[state]) for state in successors}
+    for _ in range(steps - 1):
+        best = {state: int(acts[state]) + max(best[nxt] for nxt in successors[state]) for state in successors}
+    return max(best.values())
 
 
 def action_mask(p: SkullKingParams, s: SkullKingState) -> torch.Tensor:
