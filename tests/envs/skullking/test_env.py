@@ -9,6 +9,7 @@ import torch
 
 import nitro
 from nitro.core import agents, rng
+from nitro.core.env import autoreset_step
 from nitro.envs.skullking import cards
 from nitro.envs.skullking.env import SkullKing
 from nitro.envs.skullking.observation import SEAT_FEATURES, layout
@@ -161,3 +162,31 @@ def test_every_bot_plays_legally_under_every_option():
         action = torch.stack(chosen).gather(0, seat.view(1, -1)).squeeze(0)
         s, *_ = env.step(s, action, k)
     assert (s.phase == OVER).all()
+
+
+@pytest.mark.parametrize("params", [
+    {"episode": "round", "schedule": (1, 2, 3)},
+    {"num_players": 2, "episode": "round", "schedule": (1, 2)},
+    {"num_players": 3, "pirate_abilities": True, "scoring": "rascal_cannon", "schedule": (2, 3)},
+    {"num_players": 8, "schedule": (1, 8)},
+])
+def test_max_decisions_bounds_every_window(params):
+    """``max_decisions(W)`` (a dynamic program over an abstract game, game.max_decisions) is at least the
+    most decisions any seat made in any W consecutive steps of random games with auto-reset, and a real
+    saving over W (what the decision layout of the trainer sizes its slots by)."""
+    env = SkullKing(SkullKingParams(**params, checked=False))
+    n, num_envs, steps = env.num_agents, 256, 120
+    s = env.reset(rng.env_keys(rng.key(5), num_envs), num_envs, CPU)
+    key = rng.env_keys(rng.key(6), num_envs)
+    acted = []
+    for _ in range(steps):
+        acted.append(env.acting(s).view(num_envs, n))
+        k_act, k_env, key = rng.split(key, 3)
+        s = autoreset_step(env, s, random_actions(env, s, k_act), k_env).state
+    running = torch.cat([torch.zeros(1, num_envs, n, dtype=torch.int64), torch.stack(acted).long().cumsum(0)])
+    for window in (4, 8, 32):
+        most = int((running[window:] - running[:-window]).max())
+        assert most <= env.max_decisions(window), (window, most)
+        assert env.max_decisions(window) < window or window <= 4
+        if window == 32:
+            assert most >= env.max_decisions(window) // 2  # not vacuous: the games come near it
