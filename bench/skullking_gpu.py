@@ -23,9 +23,10 @@ results, errors, skips) and printing a table last:
 - ``cpu``: today's CPU envs on this machine's cores: whole four-player games/s of the plain-Python
   reference engine in one process and in one process per core (``--aldoeliacim PATH`` adds the Gymnasium
   env of aldoeliacim/skullking, where gymnasium and numpy are installed).
-- ``ppo``: PPO iterations of the flat and hierarchical presets captured in a CUDA graph, without compiling
-  and with the presets' own settings (compiled): env steps, decisions and agent rows per second; first a
-  check per preset that an iteration makes no host sync.
+- ``ppo``: PPO iterations of the flat and hierarchical presets with their own settings (the decision
+  layout, ``ppo.decisions``; compiled and captured in a CUDA graph), and the flat preset in the row layout
+  (``ppo.decisions=false``) for comparison: env steps, decisions and agent rows per second and the rows the
+  update runs over; first a check per preset that an iteration makes no host sync.
 - ``learn``: ``--variant flat|hierarchical`` trained for ``--seconds`` (default 150), then played against
   the rule bots over whole games: the learning curve against three heuristic bots and the final policy's
   win rate, score, score margin and bid accuracy against each bot over ``--games`` (16,384) games.
@@ -469,8 +470,10 @@ def _trainer(variant: str, num_envs: int, extra: list[str]) -> Trainer:
 
 
 def _ppo_speed(rec: Recorder, variant: str, num_envs: int, compiled: str, repeats: int) -> None:
-    """PPO iterations per second with the iteration captured in a CUDA graph: env steps, decisions (agent
-    rows that act: the samples the policy loss learns from) and stored agent rows per second."""
+    """PPO iterations per second with the iteration captured in a CUDA graph: env steps and decisions per
+    second (agent rows that act, the samples the policy loss learns from: with ppo.decisions the packed
+    slots whose advantage is known, in the row layout the acting rows), and the rows the update runs over
+    (decision slots, or every agent row of every step)."""
     t0 = time.perf_counter()
     tr = _trainer(variant, num_envs, [f"run.compile={compiled}"])
     if tr.graphed:
@@ -481,13 +484,16 @@ def _ppo_speed(rec: Recorder, variant: str, num_envs: int, compiled: str, repeat
         step = tr.iteration
     _sync()
     setup_s = time.perf_counter() - t0
-    decisions = int(tr.buf.acting.sum())  # sync-ok: per iteration, outside the timed calls
     seconds = _time(step, repeats)
+    decided = tr.buf.trained if tr.slots else tr.buf.acting
+    decisions = int(decided.sum())  # sync-ok: the last iteration's, outside the timed calls
+    update_rows = tr.L * (tr.slots or tr.T)
     rec.add(ppo=variant, num_envs=num_envs, compile=compiled, compiled=tr.compiled, graph=tr.graphed,
-            num_steps=tr.T, precision=tr.cfg.run.precision, hidden=tr.cfg.policy.hidden, epochs=tr.cfg.ppo.epochs,
+            layout="decisions" if tr.slots else "rows", slots=tr.slots, num_steps=tr.T,
+            precision=tr.cfg.run.precision, hidden=tr.cfg.policy.hidden, epochs=tr.cfg.ppo.epochs,
             minibatches=tr.cfg.ppo.minibatches, setup_s=setup_s, iteration_s=seconds,
             env_steps_per_s=num_envs * tr.T / seconds, decisions_per_s=decisions / seconds,
-            agent_rows_per_s=tr.L * tr.T / seconds, decisions_per_iteration=decisions)
+            agent_rows_per_s=tr.L * tr.T / seconds, update_rows=update_rows, decisions_per_iteration=decisions)
     del tr
     if DEVICE == "cuda":
         torch.cuda.empty_cache()
@@ -510,20 +516,19 @@ def _check_no_sync(rec: Recorder, variant: str, num_envs: int) -> None:
 
 
 def section_ppo(rec: Recorder, sizes: list[int], repeats: int) -> None:
-    """The no-sync checks first, then the presets captured without compiling (the capture that failed
-    before), then as configured (run.compile=auto: compiled for runs this long), then larger batches."""
+    """The no-sync checks first, then the presets as configured (the decision layout, run.compile=auto:
+    compiled for runs this long), the flat preset in the row layout for comparison (ppo.decisions=false),
+    then larger batches."""
     if DEVICE == "cuda":
         for variant in PRESETS:
             rec.run(f"no host sync {variant}", lambda: _check_no_sync(rec, variant, 4096), 30)
-    for variant in PRESETS:
-        rec.run(f"{variant} {sizes[0]}", lambda: _ppo_speed(rec, variant, sizes[0], "false", repeats), 45)
-    for variant in PRESETS:
-        rec.run(f"{variant} {sizes[0]} preset settings",
-                lambda: _ppo_speed(rec, variant, sizes[0], "auto", repeats), 75)
+    rec.run(f"flat {sizes[0]} preset settings", lambda: _ppo_speed(rec, "flat", sizes[0], "auto", repeats), 60)
+    rec.run(f"flat {sizes[0]} row layout",
+            lambda: _ppo_speed(rec, "flat+ppo.decisions=false", sizes[0], "auto", repeats), 60)
+    rec.run(f"hierarchical {sizes[0]} preset settings",
+            lambda: _ppo_speed(rec, "hierarchical", sizes[0], "auto", repeats), 60)
     for n in sizes[1:]:
-        rec.run(f"flat {n}", lambda: _ppo_speed(rec, "flat", n, "false", repeats), 60)
-    rec.run(f"flat+policy.hidden=[128,128] {sizes[0]} compiled",
-            lambda: _ppo_speed(rec, "flat+policy.hidden=[128,128]", sizes[0], "true", repeats), 75)
+        rec.run(f"flat {n} preset settings", lambda: _ppo_speed(rec, "flat", n, "auto", repeats), 60)
 
 
 # --- it learns ---------------------------------------------------------------------------------------------
@@ -656,7 +661,7 @@ def _table(rec: Recorder) -> None:
             print(f"{r['cpu_engine']:>12} x{r['processes']:<3} CPU processes: {r['games_per_s']:9.1f} games/s  "
                   f"{r[unit + '_per_s']:.3e} {unit}/s  (load {r['load_average']:.1f})")
         elif "ppo" in r:
-            print(f"{r['ppo']:>30} {r['num_envs']:>7} envs compiled={r['compiled']!s:<5} "
+            print(f"{r['ppo']:>26} {r.get('layout', 'rows'):>9} {r['num_envs']:>7} envs compiled={r['compiled']!s:<5} "
                   f"{r['env_steps_per_s']:.3e} env "
                   f"steps/s  {r['decisions_per_s']:.3e} decisions/s  {r['agent_rows_per_s']:.3e} rows/s  "
                   f"(setup {r['setup_s']:.0f} s)")

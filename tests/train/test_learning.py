@@ -80,9 +80,11 @@ SKULLKING_MARGIN = 3.0
 """Skull King, four players, one round of two cards (the skullking preset on a short schedule, 64 envs, a
 64x64 MLP): self-play for 30k env steps (~15 s of one core), then deterministic play in one seat against
 three random bots over 1,000 games. A random player wins 25% of them (ties shared) and scores as much as
-its opponents on average (margin 0); the heuristic bot wins 45% (4,000 games of match.play). Seeds
-1-4 reach win rates of 0.317-0.327 (95% interval +-0.023) and margins of +7.1 to +7.5 points (+-1.3): the
-thresholds sit 1.6 and 3 intervals below them and well above chance."""
+its opponents on average (margin 0); the heuristic bot wins 45% (4,000 games of match.play). With the
+preset's decision layout (ppo.decisions) seeds 1-4 reach win rates of 0.311, 0.329, 0.326, 0.325 (95%
+interval +-0.023) and margins of +6.9, +7.7, +7.5, +7.4 points (+-1.3); the row layout (ppo.decisions=false)
+0.317, 0.318, 0.318, 0.328 and +7.4, +7.2, +7.1, +7.5: the same within the intervals (means 0.323 / +7.4
+and 0.320 / +7.3). The thresholds sit 1.3 and 2.9 intervals below the lowest and well above chance."""
 
 
 def test_skullking_preset_beats_random_bots(tmp_path):

@@ -175,14 +175,19 @@ def test_max_decisions_bounds_every_window(params):
     most decisions any seat made in any W consecutive steps of random games with auto-reset, and a real
     saving over W (what the decision layout of the trainer sizes its slots by)."""
     env = SkullKing(SkullKingParams(**params, checked=False))
-    n, num_envs, steps = env.num_agents, 256, 120
+    n, num_envs, steps = env.num_agents, 64, 100
     s = env.reset(rng.env_keys(rng.key(5), num_envs), num_envs, CPU)
     key = rng.env_keys(rng.key(6), num_envs)
     acted = []
-    for _ in range(steps):
-        acted.append(env.acting(s).view(num_envs, n))
-        k_act, k_env, key = rng.split(key, 3)
-        s = autoreset_step(env, s, random_actions(env, s, k_act), k_env).state
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small tensors: a second thread only adds synchronization (10x slower on 2 busy cores)
+    try:
+        for _ in range(steps):
+            acted.append(env.acting(s).view(num_envs, n))
+            k_act, k_env, key = rng.split(key, 3)
+            s = autoreset_step(env, s, random_actions(env, s, k_act), k_env).state
+    finally:
+        torch.set_num_threads(threads)
     running = torch.cat([torch.zeros(1, num_envs, n, dtype=torch.int64), torch.stack(acted).long().cumsum(0)])
     for window in (4, 8, 32):
         most = int((running[window:] - running[:-window]).max())
