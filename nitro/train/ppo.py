@@ -22,9 +22,9 @@ rollout stores the learner's rows only: its "env columns" are learner slots (env
 Turn-based envs' rows that do not act stay in the rollout for the critic (their rewards reach the
 last acting step through GAE) and are masked out of the policy loss; or, with ``ppo.decisions``, the
 rollout keeps only the steps where a seat decides, packed per seat (``nitro.train.decisions``: rewards
-summed onto the seat's last decision, GAE over its decisions), and the update runs over those. The league's host side (ratings,
-snapshots, matchmaking: ``nitro.train.league``) and the curriculum (``nitro.train.curriculum``) run
-between updates.
+summed onto the seat's last decision, GAE over its decisions), and the update runs over those. The
+league's host side (ratings, snapshots, matchmaking: ``nitro.train.league``) and the curriculum
+(``nitro.train.curriculum``) run between updates.
 """
 
 from __future__ import annotations
@@ -440,7 +440,9 @@ class Trainer:
             store[0].copy_(x)
         b.dones[0].zero_()
         count, open_ = pending.open.long(), pending.open
-        for _ in range(self.T):
+        for t in range(self.T):
+            if self.watch is not None:
+                self.watch.capture(t, c.env_state, c.first[::self.env.num_agents])  # rows -> envs
             c, rec, stats = self.rollout_step(c)
             obs, action, logprob, value, reward, done, _, mask, acting = rec
             fits = acting & (count < K)

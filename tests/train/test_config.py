@@ -152,7 +152,7 @@ INVALID = {
     "ppo.lr_schedule": "cosine", "ppo.adam_eps": 0, "ppo.gamma": -0.1, "ppo.gae_lambda": 2,
     "ppo.clip_coef": 0, "ppo.clip_vloss": "maybe", "ppo.vf_coef": -1, "ppo.ent_coef": "nan",
     "ppo.max_grad_norm": 0, "ppo.norm_adv": 2, "ppo.obs_norm": "x", "ppo.reward_scale": "x",
-    "ppo.target_return": "inf", "ppo.target_episodes": 0,
+    "ppo.target_return": "inf", "ppo.target_episodes": 0, "ppo.decisions": "x",
     "policy.hidden": "[64, 0]", "policy.activation": "swish", "policy.layer_norm": "x", "policy.shared": "x",
     "policy.lstm": -1, "policy.bptt": 0, "policy.log_std": "learned", "policy.init_log_std": "inf",
     "policy.fused": "yes", "policy.heads": "{bid: [5, 2]}",
