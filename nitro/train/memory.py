@@ -28,8 +28,9 @@ def estimate(cfg: TrainConfig, env) -> dict[str, int]:
     activations of one minibatch's update. A multi-agent env's rollouts hold up to one row per agent."""
     N, T = cfg.env.num_envs, cfg.ppo.num_steps
     rows = N * env.num_agents
-    if cfg.ppo.decisions:  # decision slots (and the discard row) instead of steps: nitro.train.decisions
-        T = decisions.slots(env.max_decisions(T)) + 1
+    slots = decisions.slots(env.max_decisions(T)) if cfg.ppo.decisions else 0
+    if slots:  # decision slots (and the discard row) instead of steps: nitro.train.decisions
+        T = slots + 1
     cpu = torch.device("cpu")
     probe = env.reset(rng.env_keys(rng.key(0, cpu), 1), 1, cpu)
     state = sum(x.element_size() * x.numel() for x in tree.leaves(probe))
@@ -38,11 +39,12 @@ def estimate(cfg: TrainConfig, env) -> dict[str, int]:
     obs = 4 * math.prod(env.observation_space.shape)
     # obs, action, mask; logprob, value, reward, advantage, return (fp32); done, first, acting (bool)
     per_row = obs + math.prod(a_shape) * a_dtype.itemsize + (0 if mask is None else mask.shape[-1]) + 4 * 5 + 2 \
-        + (env.acting(probe) is not None)
+        + (env.acting(probe) is not None and not slots)
     width = sum(cfg.policy.hidden) + 4 * cfg.policy.lstm
     trunks = 1 if cfg.policy.shared or cfg.policy.lstm else 2
     minibatch = T * rows // cfg.ppo.minibatches
-    return {"rollout buffers": T * rows * per_row, "env state": 3 * N * state,
+    packing = (slots + 8) * rows if slots else 0  # which slots train (bool), decisions per column (int64)
+    return {"rollout buffers": T * rows * per_row + packing, "env state": 3 * N * state,
             "update": minibatch * (per_row + 3 * 4 * width * trunks)}
 
 
