@@ -19,17 +19,24 @@ tricks and his strongest otherwise.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import torch
 
 from nitro.core import rng
+from nitro.core.tables import device_tables
 from nitro.envs.skullking import cards, rules
 from nitro.envs.skullking.cards import BLACK, ESCAPE_LIKE, MERMAID, NUMBER, PIRATE, SKULL_KING_CLASS
 from nitro.envs.skullking.game import action_mask, current_seat, gather_at, one_hot
 from nitro.envs.skullking.params import SkullKingParams
-from nitro.envs.skullking.state import (ABILITY, ABILITY_BENDT, ABILITY_HARRY, ABILITY_ROSIE, BID, CANNON,
-                                        SkullKingState, hand_size)
+from nitro.envs.skullking.state import (
+    ABILITY,
+    ABILITY_BENDT,
+    ABILITY_HARRY,
+    ABILITY_ROSIE,
+    BID,
+    CANNON,
+    SkullKingState,
+    hand_size,
+)
 
 
 def random(p: SkullKingParams, s: SkullKingState, key: torch.Tensor) -> torch.Tensor:
@@ -94,8 +101,8 @@ def _basic_strength(c: int, lead: bool) -> float:
     return {SKULL_KING_CLASS: 1000.0, PIRATE: 900.0, MERMAID: 800.0}.get(cls, 0.0)
 
 
-@lru_cache(maxsize=None)
-def _tables(device: torch.device) -> dict[str, torch.Tensor]:
+@device_tables
+def bot_tables(device: torch.device) -> dict[str, torch.Tensor]:
     t = lambda values: torch.tensor(values, dtype=torch.float32, device=device)  # noqa: E731
     codes = range(cards.NUM_CODES)
     return {
@@ -180,7 +187,7 @@ def _assemble(p: SkullKingParams, s: SkullKingState, bids: torch.Tensor, decisio
 # --- the two heuristics ---------------------------------------------------------------------------------
 def heuristic(p: SkullKingParams, s: SkullKingState, key: torch.Tensor) -> torch.Tensor:
     """Hand-strength bids and want-to-win / want-to-lose play (see the module docstring)."""
-    t = _tables(s.location.device)
+    t = bot_tables(s.location.device)
     exponent = (p.num_players - 1) / 3  # a card beats each of 3 opponents with chance x: x^(1/3) per opponent
     bids = _bid_actions(p, s, t["bid_chance"], exponent)
     turn = _Turn(p, s)
@@ -204,7 +211,7 @@ def heuristic(p: SkullKingParams, s: SkullKingState, key: torch.Tensor) -> torch
 
 def basic(p: SkullKingParams, s: SkullKingState, key: torch.Tensor) -> torch.Tensor:
     """jAc0bll/SkullKI's heuristic agent, batched (see the module docstring)."""
-    t = _tables(s.location.device)
+    t = bot_tables(s.location.device)
     bids = _bid_actions(p, s, t["basic_chance"], 1.0)
     turn = _Turn(p, s)
     strength = torch.where(turn.lead_suit, t["basic_lead"], t["basic_other"])

@@ -12,9 +12,10 @@ cards by id, never on hand slots.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import torch
+
+from nitro.core.tables import device_tables
 
 NUM_CARDS = 74
 """Physical cards of the full (advanced) deck."""
@@ -162,7 +163,7 @@ class CardTables:
     """[74] bool: cards that may always be played (every non-number card)."""
 
 
-@lru_cache(maxsize=None)
+@device_tables
 def tables(device: torch.device) -> CardTables:
     def t(values, dtype=torch.int32):
         return torch.tensor(values, dtype=dtype, device=device)

@@ -17,11 +17,18 @@ from nitro.core import rng
 from nitro.core.env import Env
 from nitro.core.spaces import Box, Discrete
 from nitro.envs.skullking import abilities, cards, game
-from nitro.envs.skullking.bots import BOTS
+from nitro.envs.skullking.bots import BOTS, bot_tables
 from nitro.envs.skullking.game import acting_seats
-from nitro.envs.skullking.observation import obs_size, observe
+from nitro.envs.skullking.observation import obs_size, observe, relative_seats
 from nitro.envs.skullking.params import SkullKingParams
 from nitro.envs.skullking.state import ABILITY, BID, CANNON, PHASE_NAMES, PLAY, SkullKingState, game_tables
+
+
+
+def warm_tables(p: SkullKingParams, device: torch.device) -> None:
+    """Make every constant table of ``p`` on ``device`` (outside compiled code: compiled steps then read
+    them as constants instead of rebuilding them from Python data, see `nitro.core.tables`)."""
+    cards.tables(device), game_tables(p, device), bot_tables(device), relative_seats(p, device)
 
 
 class SkullKing(Env[SkullKingState, SkullKingParams]):
@@ -48,6 +55,7 @@ class SkullKing(Env[SkullKingState, SkullKingParams]):
 
     def reset(self, key, num_envs, device):
         p = self.params
+        warm_tables(p, key.device)
         k_round, k_leader, k_deal = rng.split(key, 3)
         round_index = self._first_round(k_round, num_envs)
         round_leader = rng.randint(k_leader, (num_envs,), p.num_players)  # left of a random first dealer

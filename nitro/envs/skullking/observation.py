@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import torch
 
+from nitro.core.tables import device_tables
 from nitro.envs.skullking import cards, rules
 from nitro.envs.skullking.game import acting_seats
 from nitro.envs.skullking.params import SkullKingParams
@@ -57,7 +58,7 @@ def obs_size(p: SkullKingParams) -> int:
     return max(s.stop for s in layout(p).values())
 
 
-@lru_cache(maxsize=None)
+@device_tables
 def relative_seats(p: SkullKingParams, device: torch.device) -> torch.Tensor:
     """[n, H] int64: the seat at relative position r of viewer i."""
     n, h = p.num_players, p.num_hands

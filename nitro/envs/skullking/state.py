@@ -7,11 +7,11 @@ axis first; small integers are int8 to keep a state near 200 bytes per four-play
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import torch
 
 from nitro.core import rng
+from nitro.core.tables import device_tables
 from nitro.envs.skullking import cards
 from nitro.envs.skullking.params import SkullKingParams
 
@@ -99,7 +99,7 @@ class GameTables:
     uniform draw is compared with to pick an episode's round."""
 
 
-@lru_cache(maxsize=None)
+@device_tables
 def game_tables(params: SkullKingParams, device: torch.device) -> GameTables:
     """The tables of ``params`` on ``device`` (made on first use, e.g. by ``reset``; cached after)."""
     weights = torch.tensor(params.round_weights or [1.0] * len(params.hand_sizes), dtype=torch.float64)

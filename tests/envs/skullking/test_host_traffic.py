@@ -38,3 +38,27 @@ def test_steps_make_no_host_traffic(name):
         for i in range(40):  # through bids, tricks, scoring and resets
             s = step(s, rng.fold_in(key, i))
     assert not traffic.found, traffic.report()
+
+
+def test_compiled_steps_read_the_tables_made_by_reset():
+    """Traced by torch.compile after a reset, an auto-reset step with masks, observations and bots builds
+    no tensor from Python data: the per-device tables reset made are the graph's constants (Dynamo
+    re-traced lru_cache'd builders, which on a GPU made a host copy per call and broke graph capture)."""
+    env = SkullKing(SkullKingParams(**RULESETS["presets"], checked=False))  # one ruleset: tracing takes ~45 s
+    bots = env.bots()
+    key = rng.env_keys(rng.key(4), 8)
+    s = env.reset(key, 8, torch.device("cpu"))
+    built = []
+
+    def backend(gm, example_inputs):
+        python_data = (torch.tensor, torch.as_tensor)
+        built.extend(n.target for n in gm.graph.nodes if n.op == "call_function" and n.target in python_data)
+        return gm
+
+    def step(s, key):
+        actions = [bot(s, key) for bot in bots.values()]
+        out = autoreset_step(env, s, actions[0], key)
+        return out.state, env.action_mask(s), env.observe(out.state)
+
+    torch.compile(step, backend=backend)(s, key)
+    assert not built, f"{len(built)} tensors built from Python data inside the compiled step"
