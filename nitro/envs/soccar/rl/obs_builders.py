@@ -23,7 +23,7 @@ import math
 import torch
 
 from nitro.envs.soccar.rl import common_values as V
-from nitro.envs.soccar.rl.state import SoccarState
+from nitro.envs.soccar.rl.state import SoccarState, has_flip_or_jump
 
 SELF, ALLY, ENEMY = 0, 1, 2
 
@@ -171,13 +171,6 @@ class DefaultObs:
 
 
 # --- GigaLearnCPP -----------------------------------------------------------------------------------
-
-
-def has_flip_or_jump(cars) -> torch.Tensor:
-    """RocketSim (GigaLearn's) `CarState::HasFlipOrJump` [N, C] bool."""
-    return cars.is_on_ground | (
-        ~cars.has_flipped & ~cars.has_double_jumped & (cars.air_time_since_jump < V.DOUBLEJUMP_MAX_DELAY)
-    )
 
 
 def giga_global(state: SoccarState, ball_block: torch.Tensor, pads: torch.Tensor) -> list[torch.Tensor]:

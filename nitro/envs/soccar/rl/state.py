@@ -11,7 +11,7 @@ import dataclasses
 
 import torch
 
-from nitro.envs.soccar import ArenaEvents, GameState
+from nitro.envs.soccar import ArenaEvents, CarState, GameState
 from nitro.envs.soccar.rl import common_values as V
 
 
@@ -56,3 +56,11 @@ class SoccarState:
         """[N] int64: the team that scored during the last step (0 blue, 1 orange), -1 if none."""
         e = self.events
         return torch.where(e.goal_blue, V.BLUE_TEAM, torch.where(e.goal_orange, V.ORANGE_TEAM, -1))
+
+
+def has_flip_or_jump(cars: CarState) -> torch.Tensor:
+    """RocketSim's (GigaLearn's vendored) `CarState::HasFlipOrJump` [N, C] bool: on the ground, or in
+    the air with neither a flip nor a double jump used within DOUBLEJUMP_MAX_DELAY of the jump."""
+    return cars.is_on_ground | (
+        ~cars.has_flipped & ~cars.has_double_jumped & (cars.air_time_since_jump < V.DOUBLEJUMP_MAX_DELAY)
+    )
