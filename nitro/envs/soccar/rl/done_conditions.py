@@ -1,0 +1,90 @@
+"""Done conditions as batched functions of a step: ``condition(before, after) -> [N] bool``.
+
+Named after RLGym v2's (``rlgym.rocket_league.done_conditions``); the env takes one for termination
+and one for truncation, as RLGym does. Times count RLGym's 120 ticks per second; a timeout of t
+seconds fires at the first tick count k with k / 120 >= t, exactly as RLGym's float comparison does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import torch
+
+from nitro.envs.soccar.rl import common_values as V
+from nitro.envs.soccar.rl.state import SoccarState
+
+DoneCondition = Callable[[SoccarState, SoccarState], torch.Tensor]
+
+
+def timeout_ticks(timeout_seconds: float) -> int:
+    """The fewest ticks k with k / 120 >= timeout_seconds in floating point (RLGym's test)."""
+    if isinstance(timeout_seconds, bool) or not isinstance(timeout_seconds, (int, float)) or not timeout_seconds > 0:
+        raise ValueError(f"timeout_seconds must be a positive number of seconds, got {timeout_seconds!r}")
+    k = max(math.ceil(timeout_seconds * V.TICKS_PER_SECOND) - 1, 0)
+    while k / V.TICKS_PER_SECOND < timeout_seconds:
+        k += 1
+    return k
+
+
+@dataclasses.dataclass(frozen=True)
+class GoalCondition:
+    """A goal was scored during the step."""
+
+    def __call__(self, before: SoccarState, after: SoccarState) -> torch.Tensor:
+        return after.events.goal_blue | after.events.goal_orange
+
+
+@dataclasses.dataclass(frozen=True)
+class NoTouchTimeoutCondition:
+    """No car has touched the ball for timeout_seconds (counted from the reset or the last touch)."""
+
+    timeout_seconds: float
+
+    def __call__(self, before: SoccarState, after: SoccarState) -> torch.Tensor:
+        return after.ticks_since_touch >= timeout_ticks(self.timeout_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeoutCondition:
+    """The episode has lasted timeout_seconds."""
+
+    timeout_seconds: float
+
+    def __call__(self, before: SoccarState, after: SoccarState) -> torch.Tensor:
+        return after.game.tick_count >= timeout_ticks(self.timeout_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnyCondition:
+    """Any of the conditions holds."""
+
+    conditions: tuple[DoneCondition, ...]
+
+    def __init__(self, *conditions: DoneCondition):
+        object.__setattr__(self, "conditions", tuple(conditions))
+
+    def __call__(self, before: SoccarState, after: SoccarState) -> torch.Tensor:
+        done = torch.zeros(after.num_envs, dtype=torch.bool, device=after.prev_action.device)
+        for condition in self.conditions:
+            done = done | condition(before, after)
+        return done
+
+
+@dataclasses.dataclass(frozen=True)
+class AllCondition:
+    """All of the conditions hold. (RLGym 2.0.1's AllCondition starts from False and so never fires;
+    this one does what its docstring says.)"""
+
+    conditions: tuple[DoneCondition, ...]
+
+    def __init__(self, *conditions: DoneCondition):
+        object.__setattr__(self, "conditions", tuple(conditions))
+
+    def __call__(self, before: SoccarState, after: SoccarState) -> torch.Tensor:
+        done = torch.ones(after.num_envs, dtype=torch.bool, device=after.prev_action.device)
+        for condition in self.conditions:
+            done = done & condition(before, after)
+        return done
