@@ -193,7 +193,8 @@ class Arena:
         self.tick_rate = float(tick_rate)
         self.mode = mode
         self.debug = (self.device.type == "cpu") if debug is None else debug
-        """Check values (NaN/inf) of controls in `step`; a host sync, so off by default on CUDA."""
+        """Check values (NaN/inf) of controls in `step` and of `set_ball` / `set_car` values; a host sync,
+        so off by default on CUDA (auto-resetting RL envs set cars every step)."""
         self.world = World(
             mesh=load_arena_mesh(meshes, self.device),
             mutators=mutators or MutatorConfig(),
@@ -394,7 +395,7 @@ class Arena:
                 f"{name} must have shape ({count}, 3) (one row per selected env) or (3,), "
                 f"got {tuple(value.shape)}"
             )
-        if not bool(torch.isfinite(value).all()):
+        if self.debug and not bool(torch.isfinite(value).all()):  # sync-ok: debug check
             raise ValueError(f"{name} has NaN or infinite values; every {name} must be finite")
         return value
 
@@ -417,7 +418,7 @@ class Arena:
                 f"{name} must have shape {(count, *shape)} (one row per selected env) or {shape}, "
                 f"got {tuple(value.shape)}"
             )
-        if dtype == torch.float32 and not bool(torch.isfinite(value).all()):  # sync-ok: set_car is off the hot path
+        if self.debug and dtype == torch.float32 and not bool(torch.isfinite(value).all()):  # sync-ok: debug check
             raise ValueError(f"{name} has NaN or infinite values; every {name} must be finite")
         return value.to(dtype)
 
