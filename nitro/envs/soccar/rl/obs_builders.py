@@ -34,7 +34,8 @@ SELF, ALLY, ENEMY = 0, 1, 2
 def views(v: torch.Tensor) -> torch.Tensor:
     """Vectors [N, ..., 3] seen by blue and by orange: [N, 2, ..., 3]. Orange's view is a half turn
     about z, x and y negated (RLGym's `PhysicsObject.INV_VEC`, GigaLearn's `InvertPhys`)."""
-    return torch.stack((v, torch.cat((-v[..., :2], v[..., 2:]), -1)), 1)
+    mirror = V.device_tensor(((1.0, 1.0, 1.0), (-1.0, -1.0, 1.0)), v.device)
+    return v.unsqueeze(1) * mirror.view(2, *[1] * (v.dim() - 2), 3)
 
 
 def axis_views(rot_mat: torch.Tensor, axis: int) -> torch.Tensor:

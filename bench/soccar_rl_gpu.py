@@ -1,0 +1,194 @@
+"""Soccar RL layer on one GPU: observation building (RLGym v2 DefaultObs, GigaLearn DefaultObs and
+AdvancedObs) and the rest of a step's RL work (action parsing with GigaLearn's masks, GigaLearn's
+example rewards, done conditions), in agents per second, from 4k to 1M agents.
+
+    python3 bench/soccar_rl_gpu.py --out bench/results [--budget 220] [--device cuda]
+
+Random states (every car field over its range, 20 % of cars demolished, 10 % benched, pads taken
+with timers; 4096 random envs tiled to the batch) in 1v1 and 3v3 layouts. Checks first: each builder on the GPU against the same builder on the CPU (same
+float32 ops; <= 1e-5 apart), and one call of each under ``torch.cuda.set_sync_debug_mode("error")``
+(no host syncs). Then eager timings at every size and, while the budget lasts, ``torch.compile``d
+builders at the largest 1v1 batch (the compile is part of the warm-up). Times are CUDA-event medians of 10 calls after
+3 warm-up calls. Writes ``<out>/soccar_rl_gpu.json`` (device, versions, sizes, results, errors) and
+prints a table last. Runs from the repository root with no installs (the package is read from the
+tree); ``--device cpu`` dry-runs the code paths at small sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from nitro.core import tree  # noqa: E402
+from nitro.envs.soccar.rl import done_conditions as D  # noqa: E402
+from nitro.envs.soccar.rl import rewards as R  # noqa: E402
+from nitro.envs.soccar.rl.action_parsers import LookupTableAction  # noqa: E402
+from nitro.envs.soccar.rl.obs_builders import DefaultObs, GigaLearnAdvancedObs, GigaLearnDefaultObs  # noqa: E402
+from tests.envs.soccar.rl.states import random_state  # noqa: E402
+
+AGENTS = (1 << 12, 1 << 16, 1 << 18, 1 << 20)
+TEAMS = ((1, 1), (3, 3))
+BUILDERS = {"rlgym_default": DefaultObs(), "giga_default": GigaLearnDefaultObs(), "giga_advanced": GigaLearnAdvancedObs()}
+# GigaLearn's ExampleMain rewards (the touch-based ones read the arena's touch events)
+EXAMPLE_REWARD = R.CombinedReward(
+    (R.AirReward(), 0.25), (R.FaceBallReward(), 0.25), (R.VelocityPlayerToBallReward(per_second=False), 4.0),
+    (R.StrongTouchReward(20, 100), 60.0), (R.ZeroSumReward(R.VelocityBallToGoalReward(), 1.0), 2.0),
+    (R.PickupBoostReward(), 10.0), (R.SaveBoostReward(), 0.2), (R.GoalReward(), 150.0),
+)
+DONE = D.AnyCondition(D.GoalCondition(), D.NoTouchTimeoutCondition(10), D.TimeoutCondition(300))
+PARSER = LookupTableAction(masks=True)
+WARMUP, REPEATS = 3, 10
+
+
+def step_extras(before, after, actions):
+    """The RL work of a step besides the observation: controls, masks, rewards, done flags."""
+    return PARSER(actions, after), PARSER.action_mask(after), EXAMPLE_REWARD(before, after), DONE(before, after)
+
+
+def timed(fn, device: str) -> float:
+    """Median seconds of ``fn()`` (CUDA events on the GPU)."""
+    for _ in range(WARMUP):
+        fn()
+    times = []
+    for _ in range(REPEATS):
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1000)
+        else:
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def states(num_envs: int, blue: int, orange: int, device: str):
+    """A random step (before, after) of ``num_envs`` envs: 4096 random envs, tiled on the device."""
+    base = min(num_envs, 4096)
+    copies = -(-num_envs // base)
+
+    def tile(state):
+        return tree.tree_map(lambda x: x.repeat(copies, *[1] * (x.dim() - 1))[:num_envs], tree.to(state, device))
+
+    return tile(random_state(base, blue, orange, seed=1)), tile(random_state(base, blue, orange, seed=2, bench=0.1))
+
+
+def checks(device: str, results: dict) -> None:
+    """GPU vs CPU for each builder and the step extras; no host syncs on CUDA."""
+    cpu_before, cpu_after = states(64, 2, 2, "cpu")
+    before, after = tree.to(cpu_before, device), tree.to(cpu_after, device)
+    actions = torch.randint(0, 90, (64 * 4,), generator=torch.Generator().manual_seed(0))
+    for name, builder in BUILDERS.items():
+        diff = (builder(after).cpu() - builder(cpu_after)).abs().max().item()
+        results["checks"][f"{name}_max_abs_diff"] = diff
+        assert diff <= 1e-5, f"{name}: GPU and CPU differ by {diff}"
+    extras = step_extras(before, after, actions.to(device))
+    reference = step_extras(cpu_before, cpu_after, actions)
+    results["checks"]["extras_max_abs_diff"] = max(
+        (a.cpu().float() - b.float()).abs().max().item() for a, b in zip(extras, reference))
+    assert results["checks"]["extras_max_abs_diff"] <= 1e-4  # rewards weighted up to 150: 1e-4 absolute
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            for builder in BUILDERS.values():
+                builder(after)
+            step_extras(before, after, actions.to(device))
+            torch.cuda.synchronize()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        results["checks"]["no_host_syncs"] = True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--budget", type=float, default=220.0, help="seconds; later measurements are skipped")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    device = args.device
+    sizes = AGENTS if device == "cuda" else (1 << 8, 1 << 10)
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    results = {
+        "bench": "soccar_rl_gpu", "device": torch.cuda.get_device_name() if device == "cuda" else platform.processor(),
+        "torch": torch.__version__, "triton": triton_version, "cuda": torch.version.cuda, "python": platform.python_version(),
+        "agents": list(sizes), "teams": [f"{b}v{o}" for b, o in TEAMS], "warmup": WARMUP, "repeats": REPEATS,
+        "checks": {}, "eager": [], "compiled": [], "errors": [], "skipped": [],
+    }  # fmt: skip
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "soccar_rl_gpu.json"
+
+    def save():
+        path.write_text(json.dumps(results, indent=1))
+
+    try:
+        checks(device, results)
+    except Exception:
+        results["errors"].append({"stage": "checks", "error": traceback.format_exc()})
+    save()
+
+    def measure(kind: str, team, agents: int, name: str, fn) -> None:
+        if time.perf_counter() - t0 > args.budget:
+            results["skipped"].append(f"{kind} {name} {team[0]}v{team[1]} {agents}")
+            return
+        try:
+            seconds = timed(fn, device)
+            row = {"builder": name, "team": f"{team[0]}v{team[1]}", "agents": agents, "median_ms": seconds * 1e3,
+                   "agents_per_s": agents / seconds}
+            results[kind].append(row)
+            print(f"{kind:9s} {name:14s} {row['team']} {agents:>8d} agents {seconds * 1e3:9.3f} ms "
+                  f"{row['agents_per_s']:.3e} agents/s", flush=True)
+        except Exception:
+            results["errors"].append({"stage": f"{kind} {name} {team} {agents}", "error": traceback.format_exc()})
+            if device == "cuda":
+                torch.cuda.empty_cache()
+        save()
+
+    for team in TEAMS:
+        for size in sizes:
+            before, after = states(size // (team[0] + team[1]), *team, device)
+            agents = after.num_envs * after.num_cars
+            actions = torch.randint(0, 90, (agents,), device=device)
+            for name, builder in BUILDERS.items():
+                measure("eager", team, agents, name, lambda: builder(after))
+            measure("eager", team, agents, "step_extras", lambda: step_extras(before, after, actions))
+            if team == (1, 1) and size == sizes[-1]:  # one compile per builder, at the largest batch
+                for name, builder in BUILDERS.items():
+                    measure("compiled", team, agents, name, lambda fn=torch.compile(builder): fn(after))
+            del before, after, actions
+            if device == "cuda":
+                torch.cuda.empty_cache()
+    results["seconds"] = time.perf_counter() - t0
+    save()
+    print(f"\n{'kind':9s} {'builder':14s} team {'agents':>8s} {'ms':>9s} {'agents/s':>10s}")
+    for kind in ("eager", "compiled"):
+        for r in results[kind]:
+            print(f"{kind:9s} {r['builder']:14s} {r['team']} {r['agents']:>8d} {r['median_ms']:9.3f} "
+                  f"{r['agents_per_s']:10.3e}")
+    print(f"checks: {results['checks']}; errors: {len(results['errors'])}; skipped: {len(results['skipped'])}; "
+          f"{results['seconds']:.0f} s; wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
