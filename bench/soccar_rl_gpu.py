@@ -2,14 +2,15 @@
 AdvancedObs) and the rest of a step's RL work (action parsing with GigaLearn's masks, GigaLearn's
 example rewards, done conditions), in agents per second, from 4k to 1M agents.
 
-    python3 bench/soccar_rl_gpu.py --out bench/results [--budget 220] [--device cuda]
+    python3 bench/soccar_rl_gpu.py --out bench/results [--budget 200] [--meshes DIR] [--env-envs 4096]
 
 Random states (every car field over its range, 20 % of cars demolished, 10 % benched, pads taken
 with timers; 4096 random envs tiled to the batch) in 1v1 and 3v3 layouts. Checks first: each builder on the GPU against the same builder on the CPU (same
 float32 ops; <= 1e-5 apart), and one call of each under ``torch.cuda.set_sync_debug_mode("error")``
 (no host syncs). Then eager timings at every size and, while the budget lasts, ``torch.compile``d
 builders at the largest 1v1 batch (the compile is part of the warm-up). Times are CUDA-event medians of 10 calls after
-3 warm-up calls. Writes ``<out>/soccar_rl_gpu.json`` (device, versions, sizes, results, errors) and
+3 warm-up calls. A short stage also steps Soccar-v0 itself (1v1, eager, with the cars' physics; the
+meshes must be present) and records whether its step syncs with the host. Writes ``<out>/soccar_rl_gpu.json`` (device, versions, sizes, results, errors) and
 prints a table last. Runs from the repository root with no installs (the package is read from the
 tree); ``--device cpu`` dry-runs the code paths at small sizes.
 """
@@ -30,10 +31,11 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from nitro.core import tree  # noqa: E402
+from nitro.core import rng, tree  # noqa: E402
 from nitro.envs.soccar.rl import done_conditions as D  # noqa: E402
 from nitro.envs.soccar.rl import rewards as R  # noqa: E402
 from nitro.envs.soccar.rl.action_parsers import LookupTableAction  # noqa: E402
+from nitro.envs.soccar.rl.env import Soccar, SoccarParams  # noqa: E402
 from nitro.envs.soccar.rl.obs_builders import DefaultObs, GigaLearnAdvancedObs, GigaLearnDefaultObs  # noqa: E402
 from tests.envs.soccar.rl.states import random_state  # noqa: E402
 
@@ -114,11 +116,46 @@ def checks(device: str, results: dict) -> None:
         results["checks"]["no_host_syncs"] = True
 
 
+def env_steps(device: str, num_envs: int, meshes, results: dict) -> None:
+    """Soccar-v0 (1v1, GigaLearn AdvancedObs, masks, the example rewards) stepped eagerly with the cars'
+    physics: env-steps/s and agent-steps/s, and whether a step syncs with the host (recorded, since
+    the physics stages are still being ported)."""
+    env = Soccar(SoccarParams(obs=GigaLearnAdvancedObs(), action=PARSER, reward=EXAMPLE_REWARD, meshes=meshes))
+    key = rng.env_keys(rng.key(0, device), num_envs)
+    state = env.reset(key, num_envs, device)
+    actions = torch.randint(0, 90, (num_envs * 2,), device=device)
+    holder = {"state": state}
+
+    def step():
+        holder["state"] = env.step(holder["state"], actions, key)[0]
+
+    seconds = timed(step, device)
+    results["env"] = {"envs": num_envs, "agents": num_envs * 2, "tick_skip": 8, "median_ms": seconds * 1e3,
+                      "env_steps_per_s": num_envs / seconds, "agent_steps_per_s": 2 * num_envs / seconds}
+    print(f"env       Soccar-v0 1v1 {num_envs} envs {seconds * 1e3:.3f} ms/step "
+          f"{2 * num_envs / seconds:.3e} agent-steps/s", flush=True)
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            env.step(env.reset(key, num_envs, device), actions, key)
+            torch.cuda.synchronize()
+            results["env"]["no_host_syncs"] = True
+        except RuntimeError as e:
+            results["env"]["no_host_syncs"] = False
+            results["env"]["sync"] = traceback.format_exc(limit=-6)[-3000:]
+            print(f"env       a step syncs with the host: {e}", flush=True)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="bench/results")
-    parser.add_argument("--budget", type=float, default=220.0, help="seconds; later measurements are skipped")
+    parser.add_argument("--budget", type=float, default=200.0, help="seconds; later measurements are skipped")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--meshes", default=None, help="soccar collision meshes (default: $NITRO_MESHES or rlgym)")
+    parser.add_argument("--env-envs", type=int, default=4096, help="envs of the Soccar-v0 stage")
     args = parser.parse_args()
     t0 = time.perf_counter()
     device = args.device
@@ -146,6 +183,11 @@ def main() -> None:
         checks(device, results)
     except Exception:
         results["errors"].append({"stage": "checks", "error": traceback.format_exc()})
+    save()
+    try:
+        env_steps(device, args.env_envs if device == "cuda" else 8, args.meshes, results)
+    except Exception:
+        results["errors"].append({"stage": "env", "error": traceback.format_exc()})
     save()
 
     def measure(kind: str, team, agents: int, name: str, fn) -> None:
@@ -186,6 +228,7 @@ def main() -> None:
         for r in results[kind]:
             print(f"{kind:9s} {r['builder']:14s} {r['team']} {r['agents']:>8d} {r['median_ms']:9.3f} "
                   f"{r['agents_per_s']:10.3e}")
+    print(f"env: {results.get('env')}")
     print(f"checks: {results['checks']}; errors: {len(results['errors'])}; skipped: {len(results['skipped'])}; "
           f"{results['seconds']:.0f} s; wrote {path}")
 
