@@ -69,7 +69,6 @@ def test_action_delay_against_the_arena(env):
     assert torch.equal(after.prev_action, LookupTableAction()(action, state))
 
     held = Soccar(dataclasses.replace(env.params, action_delay=8))
-    held._arenas = env._arenas  # same geometry: reuse the loaded arena
     late, *_ = held.step(state, action, keys(2))
     arena.state = state.game
     arena.step(torch.zeros(2, 2, 8), ticks=8)
@@ -90,7 +89,6 @@ class ShotOnGoal:
 
 def test_goal_terminates_and_autoresets(env):
     scoring = Soccar(dataclasses.replace(env.params, mutator=ShotOnGoal()))
-    scoring._arenas = env._arenas
     state = scoring.reset(keys(2), 2, "cpu")
     t = autoreset_step(scoring, state, torch.zeros(4, dtype=torch.int64), keys(2))
     assert t.terminated.tolist() == [True, True] and t.truncated.tolist() == [False, False]
@@ -105,14 +103,12 @@ def test_goal_terminates_and_autoresets(env):
 def test_truncation_and_termination_priority(env):
     """A 2-tick timeout truncates on the second 1-tick step; a goal on the same step would win."""
     short = Soccar(dataclasses.replace(env.params, tick_skip=1, action_delay=0, truncation=D.TimeoutCondition(2 / 120)))
-    short._arenas = env._arenas
     state = short.reset(keys(2), 2, "cpu")
     action = torch.zeros(4, dtype=torch.int64)
     state, _, _, terminated, truncated = short.step(state, action, keys(2))
     assert not truncated.any() and not terminated.any()
     goal = dataclasses.replace(short.params, termination=D.TimeoutCondition(1 / 120))
     both = Soccar(goal)
-    both._arenas = env._arenas
     _, _, _, terminated, truncated = both.step(state, action, keys(2))
     assert terminated.all() and not truncated.any()
     _, _, _, terminated, truncated = short.step(state, action, keys(2))
