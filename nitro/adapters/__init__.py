@@ -1,9 +1,9 @@
-"""Adapters from nitro envs to other RL APIs: Gymnasium's ``VectorEnv`` and Stable-Baselines3's ``VecEnv``.
+"""Adapters from nitro envs to other RL APIs: Gymnasium's ``VectorEnv`` and Stable-Baselines3's ``VecEnv``
+(the ``adapters`` extra), and RLGym v2's ``TransitionEngine`` over the soccar arena (the ``soccar`` extra).
 
-Each adapter imports its framework only when first used; both come with the ``adapters`` extra
-(``pip install "nitro-rl[adapters]"``).
+Each adapter imports its framework only when first used.
 
-    from nitro.adapters import GymnasiumVectorEnv, SB3VecEnv
+    from nitro.adapters import GymnasiumVectorEnv, SB3VecEnv, NitroEngine
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 _LAZY = {
     "GymnasiumVectorEnv": "nitro.adapters.gymnasium",
     "SB3VecEnv": "nitro.adapters.sb3",
+    "NitroEngine": "nitro.adapters.rlgym",
 }
 
 __all__ = list(_LAZY)

@@ -24,8 +24,8 @@ try:
     from rlgym.rocket_league.api import Car, GameConfig, GameState, PhysicsObject
     from rlgym.rocket_league.common_values import BOOST_CONSUMPTION_RATE, GOAL_THRESHOLD, GRAVITY
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError("nitro.adapters.rlgym needs RLGym v2; install it with: "
-                      'pip install "rlgym-rocket-league[sim]==2.0.1"') from e
+    raise ImportError("nitro.adapters.rlgym needs RLGym v2 (rlgym-rocket-league); install it with: "
+                      'pip install "nitro-rl[soccar]"') from e
 
 from nitro.envs.soccar import Arena, ArenaEvents, MutatorConfig
 from nitro.envs.soccar.rl import common_values as V
