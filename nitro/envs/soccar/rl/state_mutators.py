@@ -30,12 +30,6 @@ from nitro.monitor import replay
 
 Mutator = Callable[[Arena, torch.Tensor, torch.Tensor], torch.Tensor]
 
-CAR_SPAWN_LOCATIONS_SOCCAR = (
-    (-2048.0, -2560.0, math.pi / 4), (2048.0, -2560.0, 3 * math.pi / 4), (-256.0, -3840.0, math.pi / 2),
-    (256.0, -3840.0, math.pi / 2), (0.0, -4608.0, math.pi / 2),
-)  # fmt: skip
-"""Blue's kickoff spots x, y, yaw (RLConst::CAR_SPAWN_LOCATIONS_SOCCAR; RLGym's KickoffMutator has the
-same five); orange's are the mirror images, facing the other way."""
 PARKED_RESPAWN_TIMER = 1e9
 """Seconds: a parked car's demolition never ends (float32 cannot count it down by a tick)."""
 
@@ -57,8 +51,11 @@ def set_cars(arena: Arena, where: torch.Tensor, **fields: torch.Tensor) -> None:
         arena.set_car(i, **values)
 
 
-def yaw_rot_mat(yaw: torch.Tensor) -> torch.Tensor:
-    """RocketSim's Angle(yaw, 0, 0).ToRotMat() [..., 3, 3]."""
+def yaw_rot_mat(yaw: torch.Tensor, orange: torch.Tensor | None = None) -> torch.Tensor:
+    """RocketSim's Angle(yaw, 0, 0).ToRotMat() [..., 3, 3]; where ``orange``, the yaw turned half a
+    turn first as RocketSim does it (``angle.yaw += M_PI``: a double sum rounded to float)."""
+    if orange is not None:
+        yaw = torch.where(orange, (yaw.double() + math.pi).float(), yaw)
     return angle_to_rot_mat(yaw, torch.zeros_like(yaw), torch.zeros_like(yaw))
 
 
@@ -69,13 +66,14 @@ def park(arena: Arena, active: torch.Tensor) -> None:
     """Bench the inactive cars: demolished for good, at rest on their team's first respawn spot."""
     n, c, device = arena.num_envs, arena.num_cars, arena.device
     x, y, yaw = C.CAR_RESPAWN_LOCATIONS_SOCCAR[0]
-    orange = (torch.arange(c, device=device) >= arena.blue).float()
-    sign = 1 - 2 * orange  # [C]: +1 blue, -1 orange
+    orange = torch.arange(c, device=device) >= arena.blue
+    sign = 1 - 2 * orange.float()  # [C]: +1 blue, -1 orange
     pos = torch.stack((sign * x, sign * y, torch.full_like(sign, C.CAR_RESPAWN_Z)), -1).expand(n, c, 3)
     zeros = torch.zeros(n, c, 3, device=device)
     set_cars(
-        arena, ~active, pos=pos, rot_mat=yaw_rot_mat(yaw + math.pi * orange).expand(n, c, 3, 3), vel=zeros,
-        ang_vel=zeros, boost=torch.zeros(n, c, device=device), is_demoed=torch.ones(n, c, dtype=torch.bool, device=device),
+        arena, ~active, pos=pos, rot_mat=yaw_rot_mat(torch.full((c,), yaw, device=device), orange).expand(n, c, 3, 3),
+        vel=zeros, ang_vel=zeros, boost=torch.zeros(n, c, device=device),
+        is_demoed=torch.ones(n, c, dtype=torch.bool, device=device),
         demo_respawn_timer=torch.full((n, c), PARKED_RESPAWN_TIMER, device=device),
     )  # fmt: skip
 
@@ -148,14 +146,14 @@ class KickoffMutator:
     """RocketSim's spawn boost, 100 / 3; RLGym's KickoffMutator gives 33.3."""
 
     def __call__(self, arena: Arena, key: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
-        spots = len(CAR_SPAWN_LOCATIONS_SOCCAR)
+        spots = len(C.CAR_SPAWN_LOCATIONS_SOCCAR)
         if max(arena.blue, arena.orange) > spots:
             raise ValueError(f"KickoffMutator places at most {spots} cars per team (the kickoff spots); "
                              f"the arena has {arena.blue} blue and {arena.orange} orange")
         n, c, device = arena.num_envs, arena.num_cars, arena.device
         order = torch.argsort(rng.uniform(key, (n, spots)), -1)  # a shuffle of the spots per env
         slot = order.gather(1, team_rank(active, arena.blue).clamp(min=0))  # [N, C]
-        x, y, yaw = V.device_tensor(CAR_SPAWN_LOCATIONS_SOCCAR, device)[slot].unbind(-1)
+        x, y, yaw = V.device_tensor(C.CAR_SPAWN_LOCATIONS_SOCCAR, device)[slot].unbind(-1)
         orange = torch.arange(c, device=device) >= arena.blue
         sign = torch.where(orange, -1.0, 1.0)
         zeros = torch.zeros(n, c, 3, device=device)
@@ -163,7 +161,7 @@ class KickoffMutator:
                        vel=zeros[:, 0], ang_vel=zeros[:, 0])  # fmt: skip
         set_cars(
             arena, active, pos=torch.stack((x * sign, y * sign, torch.full_like(x, C.CAR_SPAWN_REST_Z)), -1),
-            rot_mat=yaw_rot_mat(yaw + math.pi * orange), vel=zeros, ang_vel=zeros,
+            rot_mat=yaw_rot_mat(yaw, orange), vel=zeros, ang_vel=zeros,
             boost=torch.full((n, c), self.boost, device=device), is_on_ground=torch.ones_like(active),
             wheels_with_contact=torch.ones(n, c, 4, dtype=torch.bool, device=device),
         )  # fmt: skip

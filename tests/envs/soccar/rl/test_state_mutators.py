@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from nitro.core import rng
+from nitro.envs.soccar import Arena, CarState
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.rl import state_mutators as M
 from nitro.envs.soccar.rl.env import Soccar, SoccarParams
@@ -37,7 +38,7 @@ def test_kickoff_matches_rlgym(env3v3, team_size, monkeypatch):
     """Each env's kickoff equals RLGym's FixedTeamSizeMutator + KickoffMutator(boost 33.3) when RLGym's
     random.shuffle draws nitro's order of the spots."""
     state = reset(env3v3, M.MutatorSequence(M.FixedTeamSizeMutator(team_size, team_size), M.KickoffMutator(33.3)))
-    spots = np.array(M.CAR_SPAWN_LOCATIONS_SOCCAR)[:, :2]
+    spots = np.array(C.CAR_SPAWN_LOCATIONS_SOCCAR)[:, :2]
     engine_state = None
     for env in range(N):
         gs = rlgym_adapter.game_state(state, env)
@@ -72,10 +73,30 @@ def _rlgym_kickoff(team_size):
     return gs
 
 
-def test_kickoff_boost_is_rocketsims_by_default(env3v3):
-    state = reset(env3v3, M.KickoffMutator(), num_envs=4)
-    assert torch.all(state.game.cars.boost == C.BOOST_SPAWN_AMOUNT)
-    assert torch.all(state.active)
+def test_kickoff_matches_the_arenas_reset_kickoff(env3v3):
+    """Car by car, the kickoff equals the Arena's port of RocketSim's ResetToRandomKickoff for a car of
+    the same team on the same spot, every field alike but the wheel contacts RLGym sets."""
+    state = reset(env3v3, M.KickoffMutator(), num_envs=N)
+    arena = Arena(N, 3, 3, seed=0)
+    arena.reset_kickoff()
+    spot_xy = torch.tensor(C.CAR_SPAWN_LOCATIONS_SOCCAR)[:, :2]
+    ours = state.game.cars
+    blue_view = ours.pos[..., :2] * torch.tensor([1.0] * 3 + [-1.0] * 3).view(1, 6, 1)  # orange mirrored back
+    mine = (blue_view[..., None, :] - spot_xy).abs().sum(-1).argmin(-1)  # [N, C]: each car's spot
+    compared = 0
+    for team in (slice(0, 3), slice(3, 6)):
+        for env in range(N):
+            by_spot = {int(s): k for k, s in enumerate(arena.kickoff_spawns[env, team])}
+            for k, s in enumerate(mine[env, team].tolist()):
+                if s not in by_spot:  # the two draws chose different spots for this env
+                    continue
+                compared += 1
+                for name in CarState.SETTABLE:
+                    if name != "wheels_with_contact":
+                        ours_v, theirs_v = getattr(ours, name)[env, team][k], getattr(arena.cars, name)[env, team][by_spot[s]]
+                        assert torch.equal(ours_v, theirs_v), name
+    assert compared > N  # (3 of 5 spots each: about 1.8 cars per team and env in common)
+    assert torch.equal(state.game.ball.pos, arena.ball.pos) and torch.all(ours.wheels_with_contact)
 
 
 def test_variable_team_size(env3v3):
