@@ -50,6 +50,24 @@ def pad_views(values: torch.Tensor) -> torch.Tensor:
     return torch.stack((rlbot, rlbot.flip(-1)), 1)
 
 
+def ball_block(ball, pos_coef, vel_coef, ang_vel_coef) -> torch.Tensor:
+    """The ball's position, velocity and angular velocity, scaled, in both views: [N, 2, 9]."""
+    return torch.cat((views(ball.pos) * pos_coef, views(ball.vel) * vel_coef, views(ball.ang_vel) * ang_vel_coef), -1)
+
+
+def car_block(cars, pos_coef, vel_coef, ang_vel_coef) -> torch.Tensor:
+    """Each car's position, forward, up, velocity, angular velocity (scaled) in both views: [N, 2, C, 15]."""
+    return torch.cat(
+        (views(cars.pos) * pos_coef, axis_views(cars.rot_mat, 0), axis_views(cars.rot_mat, 2),
+         views(cars.vel) * vel_coef, views(cars.ang_vel) * ang_vel_coef), -1,
+    )  # fmt: skip
+
+
+def both_views(values: list[torch.Tensor]) -> torch.Tensor:
+    """Per-car values [N, C] each, the same in both views: [N, 2, C, len(values)] float32."""
+    return torch.stack(values, -1).float().unsqueeze(1).expand(-1, 2, -1, -1)
+
+
 def for_agents(per_view: torch.Tensor, state: SoccarState) -> torch.Tensor:
     """Per-view values [N, 2, ...] picked for each car's team: [N, C, ...]."""
     return per_view[:, state.is_orange().long()]
@@ -140,10 +158,8 @@ class DefaultObs:
 
     def __call__(self, state: SoccarState) -> torch.Tensor:
         check_padding(self.zero_padding, state.blue, state.orange)
-        ball, cars = state.game.ball, state.game.cars
-        ball_block = torch.cat(
-            (views(ball.pos) * self.pos_coef, views(ball.vel) * self.lin_vel_coef,
-             views(ball.ang_vel) * self.ang_vel_coef), -1)  # fmt: skip
+        cars = state.game.cars
+        ball = ball_block(state.game.ball, self.pos_coef, self.lin_vel_coef, self.ang_vel_coef)
         pads = pad_views(state.game.pads.cooldown) * self.pad_timer_coef
         on_ground = cars.wheels_with_contact.sum(-1) >= 3
         holding_jump = cars.last_controls[..., V.JUMP] > 0.5
@@ -154,17 +170,11 @@ class DefaultObs:
              ~on_ground & ~holding_jump & has_flip, cars.air_time_since_jump),
             -1,
         ).float()  # fmt: skip
-        flags = torch.stack(
-            (cars.boost * self.boost_coef, cars.demo_respawn_timer, on_ground, cars.boosting_time > 0,
-             cars.supersonic_time > 0), -1,
-        ).float()  # fmt: skip
-        car_feats = torch.cat(
-            (views(cars.pos) * self.pos_coef, axis_views(cars.rot_mat, 0), axis_views(cars.rot_mat, 2),
-             views(cars.vel) * self.lin_vel_coef, views(cars.ang_vel) * self.ang_vel_coef,
-             flags.unsqueeze(1).expand(-1, 2, -1, -1)), -1,
-        )  # fmt: skip
+        flags = both_views([cars.boost * self.boost_coef, cars.demo_respawn_timer, on_ground, cars.boosting_time > 0,
+                            cars.supersonic_time > 0])
+        car_feats = torch.cat((car_block(cars, self.pos_coef, self.lin_vel_coef, self.ang_vel_coef), flags), -1)
         return finish([
-            for_agents(ball_block, state),
+            for_agents(ball, state),
             for_agents(pads, state),
             partial,
             car_slots(car_feats, state, self.zero_padding),
@@ -174,9 +184,9 @@ class DefaultObs:
 # --- GigaLearnCPP -----------------------------------------------------------------------------------
 
 
-def giga_global(state: SoccarState, ball_block: torch.Tensor, pads: torch.Tensor) -> list[torch.Tensor]:
+def giga_global(state: SoccarState, ball: torch.Tensor, pads: torch.Tensor) -> list[torch.Tensor]:
     """GigaLearn's first blocks: the ball (per view), the previous action (8), the pads (per view)."""
-    return [for_agents(ball_block, state), state.prev_action, for_agents(pads, state)]
+    return [for_agents(ball, state), state.prev_action, for_agents(pads, state)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,21 +207,13 @@ class GigaLearnDefaultObs:
         return 51 + 19 * (blue + orange)
 
     def __call__(self, state: SoccarState) -> torch.Tensor:
-        ball, cars = state.game.ball, state.game.cars
-        pos_coef = V.device_tensor(tuple(self.pos_coef), ball.pos.device)
-        ball_block = torch.cat(
-            (views(ball.pos) * pos_coef, views(ball.vel) * self.vel_coef, views(ball.ang_vel) * self.ang_vel_coef), -1
-        )
-        flags = torch.stack(
-            (cars.boost / 100, cars.is_on_ground, has_flip_or_jump(cars), cars.is_demoed), -1
-        ).float()
-        car_feats = torch.cat(
-            (views(cars.pos) * pos_coef, axis_views(cars.rot_mat, 0), axis_views(cars.rot_mat, 2),
-             views(cars.vel) * self.vel_coef, views(cars.ang_vel) * self.ang_vel_coef,
-             flags.unsqueeze(1).expand(-1, 2, -1, -1)), -1,
-        )  # fmt: skip
+        cars = state.game.cars
+        pos_coef = V.device_tensor(tuple(self.pos_coef), cars.pos.device)
+        ball = ball_block(state.game.ball, pos_coef, self.vel_coef, self.ang_vel_coef)
+        flags = both_views([cars.boost / 100, cars.is_on_ground, has_flip_or_jump(cars), cars.is_demoed])
+        car_feats = torch.cat((car_block(cars, pos_coef, self.vel_coef, self.ang_vel_coef), flags), -1)
         pads = pad_views(state.game.pads.is_active.float())
-        return finish([*giga_global(state, ball_block, pads), car_slots(car_feats, state, None)])
+        return finish([*giga_global(state, ball, pads), car_slots(car_feats, state, None)])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,32 +241,27 @@ class GigaLearnAdvancedObs:
         return 51 + 29 * (blue + orange)
 
     def __call__(self, state: SoccarState) -> torch.Tensor:
-        ball, cars = state.game.ball, state.game.cars
-        ball_pos, ball_vel = views(ball.pos), views(ball.vel)  # [N, 2, 3]
-        ball_block = torch.cat(
-            (ball_pos * self.POS_COEF, ball_vel * self.VEL_COEF, views(ball.ang_vel) * self.ANG_VEL_COEF), -1
-        )
+        cars = state.game.cars
+        ball = ball_block(state.game.ball, self.POS_COEF, self.VEL_COEF, self.ANG_VEL_COEF)
+        ball_pos, ball_vel = views(state.game.ball.pos).unsqueeze(2), views(state.game.ball.vel).unsqueeze(2)
         pos, vel, ang_vel = views(cars.pos), views(cars.vel), views(cars.ang_vel)  # [N, 2, C, 3]
         axes = torch.stack([axis_views(cars.rot_mat, a) for a in range(3)], -2)  # [N, 2, C, 3 axes, 3]
 
         def local(v: torch.Tensor) -> torch.Tensor:  # RotMat::Dot: (forward . v, right . v, up . v)
             return (axes * v.unsqueeze(-2)).sum(-1)
 
-        flags = torch.stack(
-            (cars.boost / 100, cars.is_on_ground, has_flip_or_jump(cars), cars.is_demoed, cars.has_jumped), -1
-        ).float()
         car_feats = torch.cat(
-            (pos * self.POS_COEF, axes[..., 0, :], axes[..., 2, :], vel * self.VEL_COEF,
-             ang_vel * self.ANG_VEL_COEF, local(ang_vel) * self.ANG_VEL_COEF,
-             local(ball_pos.unsqueeze(2) - pos) * self.POS_COEF, local(ball_vel.unsqueeze(2) - vel) * self.VEL_COEF,
-             flags.unsqueeze(1).expand(-1, 2, -1, -1)), -1,
-        )  # fmt: skip
+            (car_block(cars, self.POS_COEF, self.VEL_COEF, self.ANG_VEL_COEF), local(ang_vel) * self.ANG_VEL_COEF,
+             local(ball_pos - pos) * self.POS_COEF, local(ball_vel - vel) * self.VEL_COEF,
+             both_views([cars.boost / 100, cars.is_on_ground, has_flip_or_jump(cars), cars.is_demoed, cars.has_jumped])),
+            -1,
+        )
         active = pad_views(state.game.pads.is_active)
         timers = pad_views(state.game.pads.cooldown)
         if self.pad_timer_quirk:
             timers = timers.flip(1)  # blue reads orange's (reversed) list and orange blue's
         pads = torch.where(active, 1.0, 1.0 / (1.0 + timers))
-        return finish([*giga_global(state, ball_block, pads), car_slots(car_feats, state, None)])
+        return finish([*giga_global(state, ball, pads), car_slots(car_feats, state, None)])
 
 
 ObsBuilder = DefaultObs | GigaLearnDefaultObs | GigaLearnAdvancedObs
