@@ -26,10 +26,13 @@ def add_commands(sub) -> None:
     p.add_argument("--seed", type=int, default=12345)
     p.set_defaults(fn=_eval)
 
-    p = sub.add_parser("export", help="export a run's policy")
+    p = sub.add_parser("export", help="export a run's policy: ONNX, or a Rocket League bot for RLBot v5")
     p.add_argument("run", help="run directory")
-    p.add_argument("--onnx", action="store_true", required=True, help="export to ONNX")
-    p.add_argument("--out", help="output path (default RUN/policy.onnx)")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--onnx", action="store_true", help="export the policy to ONNX")
+    target.add_argument("--rlbot", metavar="DIR", help="write an RLBot v5 bot folder (soccar runs; docs/RLBOT.md)")
+    p.add_argument("--out", help="--onnx output path (default RUN/policy.onnx)")
+    p.add_argument("--name", help="--rlbot: the bot's name (default: the run directory's name)")
     p.add_argument("--checkpoint", default="best")
     p.set_defaults(fn=_export)
 
@@ -97,6 +100,16 @@ def _eval(args) -> int:
 
 
 def _export(args) -> int:
+    if args.rlbot:
+        from nitro.deploy.export import export_rlbot
+
+        if args.out:
+            raise ValueError("--out names the --onnx file; --rlbot DIR is the bot folder itself")
+        path = export_rlbot(args.run, args.rlbot, args.checkpoint, args.name)
+        print(f"wrote the RLBot v5 bot {path} (see {path / 'README.md'})")
+        return 0
+    if args.name:
+        raise ValueError("--name names an --rlbot bot; --onnx writes a bare policy")
     from nitro.train.export import export_onnx
 
     path = export_onnx(args.run, args.out, args.checkpoint)
