@@ -1,9 +1,11 @@
 """Adapters from nitro envs to other RL APIs: Gymnasium's ``VectorEnv`` and Stable-Baselines3's ``VecEnv``
-(the ``adapters`` extra), and RLGym v2's ``TransitionEngine`` over the soccar arena (the ``soccar`` extra).
+(single-agent envs), PettingZoo's ``ParallelEnv`` (multi-agent envs), both with the ``adapters`` extra
+(``pip install "nitro-rl[adapters]"``), and RLGym v2's ``TransitionEngine`` over the soccar arena (the
+``soccar`` extra).
 
 Each adapter imports its framework only when first used.
 
-    from nitro.adapters import GymnasiumVectorEnv, SB3VecEnv, NitroEngine
+    from nitro.adapters import GymnasiumVectorEnv, NitroEngine, PettingZooParallelEnv, SB3VecEnv
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 _LAZY = {
     "GymnasiumVectorEnv": "nitro.adapters.gymnasium",
     "SB3VecEnv": "nitro.adapters.sb3",
+    "PettingZooParallelEnv": "nitro.adapters.pettingzoo",
     "NitroEngine": "nitro.adapters.rlgym",
 }
 
