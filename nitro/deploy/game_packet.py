@@ -15,10 +15,11 @@ and RLBot core's GameStateToFlat; where it has no field for RocketSim's state, n
 - ``dodge_timeout``: 1.25 s minus the air time since the jump while the flip window is open after a
   jump, else -1 (on the ground, after the window, or airborne without a jump).
 - ``demolished_timeout``: the respawn timer while demolished, else -1.
-- ``boost_pads``: in RLBot's order (by y, then x), ``timer`` the seconds since the pad was taken
-  (the pad's respawn time minus RocketSim's cooldown) or 0 while active.
+- ``boost_pads``: in the order RLBot v5 lists the standard soccar map's pads (`FIELD_INFO_ORDER`),
+  ``timer`` the seconds since the pad was taken (the pad's respawn time minus RocketSim's cooldown,
+  as the schema defines it) or 0 while active.
 - ``last_input``: the car's controls of the last tick; ``has_dodged`` / ``dodge_elapsed`` are RocketSim's
-  ``has_flipped`` / ``flip_time``.
+  ``has_flipped`` / ``flip_time``; no ball touches are reported (``latest_touch`` null).
 
 A packet built here is packed to bytes and read back (`on_the_wire`) so it carries exactly what the
 wire format carries (float32 numbers).
@@ -34,16 +35,21 @@ from rlbot import flat
 from nitro.deploy.export import PAD_COOLDOWN_BIG, PAD_COOLDOWN_SMALL
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.rl import SoccarState
+from nitro.envs.soccar.rl import common_values as V
 
-BALL_DIAMETER = 2 * 91.25
-PADS = C.BOOST_PADS_BIG + C.BOOST_PADS_SMALL
-RLBOT_PAD_ORDER = sorted(range(len(PADS)), key=lambda i: (PADS[i][1], PADS[i][0]))
-"""Arena pad index of each pad in RLBot's order (sorted by y, then x)."""
+BALL_DIAMETER = 2 * V.BALL_RADIUS
+BOOST_LOCATIONS_INDEX = (14, 10, 7, 12, 8, 11, 29, 4, 3, 15, 18, 30, 1, 2, 5, 6, 9, 20, 19, 22, 21, 23, 25, 32, 31,
+                         26, 27, 24, 28, 33, 17, 13, 16, 0)
+"""RLGym's `BOOST_LOCATIONS` index of each pad in the order RLBot v5 lists the standard soccar map's pads
+(FieldInfo and GamePacket), as JPK314/rlgym-compat (game_state.py) records it. Bots must not rely on
+it: nitro's runtime matches pads by position."""
+FIELD_INFO_ORDER = tuple(V.PADS_RLBOT_ORDER[i] for i in BOOST_LOCATIONS_INDEX)
+"""The arena (RocketSim) index of each pad in RLBot v5's order."""
 
 
 def field_info() -> flat.FieldInfo:
-    """The soccar field's static info as RLBot sends it at start-up (its boost pads, in RLBot's order)."""
-    pads = [flat.BoostPad(flat.Vector3(*PADS[i]), i < len(C.BOOST_PADS_BIG)) for i in RLBOT_PAD_ORDER]
+    """The soccar field's static info as RLBot sends it at start-up (its boost pads, in RLBot v5's order)."""
+    pads = [flat.BoostPad(flat.Vector3(*V.PAD_POSITIONS[i]), i < len(C.BOOST_PADS_BIG)) for i in FIELD_INFO_ORDER]
     return flat.FieldInfo(boost_pads=pads)
 
 
@@ -84,25 +90,21 @@ def dodge_timeout(cars: dict[str, np.ndarray], i: int) -> float:
 
 
 def game_packet(state: SoccarState, env: int = 0, frame: int = 0, order: list[int] | None = None,
-                touches: dict[int, float] | None = None,
                 phase: flat.MatchPhase = flat.MatchPhase.Active) -> flat.GamePacket:
     """The packet of env ``env`` of ``state`` at frame ``frame``: its active cars as players in the car
-    order ``order`` (default: car order; player ids are car index + 1), ``touches`` the game seconds of
-    each car's latest ball touch (none by default)."""
+    order ``order`` (default: car order; player ids are car index + 1)."""
     cars = {k: v[env].cpu().numpy() for k, v in vars(state.game.cars).items()}
     ball = {k: v[env].cpu().numpy() for k, v in vars(state.game.ball).items()}
     pads = {k: v[env].cpu().numpy() for k, v in vars(state.game.pads).items()}
     active = state.active[env].cpu().numpy()
-    touches = touches or {}
     players = []
     for i in order if order is not None else range(state.num_cars):
         if not active[i]:
             continue
         controls = cars["last_controls"][i]
-        touch = (flat.Touch(game_seconds=touches[i]) if i in touches else None)
         players.append(flat.PlayerInfo(
             physics=_physics(cars["pos"][i], cars["rot_mat"][i], cars["vel"][i], cars["ang_vel"][i]),
-            latest_touch=touch, air_state=air_state(cars, i), dodge_timeout=dodge_timeout(cars, i),
+            air_state=air_state(cars, i), dodge_timeout=dodge_timeout(cars, i),
             demolished_timeout=float(cars["demo_respawn_timer"][i]) if cars["is_demoed"][i] else -1.0,
             is_supersonic=bool(cars["is_supersonic"][i]), is_bot=True, name=f"car{i}",
             team=int(i >= state.blue), boost=float(cars["boost"][i]), player_id=i + 1,
@@ -111,11 +113,11 @@ def game_packet(state: SoccarState, env: int = 0, frame: int = 0, order: list[in
             has_dodged=bool(cars["has_flipped"][i]), dodge_elapsed=float(cars["flip_time"][i]),
         ))  # fmt: skip
     respawn = np.array([PAD_COOLDOWN_BIG if i < len(C.BOOST_PADS_BIG) else PAD_COOLDOWN_SMALL
-                        for i in range(len(PADS))], np.float32)
+                        for i in range(len(V.PAD_POSITIONS))], np.float32)
     timer = np.where(pads["is_active"], np.float32(0), respawn - pads["cooldown"])
     return flat.GamePacket(
         players=players,
-        boost_pads=[flat.BoostPadState(bool(pads["is_active"][i]), float(timer[i])) for i in RLBOT_PAD_ORDER],
+        boost_pads=[flat.BoostPadState(bool(pads["is_active"][i]), float(timer[i])) for i in FIELD_INFO_ORDER],
         balls=[flat.BallInfo(_physics(ball["pos"], ball["rot_mat"], ball["vel"], ball["ang_vel"]),
                              flat.SphereShape(BALL_DIAMETER))],
         match_info=flat.MatchInfo(seconds_elapsed=frame / 120, match_phase=phase, world_gravity_z=-650.0,

@@ -58,11 +58,10 @@ class PolicyGraph(nn.Module):
         ball = dataclasses.replace(BallState.rest(1, device), pos=x["ball.pos"], vel=x["ball.vel"],
                                    ang_vel=x["ball.ang_vel"])
         pads = BoostPadState(is_active=x["pads.is_active"], cooldown=x["pads.cooldown"])
-        events = dataclasses.replace(ArenaEvents.none(1, c, device), ball_touch=x["events.ball_touch"])
         game = GameState(ball=ball, cars=cars, pads=pads, tick_count=torch.zeros(1, dtype=torch.int64, device=device))
-        return SoccarState(game=game, events=events, prev_action=x["prev_action"],
-                           ticks_since_touch=x["ticks_since_touch"], active=x["active"], blue=self.blue,
-                           orange=self.orange)
+        return SoccarState(game=game, events=ArenaEvents.none(1, c, device), prev_action=x["prev_action"],
+                           ticks_since_touch=torch.zeros(1, dtype=torch.int64, device=device), active=x["active"],
+                           blue=self.blue, orange=self.orange)
 
     def forward(self, *inputs: torch.Tensor):
         x = dict(zip(self.names, inputs))
@@ -93,7 +92,7 @@ def example_inputs(graph: PolicyGraph) -> dict[str, torch.Tensor]:
 
 
 def _torch_dtype(dtype) -> torch.dtype:
-    return {np.float32: torch.float32, np.bool_: torch.bool, np.int64: torch.int64}[dtype]
+    return {np.float32: torch.float32, np.bool_: torch.bool}[dtype]
 
 
 def output_names(recurrent: bool) -> list[str]:

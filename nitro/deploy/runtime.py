@@ -60,13 +60,13 @@ cars.is_boosting /            RocketSim's Car::_UpdateBoost replayed: boosting w
 cars.boosting_time            the car had boost, and for at least BOOST_MIN_TIME (0.1 s) once begun;
                               the time counts up while boosting, else 0
 cars.supersonic_time          counts up by a tick while ``is_supersonic``, else 0
-events.ball_touch             ``latest_touch.game_seconds`` changed since the last packet
-ticks_since_touch             ticks since any car's touch, or since the episode began
 ============================  ==================================================================
 
 Fields not listed are left at a fresh RocketSim car's values (zeros): flip_rel_torque, air_time, the
 auto-flip state, body-world contact (``has_world_contact``: nitro's soccar does not simulate body
-contacts yet, so policies have never seen it set), bump state, and RocketSim's hidden wheel state.
+contacts yet, so policies have never seen it set), bump state, and RocketSim's hidden wheel state;
+so are the step's events and the ticks since the last touch, which no observation builder or
+action mask reads (rewards and done conditions do, and the bot computes neither).
 The replays (``is_jumping`` on the ground, ``jump_time``, ``air_time_since_jump`` after the flip
 window, ``handbrake_val``, ``boosting_time``, ``supersonic_time``) start at a fresh car's values with
 each episode (a kickoff: RocketSim resets cars there too) and are exact when the bot sees every tick;
@@ -88,6 +88,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 
 # RLBot v5's enums (rlbot_flatbuffers: `int(AirState.OnGround) == 0`, ...), read as ints.
 ON_GROUND, JUMPING, DOUBLE_JUMPING, DODGING, IN_AIR = range(5)
@@ -110,7 +111,7 @@ STATE_FIELDS = {
     "ball.pos": ((3,), np.float32), "ball.vel": ((3,), np.float32), "ball.ang_vel": ((3,), np.float32),
     "pads.is_active": ((34,), np.bool_), "pads.cooldown": ((34,), np.float32),
     **{f"cars.{name}": ((-1, *shape), dtype) for name, (shape, dtype) in CAR_FIELDS.items()},
-    "active": ((-1,), np.bool_), "events.ball_touch": ((-1,), np.bool_), "ticks_since_touch": ((), np.int64),
+    "active": ((-1,), np.bool_),
 }  # fmt: skip
 """Everything `PacketAdapter.state` returns, after the batch axis (-1: the car slots)."""
 AGENT_INPUTS = ("prev_action", "hidden.h", "hidden.c")
@@ -203,11 +204,15 @@ class Rules:
 
 def start(p: CarFacts, rules: Rules) -> Replay:
     """The replay at an episode's first packet: what the packet tells (a kickoff's fresh cars exactly);
-    a car already boosting or supersonic is taken to have been so for one tick."""
+    a car already boosting or supersonic is taken to have been so for one tick, and one whose jump
+    has ended to have jumped at least ``jump_reset_time`` ago (the only use of the time: it lands
+    and gets its jump back as RocketSim's car would)."""
     zero = np.zeros(p.on_ground.shape, np.float32)
     boosting = (p.controls[:, 6] > 0.5) & (p.boost > 0)
+    jump_ended = p.has_jumped & (p.air_state != JUMPING)
     replay = Replay(
-        on_ground=p.on_ground.copy(), is_jumping=p.air_state == JUMPING, jump_time=zero.copy(),
+        on_ground=p.on_ground.copy(), is_jumping=p.air_state == JUMPING,
+        jump_time=np.where(jump_ended, rules.jump_reset_time, zero),
         has_jumped=p.has_jumped.copy(), air_time_since_jump=zero.copy(), handbrake_val=zero.copy(),
         is_boosting=boosting, boosting_time=np.where(boosting, rules.dt, zero),
         supersonic_time=np.where(p.is_supersonic, rules.dt, zero), jump_held=p.controls[:, 5] > 0.5,
@@ -250,11 +255,14 @@ def tick(r: Replay, p: CarFacts, on_ground: np.ndarray, rules: Rules) -> Replay:
 
 def reconcile(r: Replay, p: CarFacts, rules: Rules) -> Replay:
     """Where the packet states a replayed value outright (cars in play), it wins: ``has_jumped``, the
-    jump in the air (``air_state``), and the air time since the jump while the flip window is open."""
+    jump in the air (``air_state``), and the air time since the jump while the flip window is open.
+    The packet sends that time as 1.25 s minus it in float32, which pins it to a float32 ulp of 1.25
+    (`WINDOW_ULP`); a replayed time that close to it is the exact one and is kept."""
     live = ~p.is_demoed
     in_air = live & ~r.on_ground
-    window = np.where(p.dodge_timeout >= 0, rules.flip_window - p.dodge_timeout.astype(np.float32),
-                      np.maximum(r.air_time_since_jump, rules.flip_window))
+    stated = rules.flip_window - p.dodge_timeout.astype(np.float32)
+    stated = np.where(np.abs(stated - r.air_time_since_jump) <= WINDOW_ULP, r.air_time_since_jump, stated)
+    window = np.where(p.dodge_timeout >= 0, stated, np.maximum(r.air_time_since_jump, rules.flip_window))
     air_time_since_jump = np.where(in_air & p.has_jumped, window, np.where(live, np.float32(0), r.air_time_since_jump))
     return dataclasses.replace(
         r,
@@ -264,6 +272,10 @@ def reconcile(r: Replay, p: CarFacts, rules: Rules) -> Replay:
         boost=p.boost.copy(),
         is_demoed=p.is_demoed.copy(),
     )
+
+
+WINDOW_ULP = np.float32(2.0**-23)
+"""A float32 ulp of 1.25 (and of every number in [1, 2))."""
 
 
 def advance(r: Replay, p: CarFacts, ticks: int, rules: Rules) -> Replay:
@@ -333,7 +345,6 @@ class PacketAdapter:
         c = self.num_cars
         out = {f"cars.{name}": np.zeros((c, *shape), dtype) for name, (shape, dtype) in CAR_FIELDS.items()}
         active = np.zeros(c, bool)
-        touch_time = np.full(c, -1.0)
         # per slot: position, Euler angles, velocity, angular velocity, boost, dodge_timeout,
         # demolished_timeout, dodge_elapsed; has_jumped, has_double_jumped, has_dodged, is_supersonic
         floats = np.zeros((c, 16), np.float64)
@@ -350,20 +361,11 @@ class PacketAdapter:
             li = p.last_input
             controls[slot] = (li.throttle, li.steer, li.pitch, li.yaw, li.roll, li.jump, li.boost, li.handbrake)
             active[slot] = True
-            if p.latest_touch is not None:
-                touch_time[slot] = p.latest_touch.game_seconds
         demolished = floats[:, 14] >= 0
         facts = CarFacts(on_ground=(air_state == ON_GROUND) & active, air_state=air_state, has_jumped=flags[:, 0],
                        dodge_timeout=floats[:, 13].astype(np.float32), is_demoed=demolished & active,
                        is_supersonic=flags[:, 3], boost=floats[:, 12].astype(np.float32), controls=controls)
-        if self.replay is None:
-            self.replay, self.touch_time, self.ticks_since_touch = start(facts, self.rules), touch_time, 0
-            touched = np.zeros(c, bool)
-        else:
-            self.replay = advance(self.replay, facts, ticks, self.rules)
-            touched = touch_time != self.touch_time
-            self.touch_time = touch_time
-            self.ticks_since_touch = 0 if touched.any() else self.ticks_since_touch + ticks
+        self.replay = start(facts, self.rules) if self.replay is None else advance(self.replay, facts, ticks, self.rules)
         r = self.replay
 
         cars = {
@@ -389,8 +391,7 @@ class PacketAdapter:
             "ball.pos": _vec(ball.location), "ball.vel": _vec(ball.velocity), "ball.ang_vel": _vec(ball.angular_velocity),
             "pads.is_active": pads_active,
             "pads.cooldown": np.where(pads_active, np.float32(0), np.maximum(self.pad_respawn - timer, np.float32(0))),
-            "active": active, "events.ball_touch": touched & active,
-            "ticks_since_touch": np.int64(self.ticks_since_touch),
+            "active": active,
         })  # fmt: skip
         return {k: np.asarray(v)[None] for k, v in out.items()}, slots
 
@@ -410,8 +411,6 @@ class Agent:
     decides on that packet and every ``tick_skip`` ticks after (counted by ``frame_num``)."""
 
     def __init__(self, folder: str | Path, field_pads: list[tuple[float, float]], index: int):
-        import onnxruntime as ort
-
         folder = Path(folder)
         self.config = json.loads((folder / "nitro.json").read_text())
         options = ort.SessionOptions()
