@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -141,10 +142,15 @@ ONNX_UINT8, ONNX_BOOL = 2, 9
 
 
 def export_graph(graph: PolicyGraph, path: str | Path) -> Path:
-    """Write the graph as ONNX to ``path``."""
+    """Write the graph as ONNX to ``path`` with the TorchScript-based exporter (the one custom
+    symbolics extend; its deprecation notice is silenced, as are the tracer's notes that tensors made
+    during the trace become constants: the builders' tables and slot maps are constants)."""
     x = example_inputs(graph)
-    names = [n for n in graph.names]
-    with _onnx_symbolics(), torch.no_grad():
+    names = graph.names
+    with _onnx_symbolics(), torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", "You are using the legacy TorchScript-based ONNX export", DeprecationWarning)
+        warnings.filterwarnings("ignore", "The feature will be removed", DeprecationWarning)
         torch.onnx.export(graph.eval(), tuple(x[n] for n in names), str(path), input_names=names,
                           output_names=output_names(graph.policy.recurrent), opset_version=OPSET, dynamo=False)
     return Path(path)

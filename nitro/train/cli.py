@@ -61,7 +61,8 @@ def add_commands(sub) -> None:
     target.add_argument("--rlbot", metavar="DIR", help="write an RLBot v5 bot folder (soccar runs; docs/RLBOT.md)")
     p.add_argument("--out", help="--onnx output path (default RUN/policy.onnx)")
     p.add_argument("--name", help="--rlbot: the bot's name (default: the run directory's name)")
-    p.add_argument("--checkpoint", default="best")
+    p.add_argument("--checkpoint", default="auto",
+                   help="best | latest | a .safetensors path (auto: best; --rlbot: latest for self-play runs)")
     p.set_defaults(fn=_export)
 
 
@@ -169,7 +170,7 @@ def _export(args) -> int:
         raise ValueError("--name names an --rlbot bot; --onnx writes a bare policy")
     from nitro.train.export import export_onnx
 
-    path = export_onnx(args.run, args.out, args.checkpoint)
+    path = export_onnx(args.run, args.out, "best" if args.checkpoint == "auto" else args.checkpoint)
     print(f"wrote {path}")
     return 0
 

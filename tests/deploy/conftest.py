@@ -53,7 +53,7 @@ def soccar_run(tmp_path_factory):
         find_soccar_meshes()
     except MeshesNotFoundError as error:  # the soccar extra is not installed
         pytest.skip(str(error))
-    run_dir = tmp_path_factory.mktemp("soccar_run")
+    run_dir = tmp_path_factory.mktemp("soccar_run", numbered=False)
     cfg = C.load("soccar", [*QUIET, "env.num_envs=2", "ppo.num_steps=2", "ppo.total_steps=8", "ppo.minibatches=2"])
     with single_thread():  # session fixtures are set up before the per-test one_thread
         Trainer(cfg, run_dir).train()
