@@ -284,17 +284,19 @@ def advance(r: Replay, p: CarFacts, ticks: int, rules: Rules) -> Replay:
     as unchanged (the packet reports OnGround for demolished cars); a respawned car starts fresh."""
     respawned = r.is_demoed & ~p.is_demoed
     if respawned.any():
-        fresh = start(p, rules)
-        r = Replay(**{f.name: np.where(respawned.reshape(-1, *[1] * (getattr(r, f.name).ndim - 1)),
-                                       getattr(fresh, f.name), getattr(r, f.name))
-                      for f in dataclasses.fields(Replay)})
+        r = _where(respawned, start(p, rules), r)
     on_ground = np.where(p.is_demoed, r.on_ground, p.on_ground)
     new = r
     for _ in range(ticks):
         new = tick(new, p, on_ground, rules)
-    new = Replay(**{f.name: np.where(r.is_demoed, getattr(r, f.name), getattr(new, f.name))
-                    for f in dataclasses.fields(Replay)})
+    if r.is_demoed.any():
+        new = _where(r.is_demoed, r, new)
     return reconcile(new, p, rules)
+
+
+def _where(mask: np.ndarray, a: Replay, b: Replay) -> Replay:
+    """Per car slot: ``a``'s values where ``mask``, else ``b``'s."""
+    return Replay(**{f.name: np.where(mask, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(Replay)})
 
 
 # --- the adapter ----------------------------------------------------------------------------------------
@@ -314,6 +316,8 @@ class PacketAdapter:
                                     config["constants"]["pad_cooldown_small"]).astype(np.float32)
         self.rules = Rules(config["constants"])
         self.players: tuple | None = None
+        """(player_id, team) of the packet's players: a change starts the replay afresh."""
+        self.slot_of: list[int] = []
         self.replay: Replay | None = None
 
     def reset(self) -> None:
@@ -335,65 +339,65 @@ class PacketAdapter:
             seen[team] += 1
         return out
 
-    def state(self, packet, ticks: int) -> tuple[dict[str, np.ndarray], list[int]]:
-        """(nitro's state of the packet [1, ...], each player's car slot), after ``ticks`` ticks since the
-        last packet (any, at an episode's first)."""
+    def update(self, packet, ticks: int) -> list[int]:
+        """Read the packet, ``ticks`` ticks after the last one (any number at an episode's first), and
+        advance the replay; returns each player's car slot. `state` then builds the state."""
         players = tuple((p.player_id, p.team) for p in packet.players)
         if players != self.players:
-            self.players, self.replay = players, None
-        slots = self.slots(packet)
+            self.players, self.replay, self.slot_of = players, None, self.slots(packet)
         c = self.num_cars
-        out = {f"cars.{name}": np.zeros((c, *shape), dtype) for name, (shape, dtype) in CAR_FIELDS.items()}
-        active = np.zeros(c, bool)
         # per slot: position, Euler angles, velocity, angular velocity, boost, dodge_timeout,
         # demolished_timeout, dodge_elapsed; has_jumped, has_double_jumped, has_dodged, is_supersonic
         floats = np.zeros((c, 16), np.float64)
         flags = np.zeros((c, 4), bool)
         air_state = np.full(c, IN_AIR)
         controls = np.zeros((c, 8), np.float32)
-        for slot, p in zip(slots, packet.players):
+        active = np.zeros(c, bool)
+        for slot, p in zip(self.slot_of, packet.players):
             ph = p.physics
             loc, rot, vel, ang = ph.location, ph.rotation, ph.velocity, ph.angular_velocity
-            floats[slot, :16] = (loc.x, loc.y, loc.z, rot.pitch, rot.yaw, rot.roll, vel.x, vel.y, vel.z,
-                                 ang.x, ang.y, ang.z, p.boost, p.dodge_timeout, p.demolished_timeout, p.dodge_elapsed)
+            floats[slot] = (loc.x, loc.y, loc.z, rot.pitch, rot.yaw, rot.roll, vel.x, vel.y, vel.z,
+                            ang.x, ang.y, ang.z, p.boost, p.dodge_timeout, p.demolished_timeout, p.dodge_elapsed)
             flags[slot] = (p.has_jumped, p.has_double_jumped, p.has_dodged, p.is_supersonic)
             air_state[slot] = int(p.air_state)
             li = p.last_input
             controls[slot] = (li.throttle, li.steer, li.pitch, li.yaw, li.roll, li.jump, li.boost, li.handbrake)
             active[slot] = True
-        demolished = floats[:, 14] >= 0
         facts = CarFacts(on_ground=(air_state == ON_GROUND) & active, air_state=air_state, has_jumped=flags[:, 0],
-                       dodge_timeout=floats[:, 13].astype(np.float32), is_demoed=demolished & active,
-                       is_supersonic=flags[:, 3], boost=floats[:, 12].astype(np.float32), controls=controls)
+                         dodge_timeout=floats[:, 13].astype(np.float32), is_demoed=(floats[:, 14] >= 0) & active,
+                         is_supersonic=flags[:, 3], boost=floats[:, 12].astype(np.float32), controls=controls)
         self.replay = start(facts, self.rules) if self.replay is None else advance(self.replay, facts, ticks, self.rules)
-        r = self.replay
+        self.packet, self.floats, self.flags, self.facts, self.active = packet, floats, flags, facts, active
+        return self.slot_of
 
+    def state(self) -> dict[str, np.ndarray]:
+        """nitro's state [1, ...] (`STATE_FIELDS`) of the last packet `update` read. Empty slots hold
+        values no builder reads (an absent car's observation block is zeros)."""
+        floats, flags, facts, r = self.floats, self.flags, self.facts, self.replay
         cars = {
             "pos": floats[:, 0:3], "rot_mat": euler_to_rot_mat(floats[:, 3], floats[:, 4], floats[:, 5]),
-            "vel": floats[:, 6:9], "ang_vel": floats[:, 9:12], "boost": floats[:, 12],
+            "vel": floats[:, 6:9], "ang_vel": floats[:, 9:12], "boost": facts.boost,
             "is_supersonic": flags[:, 3], "has_jumped": r.has_jumped, "has_double_jumped": flags[:, 1],
-            "has_flipped": flags[:, 2], "flip_time": floats[:, 15], "is_flipping": air_state == DODGING,
+            "has_flipped": flags[:, 2], "flip_time": floats[:, 15], "is_flipping": facts.air_state == DODGING,
             "is_demoed": facts.is_demoed, "demo_respawn_timer": np.where(facts.is_demoed, floats[:, 14], 0.0),
-            "last_controls": controls, "is_on_ground": r.on_ground,
+            "last_controls": facts.controls, "is_on_ground": r.on_ground,
             "wheels_with_contact": np.repeat(r.on_ground[:, None], 4, 1), "is_jumping": r.is_jumping,
             "jump_time": r.jump_time, "air_time_since_jump": r.air_time_since_jump, "handbrake_val": r.handbrake_val,
             "is_boosting": r.is_boosting, "boosting_time": r.boosting_time, "supersonic_time": r.supersonic_time,
         }  # fmt: skip
-        for name, value in cars.items():
-            out[f"cars.{name}"] = np.where(active.reshape(-1, *[1] * (np.ndim(value) - 1)), value, 0).astype(
-                CAR_FIELDS[name][1])
-        ball = packet.balls[0].physics
+        out = {f"cars.{name}": value.astype(CAR_FIELDS[name][1], copy=False)[None] for name, value in cars.items()}
+        ball = self.packet.balls[0].physics
         pads_active = np.zeros(34, bool)
         timer = np.zeros(34, np.float32)
-        for j, pad in zip(self.pad_order, packet.boost_pads):
+        for j, pad in zip(self.pad_order, self.packet.boost_pads):
             pads_active[j], timer[j] = pad.is_active, pad.timer
+        cooldown = np.where(pads_active, np.float32(0), np.maximum(self.pad_respawn - timer, np.float32(0)))
         out.update({
-            "ball.pos": _vec(ball.location), "ball.vel": _vec(ball.velocity), "ball.ang_vel": _vec(ball.angular_velocity),
-            "pads.is_active": pads_active,
-            "pads.cooldown": np.where(pads_active, np.float32(0), np.maximum(self.pad_respawn - timer, np.float32(0))),
-            "active": active,
+            "ball.pos": _vec(ball.location)[None], "ball.vel": _vec(ball.velocity)[None],
+            "ball.ang_vel": _vec(ball.angular_velocity)[None], "pads.is_active": pads_active[None],
+            "pads.cooldown": cooldown[None], "active": self.active[None],
         })  # fmt: skip
-        return {k: np.asarray(v)[None] for k, v in out.items()}, slots
+        return out
 
 
 def _vec(v) -> np.ndarray:
@@ -456,11 +460,11 @@ class Agent:
             if ticks <= 0:  # the same frame again (or a reset frame counter): nothing new happened
                 return self.controls
         self.last_frame = frame
-        state, slots = self.adapter.state(packet, ticks)
+        slots = self.adapter.update(packet, ticks)
         self.since_decision = 0 if self.since_decision is None else self.since_decision + ticks
         if self.since_decision == 0 or self.since_decision >= self.tick_skip:
             self.since_decision = 0
-            self.decide(state, slots[self.index])
+            self.decide(self.adapter.state(), slots[self.index])
         wait = max(self.delay - 1, 0)  # RLBot's own 1-tick lag is the first tick of the delay
         self.controls = self.current if self.since_decision >= wait else self.previous
         return self.controls

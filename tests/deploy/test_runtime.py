@@ -180,14 +180,15 @@ def test_packet_adapter_reconstructs_the_car_state():
     adapters = [runtime.PacketAdapter(bot_config(env, 1, 0), field_pads()) for _ in range(6)]
     jumped_here = ~cars.has_jumped[:, 0]  # jump_time is the packet's only for jumps begun in the episode
     for e, adapter in enumerate(adapters):  # the episode's first packet: the state as set
-        adapter.state(packets.on_the_wire(packets.game_packet(state, env=e, frame=0)), 1)
+        adapter.update(packets.on_the_wire(packets.game_packet(state, env=e, frame=0)), 1)
     for tick in range(60):
         game, _ = fold_tick(state.game, ArenaEvents.none(6, 1, "cpu"), scripted_controls(tick), world)
         state = dataclasses.replace(state, game=game)
         cars = state.game.cars
         jumped_here |= ~cars.has_jumped[:, 0]
         for e, adapter in enumerate(adapters):
-            rebuilt, _ = adapter.state(packets.on_the_wire(packets.game_packet(state, env=e, frame=tick + 1)), 1)
+            adapter.update(packets.on_the_wire(packets.game_packet(state, env=e, frame=tick + 1)), 1)
+            rebuilt = adapter.state()
             for name in REPLAYED + (("jump_time",) if jumped_here[e] else ()):
                 expected = getattr(cars, name)[e].numpy()
                 assert (rebuilt[f"cars.{name}"][0] == expected).all(), (tick, e, name, rebuilt[f"cars.{name}"], expected)
