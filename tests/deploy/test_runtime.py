@@ -194,3 +194,13 @@ def test_packet_adapter_reconstructs_the_car_state():
                 assert (rebuilt[f"cars.{name}"][0] == expected).all(), (tick, e, name, rebuilt[f"cars.{name}"], expected)
             torch.testing.assert_close(torch.from_numpy(rebuilt["cars.rot_mat"][0]), state.game.cars.rot_mat[e],
                                        atol=3e-7, rtol=0)  # a few float32 ulps of 1 (play.OBS_ATOL)
+
+
+def test_refuses_fields_without_the_soccar_pads(bots):
+    t = bots["run"]
+    pads = field_pads()
+    with pytest.raises(ValueError, match="has 33 boost pads, the bot was trained on a soccar field with 34"):
+        load_runtime(t.folder).Agent(t.folder, pads[:-1], 0)
+    pads[5] = (pads[5][0] + 300.0, pads[5][1])
+    with pytest.raises(ValueError, match="boost pad 5 of the match at .* is not a soccar pad"):
+        load_runtime(t.folder).Agent(t.folder, pads, 0)
