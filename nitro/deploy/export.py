@@ -58,6 +58,9 @@ def write_bot(out: str | Path, env: Soccar, policy, obs_rms, name: str, source: 
     the observation normalizer ``obs_rms`` (None if the run had none); ``source`` says where the policy
     comes from (README)."""
     out = Path(out)
+    if not name or any(ch in name for ch in '"\\') or not name.isprintable():
+        raise ValueError(f"the bot's name {name!r} must be non-empty, printable and without quotes or backslashes "
+                         f"(it goes into bot.toml and bot.py): give another with --name")
     if out.exists() and any(out.iterdir()) and not (out / "nitro.json").exists():
         raise ValueError(f"{out} exists and is not a nitro bot folder; give a new or empty folder for --rlbot")
     out.mkdir(parents=True, exist_ok=True)
@@ -103,15 +106,19 @@ def template_fields(env: Soccar, policy, obs_rms, name: str, source: str, blue: 
     slug = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-") or "bot"
     cfg = policy.cfg
     core = f"an MLP {list(cfg.hidden)} ({cfg.activation})" + (f" with an LSTM of {cfg.lstm}" if cfg.lstm else "")
-    delay = ("Trained without a delay, the bot acts one tick later than in training (RLBot's lag)."
-             if p.action_delay == 0 else "")
+    timing = (f"the policy acts every {p.tick_skip} ticks (120 ticks per second); a new action takes effect "
+              f"{p.action_delay} tick{'s' if p.action_delay != 1 else ''} after the packet it was decided on, as in "
+              f"training (RLBot's own one-tick lag is the first of them)")
+    if p.action_delay == 0:
+        timing = (f"the policy acts every {p.tick_skip} ticks (120 ticks per second). It was trained without an "
+                  f"action delay: here a new action takes effect one tick after its packet (RLBot's lag)")
     masked = getattr(p.action, "masks", False)
     cars = (p.car,) * (p.blue + p.orange) if isinstance(p.car, str) else tuple(p.car)
     blue_car, orange_car = cars[0] if p.blue else cars[-1], cars[-1] if p.orange else cars[0]
     return {
         "name": name, "agent_id": f"nitro/{slug}", "nitro_version": nitro.__version__, "source": source,
         "teams": f"{p.blue}v{p.orange}", "max_blue": blue, "max_orange": orange,
-        "tick_skip": p.tick_skip, "action_delay": p.action_delay, "delay_note": delay, "obs": repr(p.obs),
+        "tick_skip": p.tick_skip, "timing": timing, "obs": repr(p.obs),
         "action": repr(p.action), "policy": core + (", observations normalized as in training" if obs_rms else ""),
         "mask_note": " among those its action mask allows" if masked else "",
         "lstm_note": ", a zero LSTM state" if cfg.lstm else "",

@@ -31,7 +31,8 @@ def test_cli_writes_the_bot_folder(soccar_run, tmp_path, capsys):
     assert f"wrote the RLBot v5 bot {out}" in capsys.readouterr().out
     assert {p.name for p in out.iterdir()} == FILES
     readme = (out / "README.md").read_text()
-    assert "pip install -r requirements.txt" in readme and "every 8 ticks" in readme and "up to 3 blue" in readme
+    assert readme.startswith("# Nitro Test\n") and "pip install -r requirements.txt" in readme
+    assert "acts every 8 ticks" in readme and "takes effect 1 tick after" in readme and "up to 3 blue" in readme
     assert "checkpoint latest" in readme  # a self-play run: its latest checkpoint
     assert main(["export", str(soccar_run), "--rlbot", str(out)]) == 0  # a bot folder is overwritten
 
@@ -119,6 +120,8 @@ def test_refuses_what_it_cannot_export(soccar_run, tmp_path):
     with pytest.raises(ValueError, match="exists and is not a nitro bot folder"):
         export_rlbot(soccar_run, tmp_path / "taken")
     assert main(["export", str(soccar_run), "--rlbot", str(tmp_path / "bot"), "--out", "x.onnx"]) == 2
+    with pytest.raises(ValueError, match="must be non-empty, printable and without quotes"):
+        export_rlbot(soccar_run, tmp_path / "bot", name='The "Bot"')
 
 
 def test_get_output_within_a_tick(bots):
