@@ -8,8 +8,8 @@ team slots, timing and RocketSim constants the graph and this file read).
 
 The packet adapter, field by field
 ----------------------------------
-`PacketAdapter.state` turns each packet into one env of nitro's batched state (`SoccarState`: the
-names below, a leading batch axis of 1). Car ``i`` is slot ``i`` of the run's arena: the packet's blue
+`PacketAdapter.update` reads each packet and `PacketAdapter.state` turns the last one into one env of
+nitro's batched state (`SoccarState`: the names below, a leading batch axis of 1). Car ``i`` is slot ``i`` of the run's arena: the packet's blue
 players in packet order fill the blue slots, its orange players the orange ones; unfilled slots are
 inactive (``active`` false), which the observation builders read as absent cars, as the env does
 for benched cars.
@@ -19,8 +19,8 @@ ball.pos / vel / ang_vel      ``balls[0].physics`` location, velocity, angular_v
                               the wire, used as they are)
 pads.is_active                ``boost_pads[j].is_active``, moved to RocketSim's pad order: packet pad
                               ``j`` is the arena pad at the position of FieldInfo pad ``j`` (matched
-                              by x, y at start-up; RLBot sorts pads by y then x, RocketSim lists the
-                              6 big pads first)
+                              by x, y at start-up: RLBot v5's order is neither RocketSim's, 6 big
+                              pads first, nor RLGym's)
 pads.cooldown                 0 when active, else the pad's respawn time (RocketSim's COOLDOWN_BIG 10 s,
                               COOLDOWN_SMALL 4 s) minus ``timer`` (RLBot counts seconds since pickup,
                               RocketSim seconds until active), floored at 0
@@ -68,9 +68,10 @@ contacts yet, so policies have never seen it set), bump state, and RocketSim's h
 so are the step's events and the ticks since the last touch, which no observation builder or
 action mask reads (rewards and done conditions do, and the bot computes neither).
 The replays (``is_jumping`` on the ground, ``jump_time``, ``air_time_since_jump`` after the flip
-window, ``handbrake_val``, ``boosting_time``, ``supersonic_time``) start at a fresh car's values with
-each episode (a kickoff: RocketSim resets cars there too) and are exact when the bot sees every tick;
-when packets are skipped each missed tick is replayed with the inputs of the packet that follows.
+window, ``handbrake_val``, ``boosting_time``, ``supersonic_time``) start with each episode from what
+its first packet says (a kickoff's fresh cars exactly; a jump that ended before it is taken to be old
+enough to reset on landing) and are exact when the bot sees every tick; when packets are skipped
+each missed tick is replayed with the inputs of the packet that follows.
 
 Timing
 ------
@@ -447,18 +448,18 @@ class Agent:
         self.since_decision = None
 
     def step(self, packet) -> np.ndarray:
+        """The car's controls [8] for this packet's tick."""
         phase = int(packet.match_info.match_phase)
         if phase not in PLAYING:
             self.playing = self.playing and phase == PAUSED
             return self.controls if phase == PAUSED else np.zeros(8, np.float32)
         frame = packet.match_info.frame_num
-        if not self.playing:
+        ticks = frame - self.last_frame
+        if self.playing and ticks == 0:  # the same frame again: nothing new happened
+            return self.controls
+        if not self.playing or ticks < 0:  # a new episode (or a frame counter that restarted)
             self.playing, ticks = True, 1
             self.new_episode()
-        else:
-            ticks = frame - self.last_frame
-            if ticks <= 0:  # the same frame again (or a reset frame counter): nothing new happened
-                return self.controls
         self.last_frame = frame
         slots = self.adapter.update(packet, ticks)
         self.since_decision = 0 if self.since_decision is None else self.since_decision + ticks
