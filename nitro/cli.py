@@ -1,4 +1,4 @@
-"""The ``nitro`` command: envs | bench | train | eval | export."""
+"""The ``nitro`` command: envs | bench | train | eval | export | monitor | doctor | plot | replay."""
 
 from __future__ import annotations
 
@@ -85,9 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-save", action="store_true")
     p.set_defaults(fn=_cmd_bench)
 
+    from nitro.monitor import cli as monitor_cli
     from nitro.train import cli as train_cli
 
     train_cli.add_commands(sub)
+    monitor_cli.add_commands(sub)
     return parser
 
 

@@ -15,6 +15,9 @@ def add_commands(sub) -> None:
     p.add_argument("--config", help="YAML file applied after the preset")
     p.add_argument("--resume", metavar="RUN", help="continue a run from its latest checkpoint")
     p.add_argument("--help-config", action="store_true", help="list every config key with its doc")
+    p.add_argument("--monitor", action="store_true",
+                   help="open a live dashboard beside the run (a tmux pane inside tmux; else training goes to the "
+                        "background and the dashboard takes this terminal)")
     p.set_defaults(fn=_train)
 
     p = sub.add_parser("eval", help="returns of a trained run over N episodes; multi-agent: its results against "
@@ -32,6 +35,14 @@ def add_commands(sub) -> None:
                    help="best | latest | a .safetensors path (auto: best, or latest for multi-agent self-play runs)")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--replay", action="store_true",
+                   help="soccar envs: record --replay-envs into RUN/replays/eval_<checkpoint>.npz")
+    p.add_argument("--replay-envs", type=int, nargs="+", default=[0], metavar="I",
+                   help="env indices to record or render (default 0)")
+    p.add_argument("--render", choices=["rlviser", "rocketsimvis"],
+                   help="soccar envs: play the first of --replay-envs into a running viewer at game speed")
+    p.add_argument("--no-write", action="store_true",
+                   help="only print the result (default: also RUN/eval/eval.csv, the episodes and eval.png)")
     p.set_defaults(fn=_eval)
 
     p = sub.add_parser("league", help="a run's league: rating table and rating-over-time picture")
@@ -71,6 +82,7 @@ def _train(args) -> int:
 
     import yaml
 
+    from nitro.monitor import beside, require
     from nitro.train import config as C
     from nitro.train.ppo import Trainer, run_dir_for
 
@@ -86,11 +98,26 @@ def _train(args) -> int:
         extra = ([args.env] if args.env else []) + list(args.overrides)  # overrides only, e.g. ppo.total_steps=
         C.apply(cfg, _merged(extra))
         C.validate(cfg)
+        if args.monitor:
+            require("textual", "nitro train --monitor")
+            if not beside.in_tmux():
+                process = beside.train_in_background([*extra, "run.console=false", "--resume", str(run_dir)], run_dir)
+                return beside.watch_background(process, run_dir)
+            beside.open_tmux_pane(run_dir)
         trainer = Trainer(cfg, run_dir, resume=run_dir)
     else:
         if not args.env:
             raise ValueError("give an env or preset (nitro envs lists them), or --resume RUN")
         cfg = C.load(args.env, args.overrides, args.config)
+        if args.monitor:
+            require("textual", "nitro train --monitor")
+            run_dir = run_dir_for(cfg)
+            cfg.run.name = run_dir.name  # the dashboard watches this folder before the trainer makes it
+            if not beside.in_tmux():
+                train_args = [args.env, *args.overrides, *(["--config", args.config] if args.config else []),
+                              f"run.dir={run_dir.parent}", f"run.name={run_dir.name}", "run.console=false"]
+                return beside.watch_background(beside.train_in_background(train_args, run_dir), run_dir)
+            beside.open_tmux_pane(run_dir)
         trainer = Trainer(cfg, run_dir_for(cfg) if _is_main() else None)
     metrics = trainer.train()
     if trainer.dist.is_main:
@@ -133,14 +160,18 @@ def _env_params(items: list[str]) -> dict:
 
 
 def _eval(args) -> int:
+    import sys
     from pathlib import Path
 
     import yaml
 
     from nitro.core.registry import make_env
-    from nitro.train.evaluate import evaluate, evaluate_vs_bots
+    from nitro.monitor import evals, require
+    from nitro.monitor.watch import EvalWatch
+    from nitro.train.evaluate import checkpoint_path, evaluate, evaluate_vs_bots
 
-    config = Path(args.run) / "config.yaml"
+    run = Path(args.run)
+    config = run / "config.yaml"
     if not config.exists():
         raise FileNotFoundError(f"{args.run} is not a run directory (no config.yaml)")
     env_cfg = yaml.safe_load(config.read_text())["env"]
@@ -148,12 +179,47 @@ def _eval(args) -> int:
     multi = make_env(env_cfg["id"], **{**env_cfg["params"], **params}).num_agents > 1
     which = ("latest" if multi else "best") if args.checkpoint == "auto" else args.checkpoint
     if multi:
+        if args.replay or args.render:
+            raise ValueError(f"--replay and --render play single-agent evaluations; {env_cfg['id']} is multi-agent "
+                             f"(record its games in training with monitor.replay_every=N or monitor.render=...)")
         result = evaluate_vs_bots(args.run, args.vs, args.episodes, deterministic=not args.sample, checkpoint=which,
                                   device=args.device, seed=args.seed, env_params=params)
-    else:
-        result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=which,
-                          device=args.device, seed=args.seed, env_params=params)
-    print(json.dumps(result))
+        print(json.dumps(result))
+        if not args.no_write:
+            (run / "eval").mkdir(exist_ok=True)
+            path = run / "eval" / f"vs_bots_{checkpoint_path(run, which).stem}.json"
+            path.write_text(json.dumps(result, indent=1))
+            print(f"wrote {path}", file=sys.stderr)
+        return 0
+    bad = [i for i in args.replay_envs if not 0 <= i < args.episodes]
+    if bad:
+        raise ValueError(f"--replay-envs {bad} are not among the {args.episodes} evaluated envs (0..{args.episodes - 1})")
+    watchers: list[EvalWatch] = []
+    watch = None
+    if args.replay or args.render:
+        def watch(env, state):
+            watchers.append(EvalWatch(env, state, args.replay_envs, args.render or "none",
+                                      {"run": str(args.run), "checkpoint": which}))
+            return watchers[0]
+    result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=which,
+                      device=args.device, seed=args.seed, env_params=params, watch=watch)
+    print(evals.dumps(result))
+    if watchers:
+        path = run / "replays" / f"eval_{checkpoint_path(run, which).stem}.npz" if args.replay else None
+        watchers[0].finish(path)
+        if path is not None:
+            print(f"wrote {path}; view it with: nitro replay {path} --html replay.html", file=sys.stderr)
+    if not args.no_write:
+        files = evals.write(run, result)
+        try:
+            require("matplotlib", "the eval curve (eval.png)")
+        except ValueError as missing:
+            print(f"wrote {files['table']} and {files['episodes'].name}; {missing}", file=sys.stderr)
+            return 0
+        from nitro.monitor import plot
+
+        curve = plot.eval_curve(run, evals.read(run))
+        print(f"wrote {files['table']}, {files['episodes'].name} and {curve.name}", file=sys.stderr)
     return 0
 
 

@@ -189,6 +189,20 @@ class CurriculumConfig:
 
 
 @dataclass
+class MonitorConfig:
+    """Watching a run: soccar replays written during training and live streaming to a viewer."""
+
+    replay_every: int = 0
+    """Soccar envs: updates between replays of one rollout of monitor.replay_envs, written to
+    <run dir>/replays/update_<n>.npz (view with nitro replay FILE --html OUT.html); 0: none."""
+    replay_envs: list = field(default_factory=lambda: [0])
+    """Env indices recorded for replays and live viewing."""
+    render: str = "none"
+    """Soccar envs: stream each rollout of monitor.replay_envs[0] at game speed to a running viewer:
+    none | rlviser (RLViser 0.9, UDP 45243) | rocketsimvis (UDP 9273)."""
+
+
+@dataclass
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -196,6 +210,7 @@ class TrainConfig:
     run: RunConfig = field(default_factory=RunConfig)
     league: LeagueConfig = field(default_factory=LeagueConfig)
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    monitor: MonitorConfig = field(default_factory=MonitorConfig)
 
 
 class ConfigError(NitroError, ValueError):
@@ -232,7 +247,7 @@ def read_yaml(path: str | Path) -> dict:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold sections (env:, ppo:, policy:, run:), got a {type(data).__name__}")
+        raise ConfigError(f"{path} must hold sections (env:, ppo:, policy:, run:, monitor:), got a {type(data).__name__}")
     return data
 
 
@@ -448,6 +463,12 @@ def validate(cfg: TrainConfig) -> None:
         ("league.dense_reward", lg.dense_reward, finite(lg.dense_reward), "a finite number (e.g. 1.0)"),
         ("league.outcome_reward", lg.outcome_reward, finite(lg.outcome_reward), "a finite number (e.g. 0.0)"),
         ("league.bots", lg.bots, all(isinstance(b, str) for b in lg.bots), "a list of bot names, e.g. [random]"),
+        ("monitor.replay_every", cfg.monitor.replay_every, cfg.monitor.replay_every >= 0,
+         "an int >= 0 (updates between replays; 0: none)"),
+        ("monitor.replay_envs", cfg.monitor.replay_envs,
+         bool(cfg.monitor.replay_envs) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < e.num_envs
+                                               for i in cfg.monitor.replay_envs),
+         f"a non-empty list of env indices in [0, env.num_envs={e.num_envs}), e.g. [0, 1]"),
     ]
     for key, value, ok, want in rules:
         if not ok:
@@ -461,7 +482,8 @@ def validate(cfg: TrainConfig) -> None:
                "run.graph": (r.graph, ("auto", "true", "false")),
                "league.drop": (cfg.league.drop, ("oldest", "weakest")),
                "league.matchmaking": (cfg.league.matchmaking, ("uniform", "pfsp", "even")),
-               "league.opponent_eval": (cfg.league.opponent_eval, ("bmm", "vmap"))}
+               "league.opponent_eval": (cfg.league.opponent_eval, ("bmm", "vmap")),
+               "monitor.render": (cfg.monitor.render, ("none", "rlviser", "rocketsimvis"))}
     for name, (value, allowed) in choices.items():
         if value not in allowed:
             raise ConfigError(f"{name}={value!r}; choose one of {', '.join(allowed)}")

@@ -35,6 +35,7 @@ from nitro.core import agents, fast, rng, tree
 from nitro.core.env import autoreset_step
 from nitro.core.registry import make_env
 from nitro.core.spaces import Box, Discrete, MultiDiscrete
+from nitro.monitor.stream import PhaseTimer, RunStatus, device_stats
 from nitro.train import checkpoint, curriculum, dist, league
 from nitro.train.config import ConfigError, TrainConfig, to_dict
 from nitro.train.opponents import Opponents, PolicyStack, Seating
@@ -158,11 +159,18 @@ class Trainer:
         self.loss_stats = torch.zeros(7, device=d)  # pg, v, entropy, kl, clipfrac, grad norm, minibatches
         self.update_index = torch.zeros((), dtype=torch.int64, device=d)
         self.first_bad_update = torch.full((), -1, dtype=torch.int64, device=d)
+        self.phases = PhaseTimer(d)
 
         self.rollout_step = fast.compile(self._rollout_step) if self.compiled else self._rollout_step
         self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
 
         self.run_dir = Path(run_dir) if run_dir else None
+        self.watch = None
+        """Soccar replays and live viewing of the rollouts (cfg.monitor), or None: nothing recorded."""
+        if self.dist.is_main and (cfg.monitor.replay_every or cfg.monitor.render != "none"):
+            from nitro.monitor.watch import TrainingWatch  # the viewers' packages load only when asked for
+
+            self.watch = TrainingWatch.for_run(cfg.monitor, self.env, self.carry.env_state, self.T, self.run_dir)
         self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
         self.last_checkpoint: Path | None = None
         if self.curriculum:
@@ -318,6 +326,8 @@ class Trainer:
             if self.policy.recurrent and t % chunk == 0:
                 for store, h in zip(b.hidden, c.hidden):
                     store[t // chunk].copy_(h * (~c.first).unsqueeze(-1))
+            if self.watch is not None:
+                self.watch.capture(t, c.env_state, c.first[::self.env.num_agents])  # rows -> envs
             c, rec, stats = self.rollout_step(c)
             obs, action, logprob, value, reward, done, first, mask, acting = rec
             b.obs[t].copy_(obs)
@@ -421,10 +431,13 @@ class Trainer:
     # ------------------------------------------------------------------ one iteration
     def iteration(self) -> None:
         """All device work of one update; no host syncs (safe to capture in a CUDA graph)."""
+        self.phases.mark(0)
         self.collect()
+        self.phases.mark(1)
         self.compute_advantages()
         self.update_normalizers()
         self.learn()
+        self.phases.mark(2)
         self.update_index += 1
 
     def _state_tensors(self) -> dict[str, torch.Tensor]:
@@ -595,6 +608,9 @@ class Trainer:
         if self.run_dir and main:
             (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         steps_per_update = self.N * self.T * self.dist.world_size
+        status = RunStatus(self.run_dir, {"env": cfg.env.id, "total_steps": self.num_updates * steps_per_update,
+                                          "device": str(self.device), "num_envs": self.N,
+                                          "world_size": self.dist.world_size}) if writer else None
         if self.league and self.run_dir and main:
             league.write_history(self.run_dir, self.league.history)  # a resumed run drops what came after
         league_metrics: dict = {}
@@ -617,6 +633,8 @@ class Trainer:
                     self.iteration()
                 self.update += 1
                 self.global_step += steps_per_update
+                if self.watch is not None:
+                    self.watch.after_update(self.update)
                 final = self.update >= self.num_updates
                 if self.league and self.update % cfg.league.update_every == 0:
                     league_metrics.update(self._league_step())  # syncs
@@ -638,8 +656,11 @@ class Trainer:
                             self._enter_stage()
                             console.note(f"curriculum: {self.curriculum.events[-1]}")
                         metrics["curriculum/stage"] = self.curriculum.index
+                    metrics.update(self.phases.metrics(steps_per_update))
+                    metrics.update(device_stats(self.device))
                     if writer:
                         writer.write(self.global_step, metrics)
+                        status.beat(metrics)
                     console.update(metrics)
                     if on_log:
                         on_log(metrics)
@@ -649,7 +670,16 @@ class Trainer:
                     self.save(metrics.get("episode/return"))
                 if final:
                     break
+        except BaseException as error:
+            if status:
+                status.end(error)
+            raise
+        else:
+            if status:
+                status.end()
         finally:
+            if self.watch is not None:
+                self.watch.close()
             console.close()
             if writer:
                 writer.close()

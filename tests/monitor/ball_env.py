@@ -1,0 +1,78 @@
+"""BallNudge: a tiny soccar env for the monitor tests (training and eval replays need a soccar env,
+and the soccar RL env lives elsewhere). The ball of the real arena flies from a random spot; each step
+the agent may push it along x (Discrete(3): none, +x, -x) and the arena runs ``ticks`` ticks; reward
+-|x| / 4096, truncated after ``max_steps``."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from nitro.core import rng
+from nitro.core.env import Env
+from nitro.core.registry import register, registered
+from nitro.core.spaces import Box, Discrete
+from nitro.envs.soccar import (ArenaEvents, BallState, BoostPadState, CarState, GameState, MutatorConfig, TickParams,
+                               World, load_arena_mesh, step_ticks)
+
+ENV_ID = "BallNudge-test"
+PUSH = 300.0  # UU/s per step
+
+
+@dataclass(frozen=True)
+class BallNudgeParams:
+    ticks: int = 2
+    max_steps: int = 6
+
+
+@dataclass
+class BallNudgeState:
+    game: GameState
+    elapsed: torch.Tensor
+
+
+class BallNudge(Env[BallNudgeState, BallNudgeParams]):
+    Params = BallNudgeParams
+    action_space = Discrete(3)
+    observation_space = Box(-1e4, 1e4, (6,))
+    _worlds: dict = {}
+
+    def world(self, device: torch.device) -> World:
+        if str(device) not in self._worlds:
+            mutators = MutatorConfig()
+            self._worlds[str(device)] = World(load_arena_mesh(device=device), mutators,
+                                              TickParams.from_mutators(mutators, 1.0 / 120.0))
+        return self._worlds[str(device)]
+
+    def reset(self, key, num_envs, device):
+        ball = BallState.rest(num_envs, device)
+        ball.pos = torch.stack([rng.uniform(rng.fold_in(key, 1), (num_envs,), -2000, 2000),
+                                rng.uniform(rng.fold_in(key, 2), (num_envs,), -3000, 3000),
+                                torch.full((num_envs,), 600.0, device=device)], -1)
+        ball.vel = torch.stack([rng.uniform(rng.fold_in(key, 3), (num_envs,), -800, 800),
+                                torch.zeros(num_envs, device=device), torch.zeros(num_envs, device=device)], -1)
+        game = GameState(ball=ball, cars=CarState.empty(num_envs, 0, device), pads=BoostPadState.fresh(num_envs, device),
+                         tick_count=torch.zeros(num_envs, dtype=torch.int64, device=device))
+        return BallNudgeState(game, torch.zeros(num_envs, dtype=torch.int32, device=device))
+
+    def step(self, state, action, key):
+        push = torch.stack([(action == 1).float() - (action == 2).float(), torch.zeros_like(action, dtype=torch.float32),
+                            torch.zeros_like(action, dtype=torch.float32)], -1) * PUSH
+        n = action.shape[0]
+        game = dataclasses.replace(state.game, ball=dataclasses.replace(state.game.ball, vel=state.game.ball.vel + push))
+        game, _ = step_ticks(game, ArenaEvents.none(n, 0, action.device), self.world(action.device), self.params.ticks)
+        elapsed = state.elapsed + 1
+        new = BallNudgeState(game, elapsed)
+        reward = -game.ball.pos[:, 0].abs() / 4096
+        return new, self.observe(new), reward, torch.zeros_like(elapsed, dtype=torch.bool), elapsed >= self.params.max_steps
+
+    def observe(self, state):
+        return torch.cat([state.game.ball.pos, state.game.ball.vel], -1) / 1000.0
+
+
+def ensure_registered() -> str:
+    if ENV_ID not in {s.id for s in registered()}:
+        register(ENV_ID, BallNudge)
+    return ENV_ID
