@@ -2,8 +2,8 @@
 flatbuffer types: a bot (nitro's or anyone's) can play a nitro simulation offline, and the tests feed
 nitro's exported bots the packets of the states they check.
 
-What RLBot v5 sends for a car is read from the schema (rlbot_flatbuffers' documentation of each field)
-and RLBot core's GameStateToFlat; where it has no field for RocketSim's state, nothing is sent:
+What RLBot v5 sends for a car follows the schema's documentation of each field (rlbot_flatbuffers);
+RocketSim state the schema has no field for is not sent:
 
 - ``physics.rotation``: the Euler angles of the car's orientation (RocketSim's ``Angle::FromRotMat``,
   btMatrix3x3::getEulerYPR with pitch and roll negated) of the rotation nearest ``rot_mat`` (nitro's
@@ -11,7 +11,8 @@ and RLBot core's GameStateToFlat; where it has no field for RocketSim's state, n
 - ``air_state``: one per car, as the game keeps one. OnGround while RocketSim's ``is_on_ground`` (three
   or more wheels touch), even on the first ticks of a jump; else Jumping during the jump, Dodging during
   a flip, InAir otherwise (RocketSim has no double-jump phase, so DoubleJumping is never sent). A
-  demolished car is reported OnGround (RLBot core maps the game's Demolished state there).
+  demolished car is reported OnGround (the schema has no demolished air state; the runtime ignores
+  the air state of a demolished car).
 - ``dodge_timeout``: 1.25 s minus the air time since the jump while the flip window is open after a
   jump, else -1 (on the ground, after the window, or airborne without a jump).
 - ``demolished_timeout``: the respawn timer while demolished, else -1.
@@ -41,8 +42,8 @@ BALL_DIAMETER = 2 * V.BALL_RADIUS
 BOOST_LOCATIONS_INDEX = (14, 10, 7, 12, 8, 11, 29, 4, 3, 15, 18, 30, 1, 2, 5, 6, 9, 20, 19, 22, 21, 23, 25, 32, 31,
                          26, 27, 24, 28, 33, 17, 13, 16, 0)
 """RLGym's `BOOST_LOCATIONS` index of each pad in the order RLBot v5 lists the standard soccar map's pads
-(FieldInfo and GamePacket), as JPK314/rlgym-compat (game_state.py) records it. Bots must not rely on
-it: nitro's runtime matches pads by position."""
+(FieldInfo and GamePacket), as JPK314/rlgym-compat (game_state.py) records it from the game. Bots must
+not rely on it: nitro's runtime matches pads by position."""
 FIELD_INFO_ORDER = tuple(V.PADS_RLBOT_ORDER[i] for i in BOOST_LOCATIONS_INDEX)
 """The arena (RocketSim) index of each pad in RLBot v5's order."""
 
