@@ -10,7 +10,7 @@ import torch
 
 pytest.importorskip("rlbot", reason="the RLBot v5 package (Python 3.11+, the test extra) builds the packets")
 
-from play import Trained  # noqa: E402
+from deploy_helpers import Trained  # noqa: E402
 
 from nitro.deploy.export import export_rlbot, write_bot  # noqa: E402
 from nitro.envs.soccar.arena_mesh import MeshesNotFoundError, find_soccar_meshes  # noqa: E402
@@ -79,12 +79,12 @@ def bots(soccar_run, tmp_path_factory) -> dict[str, Trained]:
         _, env, policy, obs_rms = load_policy(soccar_run, "latest")
         out["run"] = Trained(env, policy, obs_rms, folder)
         variants = {
-            "advanced": (dict(obs=GigaLearnAdvancedObs(), action=LookupTableAction(masks=True), action_delay=7),
+            "advanced": ({"obs": GigaLearnAdvancedObs(), "action": LookupTableAction(masks=True), "action_delay": 7},
                          PolicyConfig(hidden=[64, 64], activation="relu"), True),
-            "lstm": (dict(obs=GigaLearnDefaultObs(), tick_skip=4, action_delay=2),
+            "lstm": ({"obs": GigaLearnDefaultObs(), "tick_skip": 4, "action_delay": 2},
                      PolicyConfig(hidden=[64], lstm=32), False),
-            "continuous": (dict(obs=DefaultObs(zero_padding=None), action=ContinuousAction(), tick_skip=6,
-                                action_delay=0), PolicyConfig(hidden=[64, 64]), False),
+            "continuous": ({"obs": DefaultObs(zero_padding=None), "action": ContinuousAction(), "tick_skip": 6,
+                            "action_delay": 0}, PolicyConfig(hidden=[64, 64]), False),
         }  # fmt: skip
         for seed, (name, (params, policy_cfg, normalized)) in enumerate(variants.items()):
             torch.manual_seed(seed)

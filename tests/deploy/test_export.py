@@ -10,7 +10,7 @@ import textwrap
 import time
 
 import pytest
-from play import field_pads, load_runtime
+from deploy_helpers import field_pads, load_runtime
 from rlbot import config as rlbot_config
 from rlbot import flat
 
@@ -97,7 +97,8 @@ def test_bot_runs_without_torch_or_nitro(bots, tmp_path):
             out.append([c.throttle, c.steer, c.pitch, c.yaw, c.roll, c.jump, c.boost, c.handbrake])
         print(json.dumps(out))
         """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          check=False)
     assert done.returncode == 0, done.stderr
     answered = json.loads(done.stdout.strip().splitlines()[-1])
     agent = load_runtime(t.folder).Agent(t.folder, field_pads(), 1)

@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 import torch
-from play import field_pads, load_runtime, mixed, play
+from deploy_helpers import OBS_ATOL, field_pads, load_runtime, mixed, play
 from rlbot import flat
 
 from nitro.core import rng
@@ -19,7 +19,12 @@ from nitro.deploy.export import bot_config
 from nitro.envs.soccar import ArenaEvents, fold_tick
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.rl import Soccar, SoccarParams
-from nitro.envs.soccar.rl.state_mutators import FixedTeamSizeMutator, KickoffMutator, MutatorSequence, RandomStateMutator
+from nitro.envs.soccar.rl.state_mutators import (
+    FixedTeamSizeMutator,
+    KickoffMutator,
+    MutatorSequence,
+    RandomStateMutator,
+)
 
 ORDER = ("run", "advanced", "lstm", "continuous")
 
@@ -48,8 +53,8 @@ def start_states(n: int, seed: int):
 def test_bots_play_as_trained(bots):
     """Eight matches at once, two per bot (a kickoff and a random state), 48 ticks of every car played
     by its bot: each decision's observation, action and controls and each tick's applied controls
-    match the training env (play's docstring), over every observation builder and action parser the
-    env offers, normalized observations, action masks, an LSTM, and tick skips 4, 6 and 8 with
+    match the training env (deploy_helpers.play), over every observation builder and action parser the env
+    offers, normalized observations, action masks, an LSTM, and tick skips 4, 6 and 8 with
     delays 0, 1, 2 and 7. The coverage check makes sure the matches went through the situations the
     packet adapter must reconstruct (jumps, flips, flip windows, demolitions, taken pads, ...)."""
     start, world = start_states(8, seed=5)
@@ -83,7 +88,7 @@ def test_team_sizes_up_to_the_padding(bots, blue, orange, order):
     for index, car in enumerate(players):
         agent = bot_runtime.Agent(t.folder, field_pads(), index)
         agent.step(packet)
-        torch.testing.assert_close(torch.from_numpy(agent.obs), obs[car], atol=2e-6, rtol=0)  # play.OBS_ATOL
+        torch.testing.assert_close(torch.from_numpy(agent.obs), obs[car], atol=OBS_ATOL, rtol=0)
 
 
 def test_too_many_cars_for_the_slots(bots):
@@ -106,7 +111,7 @@ def test_kickoffs_start_fresh_episodes(bots):
     _, kickoff = kickoff_packet(t.env, seed=1, frame=1)
     first = agent.step(kickoff).copy()
     first_obs, first_hidden = agent.obs.copy(), agent.hidden["hidden.h"].copy()
-    torch.testing.assert_close(torch.from_numpy(first_obs), t.env.observe(state)[1], atol=2e-6, rtol=0)
+    torch.testing.assert_close(torch.from_numpy(first_obs), t.env.observe(state)[1], atol=OBS_ATOL, rtol=0)
     spread = Soccar(dataclasses.replace(t.env.params, mutator=RandomStateMutator()))
     for frame in range(2, 40):
         _, packet = kickoff_packet(spread, seed=frame, frame=frame, phase=flat.MatchPhase.Active)
@@ -193,7 +198,7 @@ def test_packet_adapter_reconstructs_the_car_state():
                 expected = getattr(cars, name)[e].numpy()
                 assert (rebuilt[f"cars.{name}"][0] == expected).all(), (tick, e, name, rebuilt[f"cars.{name}"], expected)
             torch.testing.assert_close(torch.from_numpy(rebuilt["cars.rot_mat"][0]), state.game.cars.rot_mat[e],
-                                       atol=3e-7, rtol=0)  # a few float32 ulps of 1 (play.OBS_ATOL)
+                                       atol=3e-7, rtol=0)  # a few float32 ulps of 1 (deploy_helpers.OBS_ATOL)
 
 
 def test_refuses_fields_without_the_soccar_pads(bots):

@@ -10,7 +10,7 @@ from pathlib import Path
 from rlbot import flat
 from rlbot.managers import Bot
 
-from nitro_runtime import Agent
+from nitro_runtime import Agent  # this folder's runtime
 
 
 class NitroBot(Bot):

@@ -135,14 +135,14 @@ def play(trained: list[Trained], start: SoccarState, world, ticks: int) -> colle
                 for i, agent in enumerate(agents[e]):
                     where = f"tick {tick}, env {e}, car {i}"
                     torch.testing.assert_close(torch.from_numpy(agent.obs), obs[i], atol=OBS_ATOL, rtol=0,
-                                               msg=lambda m: f"observation at {where}: {m}")
+                                               msg=lambda m, where=where: f"observation at {where}: {m}")
                     if t.env.action_space.__class__.__name__ == "Discrete":
                         assert int(agent.action) == int(action[i]), f"action at {where}"
                 seen += coverage(one)
                 seen["decisions"] += c
             held = ref.current if step_tick >= max(p.action_delay, 1) else ref.previous
             torch.testing.assert_close(applied[e], held, atol=CONTROL_ATOL, rtol=0,
-                                       msg=lambda m: f"controls applied on tick {tick} of env {e}: {m}")
+                                       msg=lambda m, tick=tick, e=e: f"controls applied on tick {tick} of env {e}: {m}")
         game, _ = fold_tick(game, ArenaEvents.none(n, c, "cpu"), applied, world)
         applied = returned
     return seen
