@@ -126,16 +126,16 @@ def test_refuses_what_it_cannot_export(soccar_run, tmp_path):
 
 
 def test_get_output_within_a_tick(bots):
-    """The bot answers a decision (adapter, graph, parser) within one 120 Hz tick on one CPU core,
-    with a wide margin for a loaded CI machine: the median over 40 decisions of the run's 256 x 3 MLP
-    must stay under 8.3 ms (bench/rlbot_latency.py measures the real figures)."""
+    """The bot answers a decision (adapter, graph, parser) within one 120 Hz tick on one CPU core: the
+    median over 40 decisions of the run's 256 x 3 MLP must stay under 8.3 ms of the thread's CPU time
+    (the work, whatever else a shared CI machine runs; bench/rlbot_latency.py measured 0.8 ms)."""
     t = bots["run"]
     agent = load_runtime(t.folder).Agent(t.folder, field_pads(), 0)
     state = t.env.reset(rng.env_keys(rng.key(4, "cpu"), 1), 1, "cpu")
     times = []
     for k in range(41):
         packet = packets.on_the_wire(packets.game_packet(state, frame=8 * k, phase=flat.MatchPhase.Kickoff))
-        start = time.perf_counter()
+        start = time.thread_time()
         agent.step(packet)  # every 8 frames: a decision each time
-        times.append(time.perf_counter() - start)
+        times.append(time.thread_time() - start)
     assert sorted(times[1:])[20] < 1 / 120, times

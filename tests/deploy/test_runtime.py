@@ -59,7 +59,6 @@ def test_bots_play_as_trained(bots):
     packet adapter must reconstruct (jumps, flips, flip windows, demolitions, taken pads, ...)."""
     start, world = start_states(8, seed=5)
     seen = play([bots[ORDER[e // 2]] for e in range(8)], start, world, ticks=48)
-    print(dict(seen))
     assert seen["decisions"] == 2 * 2 * (6 + 6 + 12 + 8)
     for situation in ("airborne", "jumping", "jumping on the ground", "flip window open", "flipping", "demolished",
                       "supersonic", "boosting", "powersliding", "pads taken"):
