@@ -16,6 +16,7 @@ from nitro.core.registry import register, registered
 from nitro.core.spaces import Box, Discrete
 from nitro.envs.soccar import (ArenaEvents, BallState, BoostPadState, CarState, GameState, MutatorConfig, TickParams,
                                World, load_arena_mesh, step_ticks)
+from nitro.envs.soccar.car_config import CarParams
 
 ENV_ID = "BallNudge-test"
 PUSH = 300.0  # UU/s per step
@@ -43,7 +44,7 @@ class BallNudge(Env[BallNudgeState, BallNudgeParams]):
         if str(device) not in self._worlds:
             mutators = MutatorConfig()
             self._worlds[str(device)] = World(load_arena_mesh(device=device), mutators,
-                                              TickParams.from_mutators(mutators, 1.0 / 120.0))
+                                              TickParams.from_mutators(mutators, 1.0 / 120.0), CarParams.build((), device))
         return self._worlds[str(device)]
 
     def reset(self, key, num_envs, device):
@@ -62,7 +63,9 @@ class BallNudge(Env[BallNudgeState, BallNudgeParams]):
                             torch.zeros_like(action, dtype=torch.float32)], -1) * PUSH
         n = action.shape[0]
         game = dataclasses.replace(state.game, ball=dataclasses.replace(state.game.ball, vel=state.game.ball.vel + push))
-        game, _ = step_ticks(game, ArenaEvents.none(n, 0, action.device), self.world(action.device), self.params.ticks)
+        no_cars = torch.zeros(n, 0, 8, device=action.device)
+        game, _ = step_ticks(game, ArenaEvents.none(n, 0, action.device), no_cars, self.world(action.device),
+                             self.params.ticks)
         elapsed = state.elapsed + 1
         new = BallNudgeState(game, elapsed)
         reward = -game.ball.pos[:, 0].abs() / 4096

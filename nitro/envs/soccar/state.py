@@ -177,18 +177,24 @@ class CarState:
     (which Car::SetState restarts at 0)."""
 
     @staticmethod
-    def fresh(num_envs: int, num_cars: int, device: torch.device) -> CarState:
-        """Cars as RocketSim's `CarState()` makes them (at (0, 0, 17), identity rotation, on the
-        ground, boost 100/3, everything else zero), with fresh hidden state."""
+    def empty(num_envs: int, num_cars: int, device: torch.device) -> CarState:
+        """All-zero car state for ``num_cars`` cars (identity rotations)."""
         fields = {
             name: torch.zeros(num_envs, num_cars, *shape, dtype=dtype, device=device)
             for name, (shape, dtype) in CarState.FIELDS.items()
         }
-        fields["pos"][..., 2] = C.CAR_SPAWN_REST_Z
         fields["rot_mat"][:] = torch.eye(3, device=device)
-        fields["is_on_ground"][:] = True
-        fields["boost"][:] = C.BOOST_SPAWN_AMOUNT
         return CarState(**fields)
+
+    @staticmethod
+    def fresh(num_envs: int, num_cars: int, device: torch.device) -> CarState:
+        """Cars as RocketSim's `CarState()` makes them (at (0, 0, 17), identity rotation, on the
+        ground, boost 100/3, everything else zero), with fresh hidden state."""
+        cars = CarState.empty(num_envs, num_cars, device)
+        cars.pos[..., 2] = C.CAR_SPAWN_REST_Z
+        cars.is_on_ground[:] = True
+        cars.boost[:] = C.BOOST_SPAWN_AMOUNT
+        return cars
 
 
 CarState.SETTABLE = tuple(n for n in CarState.FIELDS if n not in CarState.HIDDEN + ("tick_count_since_update",))
