@@ -151,8 +151,9 @@ def main() -> None:
             results[name] = {"car_slots": blue + orange, "obs_size": env.observation_space.shape[0],
                              "onnxruntime": onnx_times, "torchscript": ts_times, "same_controls": same}
             for runtime_name, t in (("onnxruntime", onnx_times), ("torchscript", ts_times)):
-                rows.append((name, runtime_name, *(t[kind][clock][q] for kind in ("decision", "other")
-                                                   for clock in ("thread_cpu", "wall") for q in ("median_ms", "p99_ms"))))
+                cells = [t[kind][clock][q] for kind in ("decision", "other") for clock in ("thread_cpu", "wall")
+                         for q in ("median_ms", "p99_ms")]
+                rows.append((name, runtime_name, *cells))
     record = {
         "bench": "rlbot_latency", "device": cpu_name(), "threads": 1, "python": platform.python_version(),
         "torch": torch.__version__, "onnxruntime": onnxruntime.__version__, "rlbot": rlbot.version.__version__,

@@ -109,7 +109,8 @@ def game_packet(state: SoccarState, env: int = 0, frame: int = 0, order: list[in
             demolished_timeout=float(cars["demo_respawn_timer"][i]) if cars["is_demoed"][i] else -1.0,
             is_supersonic=bool(cars["is_supersonic"][i]), is_bot=True, name=f"car{i}",
             team=int(i >= state.blue), boost=float(cars["boost"][i]), player_id=i + 1,
-            last_input=flat.ControllerState(*(float(x) for x in controls[:5]), *(bool(x > 0.5) for x in controls[5:])),
+            last_input=flat.ControllerState(*(float(x) for x in controls[:5]),
+                                            *(bool(x > 0.5) for x in controls[5:])),
             has_jumped=bool(cars["has_jumped"][i]), has_double_jumped=bool(cars["has_double_jumped"][i]),
             has_dodged=bool(cars["has_flipped"][i]), dodge_elapsed=float(cars["flip_time"][i]),
         ))  # fmt: skip

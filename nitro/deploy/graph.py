@@ -149,7 +149,7 @@ def export_graph(graph: PolicyGraph, path: str | Path) -> Path:
     names = graph.names
     with _onnx_symbolics(), torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        warnings.filterwarnings("ignore", "You are using the legacy TorchScript-based ONNX export", DeprecationWarning)
+        warnings.filterwarnings("ignore", "You are using the legacy TorchScript", DeprecationWarning)
         warnings.filterwarnings("ignore", "The feature will be removed", DeprecationWarning)
         torch.onnx.export(graph.eval(), tuple(x[n] for n in names), str(path), input_names=names,
                           output_names=output_names(graph.policy.recurrent), opset_version=OPSET, dynamo=False)

@@ -9,10 +9,10 @@ team slots, timing and RocketSim constants the graph and this file read).
 The packet adapter, field by field
 ----------------------------------
 `PacketAdapter.update` reads each packet and `PacketAdapter.state` turns the last one into one env of
-nitro's batched state (`SoccarState`: the names below, a leading batch axis of 1). Car ``i`` is slot ``i`` of the run's arena: the packet's blue
-players in packet order fill the blue slots, its orange players the orange ones; unfilled slots are
-inactive (``active`` false), which the observation builders read as absent cars, as the env does
-for benched cars.
+nitro's batched state (`SoccarState`: the names below, a leading batch axis of 1). Car ``i`` is slot
+``i`` of the run's arena: the packet's blue players in packet order fill the blue slots, its orange
+players the orange ones; unfilled slots are inactive (``active`` false), which the observation
+builders read as absent cars, as the env does for benched cars.
 
 ============================  ==================================================================
 ball.pos / vel / ang_vel      ``balls[0].physics`` location, velocity, angular_velocity (float32 on
@@ -264,7 +264,8 @@ def reconcile(r: Replay, p: CarFacts, rules: Rules) -> Replay:
     stated = rules.flip_window - p.dodge_timeout.astype(np.float32)
     stated = np.where(np.abs(stated - r.air_time_since_jump) <= WINDOW_ULP, r.air_time_since_jump, stated)
     window = np.where(p.dodge_timeout >= 0, stated, np.maximum(r.air_time_since_jump, rules.flip_window))
-    air_time_since_jump = np.where(in_air & p.has_jumped, window, np.where(live, np.float32(0), r.air_time_since_jump))
+    grounded = np.where(live, np.float32(0), r.air_time_since_jump)
+    air_time_since_jump = np.where(in_air & p.has_jumped, window, grounded)
     return dataclasses.replace(
         r,
         has_jumped=np.where(live, p.has_jumped, r.has_jumped),
@@ -297,7 +298,8 @@ def advance(r: Replay, p: CarFacts, ticks: int, rules: Rules) -> Replay:
 
 def _where(mask: np.ndarray, a: Replay, b: Replay) -> Replay:
     """Per car slot: ``a``'s values where ``mask``, else ``b``'s."""
-    return Replay(**{f.name: np.where(mask, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(Replay)})
+    fields = dataclasses.fields(Replay)
+    return Replay(**{f.name: np.where(mask, getattr(a, f.name), getattr(b, f.name)) for f in fields})
 
 
 # --- the adapter ----------------------------------------------------------------------------------------
@@ -367,7 +369,8 @@ class PacketAdapter:
         facts = CarFacts(on_ground=(air_state == ON_GROUND) & active, air_state=air_state, has_jumped=flags[:, 0],
                          dodge_timeout=floats[:, 13].astype(np.float32), is_demoed=(floats[:, 14] >= 0) & active,
                          is_supersonic=flags[:, 3], boost=floats[:, 12].astype(np.float32), controls=controls)
-        self.replay = start(facts, self.rules) if self.replay is None else advance(self.replay, facts, ticks, self.rules)
+        fresh = self.replay is None
+        self.replay = start(facts, self.rules) if fresh else advance(self.replay, facts, ticks, self.rules)
         self.packet, self.floats, self.flags, self.facts, self.active = packet, floats, flags, facts, active
         return self.slot_of
 

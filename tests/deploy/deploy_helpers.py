@@ -53,7 +53,8 @@ class Trained:
 
 def load_runtime(folder: Path):
     """The bot folder's ``nitro_runtime.py`` as a module (what ``bot.py`` imports)."""
-    spec = importlib.util.spec_from_file_location(f"nitro_runtime_{abs(hash(str(folder)))}", folder / "nitro_runtime.py")
+    name = f"nitro_runtime_{abs(hash(str(folder)))}"
+    spec = importlib.util.spec_from_file_location(name, folder / "nitro_runtime.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -142,7 +143,7 @@ def play(trained: list[Trained], start: SoccarState, world, ticks: int) -> colle
                 seen["decisions"] += c
             held = ref.current if step_tick >= max(p.action_delay, 1) else ref.previous
             torch.testing.assert_close(applied[e], held, atol=CONTROL_ATOL, rtol=0,
-                                       msg=lambda m, tick=tick, e=e: f"controls applied on tick {tick} of env {e}: {m}")
+                                       msg=lambda m, tick=tick, e=e: f"controls on tick {tick} of env {e}: {m}")
         game, _ = fold_tick(game, ArenaEvents.none(n, c, "cpu"), applied, world)
         applied = returned
     return seen

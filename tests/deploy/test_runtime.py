@@ -195,7 +195,8 @@ def test_packet_adapter_reconstructs_the_car_state():
             rebuilt = adapter.state()
             for name in REPLAYED + (("jump_time",) if jumped_here[e] else ()):
                 expected = getattr(cars, name)[e].numpy()
-                assert (rebuilt[f"cars.{name}"][0] == expected).all(), (tick, e, name, rebuilt[f"cars.{name}"], expected)
+                got = rebuilt[f"cars.{name}"][0]
+                assert (got == expected).all(), (tick, e, name, got, expected)
             torch.testing.assert_close(torch.from_numpy(rebuilt["cars.rot_mat"][0]), state.game.cars.rot_mat[e],
                                        atol=3e-7, rtol=0)  # a few float32 ulps of 1 (deploy_helpers.OBS_ATOL)
 
