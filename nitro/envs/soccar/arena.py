@@ -144,11 +144,6 @@ class Arena:
         self.device = concrete_device(torch.device(device) if device is not None else torch.device("cpu"))
         if mode in ("graph", "fused") and self.device.type != "cuda" and not _triton_interpreted(mode):
             raise ValueError(f"mode={mode!r} needs a CUDA device; use mode='compile' or 'eager' on CPU")
-        if mode == "fused" and blue + orange:
-            raise ValueError(
-                f"mode='fused' runs ball-only arenas so far; use mode='graph' or 'compile' for cars "
-                f"(got blue={blue}, orange={orange})"
-            )
         self.num_envs, self.num_cars, self.car, self.seed = num_envs, blue + orange, tuple(presets), seed
         self.blue, self.orange = blue, orange
         self.tick_rate = float(tick_rate)
