@@ -13,8 +13,10 @@ or a crash costs only its section), most important first:
 3. ``checks``: every query kernel against its PyTorch reference at 98,304 random queries, classified
    by `tests/envs/soccar/kernels/kernel_checks.py` (agree / tie decided by the rounding / unexplained), and the
    fused tick against the PyTorch tick pipeline.
-4. ``eager``: ball-ticks/s of the PyTorch pipeline (with the query kernel), eager.
-5. ``compile``: the same pipeline under torch.compile (one tick compiled once for every batch size),
+4. ``stages``: the per-stage twin tests (tests/envs/soccar/kernels: each kernel stage against its
+   reference stage) on the GPU, called directly (no pytest runner needed).
+5. ``eager``: ball-ticks/s of the PyTorch pipeline (with the query kernel), eager.
+6. ``compile``: the same pipeline under torch.compile (one tick compiled once for every batch size),
    then K compiled ticks captured in one CUDA graph ("graph"); checked against eager.
 
 Every measurement is printed as one line when it starts and when it ends, and written to
@@ -44,11 +46,11 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("fused", "query", "checks", "eager", "compile")
+SECTIONS = ("fused", "query", "checks", "stages", "eager", "compile")
 # Shares of the time budget. Each section gets its share of what is left when it starts, so time a
 # section does not use goes to the later ones. "compile" pays for Inductor (about a minute), "checks"
 # for the reference at scale and the tie search (CPU), "fused" for up to three kernel compiles.
-SHARES = {"fused": 0.20, "query": 0.10, "checks": 0.22, "eager": 0.12, "compile": 0.36}
+SHARES = {"fused": 0.20, "query": 0.10, "checks": 0.20, "stages": 0.06, "eager": 0.12, "compile": 0.32}
 DEFAULT_SIZES = (1 << 10, 1 << 14, 1 << 18, 1 << 20)
 DEVICE = "cuda"  # --device cpu dry-runs the code paths on Triton's interpreter
 WRAP_UP_S = 8.0  # a worker stops starting measurements this long before its limit
@@ -165,7 +167,7 @@ def _row_text(row: dict) -> str:
     if "queries_per_s" in row:
         return f"{row['query']}: {row['queries_per_s']:.3e} queries/s at {row['queries']} queries"
     if "check" in row:
-        keep = ("ties", "tie_fraction", "unexplained", "median_pos_error_uu", "max_pos_error_uu")
+        keep = ("ties", "tie_fraction", "unexplained", "median_pos_error_uu", "max_pos_error_uu", "seconds")
         return f"{row['check']} {'PASS' if row.get('passed') else 'FAIL'} " + ", ".join(
             f"{k}={row[k]:.3g}" if isinstance(row[k], float) else f"{k}={row[k]}" for k in keep if k in row
         )
@@ -381,6 +383,29 @@ def section_checks(rec: Recorder, args) -> None:
     rec.measure("check fused tick vs PyTorch tick", fused_vs_eager, needs_s=25)
 
 
+def section_stages(rec: Recorder, args) -> None:
+    import importlib
+    import inspect
+
+    from nitro.envs.soccar.arena_mesh import load_arena_mesh
+
+    mesh = load_arena_mesh(args.meshes)  # on the CPU, as the tests' fixture: they move what they need
+    for path in sorted((ROOT / "tests" / "envs" / "soccar" / "kernels").glob("test_*.py")):
+        if path.stem == "test_kernel_checks":  # the classifier's own tests: reference only
+            continue
+        module = importlib.import_module(f"tests.envs.soccar.kernels.{path.stem}")
+        for name, test in inspect.getmembers(module, inspect.isfunction):
+            if not name.startswith("test_") or test.__module__ != module.__name__:
+                continue
+
+            def one(test=test, what=f"{path.stem}.{name}"):
+                t0 = time.perf_counter()
+                test(**({"mesh": mesh} if "mesh" in inspect.signature(test).parameters else {}))
+                rec.add(check=f"stage {what}", passed=True, seconds=time.perf_counter() - t0)
+
+            rec.measure(f"stage {path.stem}.{name}", one, needs_s=5)
+
+
 def section_eager(rec: Recorder, args) -> None:
     for n in _sizes_largest_first(args):
 
@@ -519,6 +544,7 @@ def _worker(section: str, args) -> None:
         "fused": section_fused,
         "query": section_query,
         "checks": section_checks,
+        "stages": section_stages,
         "eager": section_eager,
         "compile": section_compile,
     }[section](rec, args)
