@@ -84,23 +84,23 @@ def sort_cached_points(
     return torch.argmax(areas, dim=1)  # closestAxis4 / maxAxis4: the first largest wins
 
 
-def build_manifolds(contacts: SphereContacts) -> ContactManifolds:
+def build_manifolds(contacts: SphereContacts, slots: int = MANIFOLD_SLOTS) -> ContactManifolds:
     """File one tick's contacts, in Bullet's order, into per-object manifolds (addManifoldPoint).
 
     Each contact is appended to its object's manifold or, once that holds 4 points, replaces the one
     `sort_cached_points` picks. Of the many triangles a ball can touch in the dense goal net, only 4
-    per mesh file count, chosen by Bullet's visiting order. Objects beyond MANIFOLD_SLOTS are ignored.
+    per mesh file count, chosen by Bullet's visiting order. Objects beyond ``slots`` are ignored.
     """
     n = contacts.object.shape[0]
     device = contacts.object.device
     rows = torch.arange(n, device=device)
-    slots = torch.arange(MANIFOLD_SLOTS, device=device)
+    slot_ids = torch.arange(slots, device=device)
     points = torch.arange(MANIFOLD_POINTS, device=device)
-    obj = torch.full((n, MANIFOLD_SLOTS), -1, dtype=torch.int32, device=device)
-    count = torch.zeros(n, MANIFOLD_SLOTS, dtype=torch.int32, device=device)
-    offset = torch.zeros(n, MANIFOLD_SLOTS, MANIFOLD_POINTS, 3, dtype=contacts.offset.dtype, device=device)
+    obj = torch.full((n, slots), -1, dtype=torch.int32, device=device)
+    count = torch.zeros(n, slots, dtype=torch.int32, device=device)
+    offset = torch.zeros(n, slots, MANIFOLD_POINTS, 3, dtype=contacts.offset.dtype, device=device)
     point, normal = torch.zeros_like(offset), torch.zeros_like(offset)
-    depth = torch.zeros(n, MANIFOLD_SLOTS, MANIFOLD_POINTS, dtype=contacts.depth.dtype, device=device)
+    depth = torch.zeros(n, slots, MANIFOLD_POINTS, dtype=contacts.depth.dtype, device=device)
     for k in range(eager_cpu_width(contacts.count, contacts.object.shape[1])):  # addContactPoint, in order
         new_obj = contacts.object[:, k]
         match = obj == new_obj[:, None]
@@ -116,7 +116,7 @@ def build_manifolds(contacts: SphereContacts) -> ContactManifolds:
             offset[rows, slot], depth[rows, slot], contacts.offset[:, k], contacts.depth[:, k]
         )
         index = torch.where(full, replaced, held.to(torch.int64))
-        at_slot = ok[:, None] & (slots == slot[:, None])  # [N, S]
+        at_slot = ok[:, None] & (slot_ids == slot[:, None])  # [N, S]
         at_point = at_slot[:, :, None] & (points == index[:, None, None])  # [N, S, 4]
         obj = torch.where(at_slot, new_obj[:, None], obj)
         count = torch.where(at_slot & ~full[:, None], count + 1, count)
