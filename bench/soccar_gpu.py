@@ -396,8 +396,9 @@ def section_compile(rec: Recorder, args) -> None:
     from nitro.core import tree
     from nitro.envs.soccar.arena import ArenaEvents, fold_tick
 
-    def body(state, events, world):
-        return fold_tick(state, events, world)
+    def body(state, events, world):  # ball-only arenas: no car controls
+        no_controls = torch.zeros(state.tick_count.shape[0], 0, 8, device=state.tick_count.device)
+        return fold_tick(state, events, no_controls, world)
 
     dynamic = torch.compile(body, fullgraph=True)
     per_size: dict = {}

@@ -1,25 +1,30 @@
 """`Arena`: N soccar arenas stepped together, and `tick`, the per-tick pipeline in Arena::Step order.
 
 Reference: RocketSim (ZealanL/RocketSim, MIT) `src/Sim/Arena/Arena.cpp`. The functional core is
-`tick(state, world) -> (state, goal)`; `Arena` is the thin stateful shell users hold (the contract in
-docs DESIGN.md, "Soccar Arena contract"). This stage of the port simulates ball-only arenas
-(``Arena(n, blue=0, orange=0)``); the cars come with the roadmap's "Soccar cars" work.
+`tick(state, controls, world) -> (state, goal)`; `Arena` is the thin stateful shell users hold (the
+contract in docs DESIGN.md, "Soccar Arena contract"). Cars drive, jump, flip, boost and fly against
+the arena through their wheels; their bodies' contacts with the arena (`car_world`), car-ball and
+car-car collisions and boost pads come with the next soccar stages.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from nitro.core import tree
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import ball
+from nitro.envs.soccar import ball, car
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.car import CarControls
+from nitro.envs.soccar.car_config import PRESETS, CarParams
 from nitro.envs.soccar.mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.mutators import MutatorConfig
+from nitro.envs.soccar.rigid_body import angle_to_rot_mat
 from nitro.envs.soccar.state import BallState, BoostPadState, CarState, GameState
 
 NUM_CONTROLS = 8  # throttle, steer, pitch, yaw, roll, jump, boost, handbrake
@@ -34,6 +39,8 @@ class World:
     mutators: MutatorConfig
     tick_time: float
     """Seconds per tick, 1 / tick_rate (RocketSim computes it in float32)."""
+    cars: CarParams
+    """The presets of the C car slots (blue cars first)."""
 
 
 @dataclasses.dataclass
@@ -67,29 +74,40 @@ class ArenaEvents:
         )
 
 
-def tick(state: GameState, world: World) -> tuple[GameState, torch.Tensor]:
-    """One RocketSim tick (Arena::Step) of every env. Returns (state, goal [N] int8: 0, 1 blue, 2 orange).
+def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameState, torch.Tensor]:
+    """One RocketSim tick (Arena::Step) of every env with ``controls`` [N, C, 8].
 
-    Stages without cars are noted in order and skipped, as RocketSim skips them for ball-only arenas.
+    Returns (state, goal [N] int8: 0, 1 blue, 2 orange). Stages that are not simulated yet are noted
+    in their place; ball-only arenas skip the car stages, as RocketSim does.
     """
-    dt, mutators = world.tick_time, world.mutators
+    dt, mutators, cars = world.tick_time, world.mutators, state.cars
     sleeping = ball.update_sleeping(state.ball)  # 1. ball zero-velocity sleeping
-    # 2. cars' pre-tick (suspension, controls, jump, flip, air control, boost): no cars
-    # 3. boost pad cooldowns: only with cars (Arena::Step skips them for ball-only arenas)
+    if world.cars.num_cars:  # 2. cars' pre-tick (suspension, controls, jump, flip, air control, boost)
+        car_controls = CarControls.from_tensor(controls)
+        solver_dt = torch.where(state.tick_count == 0, C.SOLVER_DEFAULT_TIME_STEP, dt)  # before the 1st step
+        cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, dt, solver_dt, mutators)
+    # 3. boost pad cooldowns (with the boost pads)
     # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
-    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, dt, mutators)  # 5. Bullet step
-    # 6. cars' post-tick, finish and boost pad pickups: no cars
-    # 7. boost pads give boost: no cars
+    # 5. Bullet step: each body at its tick-start transform against the arena (car-ball and car-car
+    #    contacts come with their stage), solved and integrated
+    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, dt, mutators)
+    if world.cars.num_cars:
+        cars = car.physics_step(cars, forces, world.cars, dt, mutators)
+        cars = car.post_tick_update(cars, car_controls, dt)  # 6. cars' post-tick and finish
+        cars = car.finish_physics_tick(cars)  # (then each car's boost pad pickup, with the pads)
+    # 7. boost pads give boost (with the boost pads)
     ball_state = ball.finish_physics_tick(ball_state, mutators)  # 8. ball finish
     scored = ball.is_ball_scored(ball_state.pos, mutators)  # 9. goal (RocketSim fires every tick)
     goal = torch.where(scored, torch.where(ball_state.pos[:, 1] > 0, 1, 2), 0).to(torch.int8)
-    state = dataclasses.replace(state, ball=ball_state, tick_count=state.tick_count + 1)  # 10.
+    state = dataclasses.replace(state, ball=ball_state, cars=cars, tick_count=state.tick_count + 1)  # 10.
     return state, goal
 
 
-def fold_tick(state: GameState, events: ArenaEvents, world: World) -> tuple[GameState, ArenaEvents]:
+def fold_tick(
+    state: GameState, events: ArenaEvents, controls: torch.Tensor, world: World
+) -> tuple[GameState, ArenaEvents]:
     """One tick, folding its goal into ``events`` (the first scoring tick is kept)."""
-    state, goal = tick(state, world)
+    state, goal = tick(state, controls, world)
     first = (goal > 0) & (events.goal_tick < 0)
     events = dataclasses.replace(
         events,
@@ -101,26 +119,28 @@ def fold_tick(state: GameState, events: ArenaEvents, world: World) -> tuple[Game
 
 
 def step_ticks(
-    state: GameState, events: ArenaEvents, world: World, ticks: int
+    state: GameState, events: ArenaEvents, controls: torch.Tensor, world: World, ticks: int
 ) -> tuple[GameState, ArenaEvents]:
-    """``ticks`` ticks (`fold_tick` repeated)."""
+    """``ticks`` ticks with the same controls (`fold_tick` repeated)."""
     for _ in range(ticks):
-        state, events = fold_tick(state, events, world)
+        state, events = fold_tick(state, events, controls, world)
     return state, events
 
 
 class Arena:
     """N soccar arenas on one device, stepped together (RocketSim's `Arena`, batched).
 
-    ``Arena(num_envs, blue=0, orange=0)`` is a ball-only arena (what this stage of the port runs);
-    cars raise NotImplementedError until they land (ROADMAP: "Soccar cars"). The geometry is the real
-    soccar arena: the 16 collision meshes (see `nitro.envs.soccar.mesh.find_soccar_meshes` for where
+    ``blue`` and ``orange`` cars per env (blue first in every [N, C, ...] car tensor), each of the
+    preset ``car`` (one name, or one per car: "octane", "dominus", "plank", "breakout", "hybrid",
+    "merc"); ``Arena(num_envs, blue=0, orange=0)`` is ball-only. A fresh arena's cars are fresh
+    RocketSim cars: each at one of RocketSim's respawn spots (drawn from ``seed``), boost 100/3, on
+    the ground. The geometry is the real soccar arena: the 16 collision meshes (see `nitro.envs.soccar.mesh.find_soccar_meshes` for where
     they are looked for; there is no substitute arena) and RocketSim's four planes.
 
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
-    whole K-tick step in one Triton kernel, `kernels.ball_ticks_`; CUDA only, ball-only arenas; it
-    updates the state tensors in place).
+    whole K-tick step in one Triton kernel, `kernels.ball_ticks_`; CUDA only, ball-only arenas so far;
+    it updates the state tensors in place).
     """
 
     def __init__(
@@ -128,7 +148,7 @@ class Arena:
         num_envs: int,
         blue: int = 1,
         orange: int = 1,
-        car: str = "octane",
+        car: str | Sequence[str] = "octane",
         device: torch.device | str | None = None,
         tick_rate: float = C.DEFAULT_TICK_RATE,
         meshes: str | os.PathLike | None = None,
@@ -143,13 +163,12 @@ class Arena:
         for name, count in (("blue", blue), ("orange", orange)):
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise ValueError(f"{name} must be a non-negative int (cars on that team), got {count!r}")
-        if blue or orange:
-            raise NotImplementedError(
-                f"Arena(blue={blue}, orange={orange}): cars are not simulated yet; they arrive with the "
-                "roadmap's 'Soccar cars' work. Use Arena(num_envs, blue=0, orange=0) for ball-only arenas."
+        presets = [car] * (blue + orange) if isinstance(car, str) else list(car)
+        if len(presets) != blue + orange or not all(isinstance(p, str) and p in PRESETS for p in presets):
+            raise ValueError(
+                f"car must be one preset name or a sequence of {blue + orange} (one per car, blue first) "
+                f"from {sorted(PRESETS)}, got {car!r}"
             )
-        if not isinstance(car, str):
-            raise ValueError(f"car must be a preset name such as 'octane', got {car!r}")
         if (
             isinstance(tick_rate, bool)
             or not isinstance(tick_rate, (int, float))
@@ -164,7 +183,13 @@ class Arena:
         self.device = concrete_device(torch.device(device) if device is not None else torch.device("cpu"))
         if mode in ("graph", "fused") and self.device.type != "cuda" and not _triton_interpreted(mode):
             raise ValueError(f"mode={mode!r} needs a CUDA device; use mode='compile' or 'eager' on CPU")
-        self.num_envs, self.num_cars, self.car, self.seed = num_envs, blue + orange, car, seed
+        if mode == "fused" and blue + orange:
+            raise ValueError(
+                f"mode='fused' runs ball-only arenas so far; use mode='graph' or 'compile' for cars "
+                f"(got blue={blue}, orange={orange})"
+            )
+        self.num_envs, self.num_cars, self.car, self.seed = num_envs, blue + orange, tuple(presets), seed
+        self.blue, self.orange = blue, orange
         self.tick_rate = float(tick_rate)
         self.mode = mode
         self.debug = (self.device.type == "cpu") if debug is None else debug
@@ -173,10 +198,11 @@ class Arena:
             mesh=load_arena_mesh(meshes, self.device),
             mutators=mutators or MutatorConfig(),
             tick_time=_float32(1.0 / _float32(self.tick_rate)),
+            cars=CarParams.build(presets, self.device),
         )
         self.state = GameState(
             ball=BallState.rest(num_envs, self.device),
-            cars=CarState.empty(num_envs, 0, self.device),
+            cars=self._respawned_cars(),
             pads=BoostPadState.fresh(num_envs, self.device),
             tick_count=torch.zeros(num_envs, dtype=torch.int64, device=self.device),
         )
@@ -232,6 +258,55 @@ class Arena:
         )
         self.state = dataclasses.replace(self.state, ball=new)
 
+    def set_car(self, index: int, env_ids=None, **fields) -> None:
+        """Set car ``index`` (blue cars first) of the selected envs (all when ``env_ids`` is None).
+
+        Keywords are CarState fields under RocketSim's binding names (``pos``, ``rot_mat``, ``vel``,
+        ``ang_vel``, ``boost``, ``is_on_ground``, ``has_jumped``, ..., ``last_controls``; see
+        `CarState`). Each value is [M, ...] for the M selected envs or one value for all of them,
+        on the arena's device (lists are converted), float32 for float fields, bool for flags.
+        Unspecified fields keep their values. As RocketSim's `Car::SetState` on a fresh car, the
+        hidden per-tick state (wheel forces and frictions, extra pushback, boosting flag, cached
+        bump velocity) is reset and ``tick_count_since_update`` restarts at 0, so the same state set
+        in both simulators evolves the same way.
+        """
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < self.num_cars:
+            raise ValueError(f"car index must be an int in [0, {self.num_cars}), got {index!r}")
+        settable = [name for name in CarState.FIELDS if name not in CarState.HIDDEN]
+        for name in fields:
+            if name not in settable:
+                raise ValueError(
+                    f"set_car got {name!r}, which is not a settable CarState field; expected any of "
+                    f"{settable}"
+                )
+        rows = self._env_rows(env_ids)
+        count = self.num_envs if rows is None else rows.numel()
+        fresh = CarState.fresh(count, 1, self.device)
+        values = {name: getattr(fresh, name)[:, 0] for name in CarState.HIDDEN + ("tick_count_since_update",)}
+        values.update({name: self._car_field(name, value, count) for name, value in fields.items()})
+        cars = self.state.cars
+        new = dataclasses.replace(cars)
+        for name, value in values.items():
+            column = getattr(cars, name)[:, index]
+            setattr(new, name, _set_column(getattr(cars, name), index, _scatter(column, rows, value)))
+        self.state = dataclasses.replace(self.state, cars=new)
+
+    def _respawned_cars(self) -> CarState:
+        """Fresh cars as RocketSim's `Arena::AddCar` makes them: `Car::Respawn` at a random respawn
+        spot (z = 36, facing the field; orange mirrored), boost = the spawn amount."""
+        n, c = self.num_envs, self.num_cars
+        cars = CarState.fresh(n, c, self.device)
+        generator = torch.Generator().manual_seed(self.seed) if self.seed is not None else None
+        spot = torch.randint(len(C.CAR_RESPAWN_LOCATIONS_SOCCAR), (n, c), generator=generator)
+        x, y, yaw = torch.tensor(C.CAR_RESPAWN_LOCATIONS_SOCCAR, dtype=torch.float64)[spot].unbind(-1)
+        orange = torch.arange(c) >= self.blue
+        y = torch.where(orange, -y, y)
+        yaw = torch.where(orange, yaw + torch.pi, yaw)
+        cars.pos = torch.stack((x, y, torch.full_like(x, C.CAR_RESPAWN_Z)), -1).float().to(self.device)
+        cars.rot_mat = angle_to_rot_mat(yaw.float(), torch.zeros(n, c), torch.zeros(n, c)).to(self.device)
+        cars.boost[:] = self.world.mutators.car_spawn_boost_amount
+        return cars
+
     def reset_kickoff(self, env_ids=None) -> None:
         """RocketSim's reset_kickoff for ball-only arenas: ball at rest at (0, 0, BALL_REST_Z), pads fresh."""
         rows = self._env_rows(env_ids)
@@ -263,13 +338,15 @@ class Arena:
 
             kernels.ball_ticks_(self.state, events, self.world, ticks)
             return events
+        if controls is None:
+            controls = torch.zeros(self.num_envs, 0, NUM_CONTROLS, device=self.device)
         if self.mode == "eager":
-            self.state, events = step_ticks(self.state, events, self.world, ticks)
+            self.state, events = step_ticks(self.state, events, controls, self.world, ticks)
             return events
         runner = self._runners.get(ticks)
         if runner is None:
-            runner = self._runners[ticks] = _Runner(self.world, ticks, self.mode, self.state, events)
-        self.state, events = runner(self.state, events)
+            runner = self._runners[ticks] = _Runner(self.world, ticks, self.mode, self.state, events, controls)
+        self.state, events = runner(self.state, events, controls)
         return events
 
     # --- validation ------------------------------------------------------------------------------
@@ -321,6 +398,29 @@ class Arena:
             raise ValueError(f"{name} has NaN or infinite values; every {name} must be finite")
         return value
 
+    def _car_field(self, name: str, value, count: int) -> torch.Tensor:
+        """A set_car value checked against CarState.FIELDS, broadcast to [count, ...]."""
+        shape, dtype = CarState.FIELDS[name]
+        if not isinstance(value, torch.Tensor):
+            value = torch.as_tensor(value, dtype=dtype, device=self.device)
+        if value.device != self.device:
+            raise ValueError(
+                f"{name} is on {value.device}, the arena is on {self.device}; pass {name}.to({str(self.device)!r})"
+            )
+        integer = not value.dtype.is_floating_point and value.dtype != torch.bool
+        if value.dtype != dtype and not (integer and dtype in (torch.int32, torch.int64)):
+            raise ValueError(f"{name} must be {dtype}, got {value.dtype}")
+        if tuple(value.shape) == shape:
+            value = value.expand(count, *shape)
+        if tuple(value.shape) != (count, *shape):
+            raise ValueError(
+                f"{name} must have shape {(count, *shape)} (one row per selected env) or {shape}, "
+                f"got {tuple(value.shape)}"
+            )
+        if dtype == torch.float32 and not bool(torch.isfinite(value).all()):  # sync-ok: set_car is off the hot path
+            raise ValueError(f"{name} has NaN or infinite values; every {name} must be finite")
+        return value.to(dtype)
+
     def _check_controls(self, controls) -> None:
         if controls is None:
             if self.num_cars:
@@ -354,25 +454,26 @@ class _Runner:
     """``ticks`` compiled ticks per call (one tick compiled, and in graph mode the K ticks captured in
     one CUDA graph), through nitro's fast path (`nitro.core.fast.Loop`)."""
 
-    def __init__(self, world: World, ticks: int, mode: str, state: GameState, events: ArenaEvents):
+    def __init__(self, world, ticks: int, mode: str, state: GameState, events: ArenaEvents, controls):
         from nitro.core import fast  # the package's one owner of compile / capture
 
         self.loop = fast.Loop(
-            lambda carry: fold_tick(carry[0], carry[1], world),
-            (state, events),
+            lambda carry: (*fold_tick(carry[0], carry[1], carry[2], world), carry[2]),
+            (state, events, controls),
             steps=ticks,
             mode="compile" if mode == "compile" else "graph",
         )
 
-    def __call__(self, state: GameState, events: ArenaEvents):
+    def __call__(self, state: GameState, events: ArenaEvents, controls: torch.Tensor):
         carry = self.loop.carry
         if self.loop.graph is None:
-            self.loop.carry = (state, events)
+            self.loop.carry = (state, events, controls)
         elif carry[0] is not state:  # the state was set from outside: load it into the static buffers
-            tree.copy_(carry, (state, events))
+            tree.copy_(carry, (state, events, controls))
         else:
-            tree.copy_(carry[1], events)
-        return self.loop()
+            tree.copy_(carry[1:], (events, controls))
+        state, events, _ = self.loop()
+        return state, events
 
 
 def _triton_interpreted(mode: str) -> bool:
@@ -386,6 +487,13 @@ def _scatter(base: torch.Tensor, rows: torch.Tensor | None, values: torch.Tensor
         return values.to(base.dtype).expand_as(base).clone()
     out = base.clone()
     out[rows] = values.to(base.dtype)
+    return out
+
+
+def _set_column(base: torch.Tensor, index: int, column: torch.Tensor) -> torch.Tensor:
+    """``base`` [N, C, ...] with car ``index`` replaced by ``column`` [N, ...], as a new tensor."""
+    out = base.clone()
+    out[:, index] = column
     return out
 
 

@@ -152,3 +152,97 @@ BOOST_PAD_COUNT = len(BOOST_PADS_BIG) + len(BOOST_PADS_SMALL)  # 34
 # --- Soccar collision meshes (rlgym-rocket-league 2.0.1 sdist) ------------------------------------
 SOCCAR_MESH_COUNT = 16
 SOCCAR_TRIANGLE_COUNT = 8020
+
+# --- Cars (RLConst.h; RocketSim's car code in Car.cpp and btVehicleRL.cpp) --------------------------
+# Accelerations and speeds are UU/s^2 and UU/s; forces are written, as in RocketSim, as accelerations
+# times CAR_MASS_BT. Bullet-unit lengths of RLConst::BTVehicle are converted to UU here.
+BOOST_USED_PER_SECOND = BOOST_MAX / 3.0
+BOOST_MIN_TIME = 0.1  # s: once started, boosting lasts at least this long
+BOOST_ACCEL_GROUND = 2975.0 / 3.0  # with >= 3 wheels touching
+BOOST_ACCEL_AIR = 3175.0 / 3.0
+SUPERSONIC_START_SPEED = 2200.0
+SUPERSONIC_MAINTAIN_MIN_SPEED = SUPERSONIC_START_SPEED - 100.0
+SUPERSONIC_MAINTAIN_MAX_TIME = 1.0  # s
+POWERSLIDE_RISE_RATE = 5.0  # handbrake_val per second
+POWERSLIDE_FALL_RATE = 2.0
+THROTTLE_TORQUE_AMOUNT = CAR_MASS_BT * 400.0  # engine force per wheel (UU units; RocketSim * UU_TO_BT)
+BRAKE_TORQUE_AMOUNT = CAR_MASS_BT * (14.25 + 1.0 / 3.0)  # 2625
+STOPPING_FORWARD_VEL = 25.0  # below this forward speed coasting is a full brake
+COASTING_BRAKE_FACTOR = 0.15
+BRAKING_NO_THROTTLE_SPEED_THRESH = 0.01
+THROTTLE_DEADZONE = 0.001
+THROTTLE_AIR_ACCEL = 200.0 / 3.0
+JUMP_ACCEL = 4375.0 / 3.0
+JUMP_IMMEDIATE_FORCE = 875.0 / 3.0  # UU/s, the jump and double-jump impulse
+JUMP_MIN_TIME = 0.025
+JUMP_RESET_TIME_PAD = 1.0 / 40.0
+JUMP_MAX_TIME = 0.2
+JUMP_PRE_MIN_ACCEL_SCALE = 0.62  # Car::_UpdateJump's constexpr: hold force before JUMP_MIN_TIME
+DOUBLEJUMP_MAX_DELAY = 1.25
+FLIP_Z_DAMP_120 = 0.35
+FLIP_Z_DAMP_START = 0.15
+FLIP_Z_DAMP_END = 0.21
+FLIP_TORQUE_TIME = 0.65
+FLIP_PITCHLOCK_EXTRA_TIME = 0.3
+FLIP_INITIAL_VEL_SCALE = 500.0
+FLIP_TORQUE_X = 260.0  # roll (left/right flips)
+FLIP_TORQUE_Y = 224.0  # pitch (forward/backward flips)
+FLIP_FORWARD_IMPULSE_MAX_SPEED_SCALE = 1.0
+FLIP_SIDE_IMPULSE_MAX_SPEED_SCALE = 1.9
+FLIP_BACKWARD_IMPULSE_MAX_SPEED_SCALE = 2.5
+FLIP_BACKWARD_IMPULSE_SCALE_X = 16.0 / 15.0
+CAR_TORQUE_SCALE = 2 * math.pi / (1 << 16) * 1000  # 0.0958738
+CAR_AUTOFLIP_IMPULSE = 200.0
+CAR_AUTOFLIP_TORQUE = 50.0
+CAR_AUTOFLIP_TIME = 0.4
+CAR_AUTOFLIP_NORMZ_THRESH = math.sqrt(0.5)
+CAR_AUTOFLIP_ROLL_THRESH = 2.8
+CAR_AUTOROLL_FORCE = 100.0
+CAR_AUTOROLL_TORQUE = 80.0
+CAR_AIR_CONTROL_TORQUE = (130.0, 95.0, 400.0)  # pitch, yaw, roll
+CAR_AIR_CONTROL_DAMPING = (30.0, 20.0, 50.0)
+BUMP_COOLDOWN_TIME = 0.25
+DEMO_RESPAWN_TIME = 3.0
+# Car::_UpdateAirTorque / btRigidBody: ANGULAR_MOTION_THRESHOLD is 0.5 * pi / 2 rad per tick.
+ANGULAR_MOTION_THRESHOLD = 0.25 * math.pi
+SIMD_EPSILON = float(np.finfo(np.float32).eps)  # FLT_EPSILON, Bullet's SIMD_EPSILON in float builds
+
+# RLConst::BTVehicle (lengths converted from BT to UU).
+SUSPENSION_FORCE_SCALE_FRONT = 36.0 - 1.0 / 4.0  # 35.75
+SUSPENSION_FORCE_SCALE_BACK = 54.0 + 1.0 / 4.0 + 1.5 / 100.0  # 54.265
+SUSPENSION_STIFFNESS = 500.0
+WHEELS_DAMPING_COMPRESSION = 25.0
+WHEELS_DAMPING_RELAXATION = 40.0
+MAX_SUSPENSION_TRAVEL = 12.0  # UU
+SUSPENSION_SUBTRACTION = 0.05 * BT_TO_UU  # 2.5 UU
+ROLLING_FRICTION_SCALE_MAGIC = 113.73963  # btVehicleRL::calcFrictionImpulses
+VEHICLE_CONTACT_DAMPING = 0.2  # resolveSingleBilateral's contactDamping
+SOLVER_ERP = 0.2  # btContactSolverInfo::m_erp, used by the wheels' extra pushback
+SOLVER_DEFAULT_TIME_STEP = 1.0 / 60.0  # btContactSolverInfo::m_timeStep before the world's first step
+SOLVER_SPLIT_IMPULSE_TURN_ERP = 0.1  # btContactSolverInfo::m_splitImpulseTurnErp
+
+# LinearPieceCurves (RLConst.h): (input, output) points; below the first point the first output,
+# above the last the last output.
+STEER_ANGLE_FROM_SPEED_CURVE = (
+    (0.0, 0.53356),
+    (500.0, 0.31930),
+    (1000.0, 0.18203),
+    (1500.0, 0.10570),
+    (1750.0, 0.08507),
+    (3000.0, 0.03454),
+)
+POWERSLIDE_STEER_ANGLE_FROM_SPEED_CURVE = ((0.0, 0.39235), (2500.0, 0.12610))
+DRIVE_SPEED_TORQUE_FACTOR_CURVE = ((0.0, 1.0), (1400.0, 0.1), (1410.0, 0.0))
+NON_STICKY_FRICTION_FACTOR_CURVE = ((0.0, 0.1), (0.7075, 0.5), (1.0, 1.0))
+LAT_FRICTION_CURVE = ((0.0, 1.0), (1.0, 0.2))
+# LONG_FRICTION_CURVE is empty in RocketSim: its output is the default, 1.
+HANDBRAKE_LAT_FRICTION_FACTOR_CURVE = ((0.0, 0.1),)
+HANDBRAKE_LONG_FRICTION_FACTOR_CURVE = ((0.0, 0.5), (1.0, 0.9))
+
+# Respawn spots for blue (RLConst::CAR_RESPAWN_LOCATIONS_SOCCAR): x, y, yaw; orange is mirrored.
+CAR_RESPAWN_LOCATIONS_SOCCAR = (
+    (-2304.0, -4608.0, math.pi / 2),
+    (-2688.0, -4608.0, math.pi / 2),
+    (2304.0, -4608.0, math.pi / 2),
+    (2688.0, -4608.0, math.pi / 2),
+)

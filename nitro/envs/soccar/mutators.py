@@ -9,7 +9,7 @@ from nitro.envs.soccar import constants as C
 
 @dataclasses.dataclass(frozen=True)
 class MutatorConfig:
-    """The soccar subset of RocketSim's MutatorConfig the ball needs (defaults = RocketSim's)."""
+    """The soccar subset of RocketSim's MutatorConfig the ball and cars read (defaults = RocketSim's)."""
 
     gravity_z: float = C.GRAVITY_Z
     """Gravity along z, UU/s^2."""
@@ -27,6 +27,22 @@ class MutatorConfig:
     """UU."""
     goal_base_threshold_y: float = C.SOCCAR_GOAL_SCORE_BASE_THRESHOLD_Y
     """A goal is scored when |ball y| exceeds this plus the ball radius, UU."""
+    jump_accel: float = C.JUMP_ACCEL
+    """Upward acceleration while a jump is held, UU/s^2."""
+    jump_immediate_force: float = C.JUMP_IMMEDIATE_FORCE
+    """Upward velocity a jump starts with, UU/s (the double jump keeps RocketSim's constant)."""
+    boost_accel_ground: float = C.BOOST_ACCEL_GROUND
+    """Boost acceleration with 3 or more wheels on the ground, UU/s^2."""
+    boost_accel_air: float = C.BOOST_ACCEL_AIR
+    """Boost acceleration otherwise, UU/s^2."""
+    boost_used_per_second: float = C.BOOST_USED_PER_SECOND
+    """Boost burnt per second of boosting (of 100)."""
+    car_spawn_boost_amount: float = C.BOOST_SPAWN_AMOUNT
+    """Boost of a fresh or respawned car."""
+    unlimited_flips: bool = False
+    """Flips are possible after a flip or double jump (within the 1.25 s window)."""
+    unlimited_double_jumps: bool = False
+    """Double jumps likewise."""
 
     @property
     def ball_world_contact_friction(self) -> float:

@@ -9,6 +9,7 @@ underscore in RocketSim's C++ and is named the same way here.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import torch
 
@@ -48,87 +49,139 @@ class BallState:
         )
 
 
+# Field layouts of CarState: trailing shape and dtype per field (the leading [N, C] omitted).
+_F, _B, _I32, _I64 = torch.float32, torch.bool, torch.int32, torch.int64
+
+
 @dataclasses.dataclass
 class CarState:
     """The cars of each env, blue first then orange: C cars, [N, C, ...] (C may be 0).
 
-    Names follow RocketSim's `CarState`. Ball-only arenas (this stage of the port) hold C = 0; the
-    car mechanics that fill these fields come with the cars (ROADMAP "Soccar cars").
+    The public fields are RocketSim's `CarState` under the Python binding's names (``ball_hit_info``
+    comes with car-ball collisions). The fields after ``tick_count_since_update`` are hidden per-tick
+    state RocketSim keeps outside the binding's CarState (`Car::_internalState.isBoosting`, the
+    btVehicleRL wheel infos, `Car::_velocityImpulseCache`): a fresh RocketSim car starts them zeroed,
+    and `Arena.set_car` resets them the same way.
     """
 
     pos: torch.Tensor
-    """Position, UU [N, C, 3]."""
+    """Position of the centre of mass, UU [N, C, 3]."""
     rot_mat: torch.Tensor
     """Orientation, columns forward, right, up [N, C, 3, 3]."""
     vel: torch.Tensor
     """Linear velocity, UU/s [N, C, 3]."""
     ang_vel: torch.Tensor
     """Angular velocity, rad/s [N, C, 3]."""
-    boost: torch.Tensor
-    """Boost amount, 0-100 [N, C]."""
     is_on_ground: torch.Tensor
     """At least 3 wheels touch [N, C] bool."""
+    wheels_with_contact: torch.Tensor
+    """Each wheel's ray hits something: front-right, front-left, back-right, back-left [N, C, 4] bool."""
     has_jumped: torch.Tensor
-    """[N, C] bool."""
+    """The car jumped to get into the air (false after a flip reset) [N, C] bool."""
     has_double_jumped: torch.Tensor
-    """[N, C] bool."""
+    """Double jumped and still in the air (flips do not count) [N, C] bool."""
     has_flipped: torch.Tensor
-    """[N, C] bool."""
-    is_jumping: torch.Tensor
-    """[N, C] bool."""
-    is_flipping: torch.Tensor
-    """[N, C] bool."""
-    is_supersonic: torch.Tensor
-    """[N, C] bool."""
-    is_demoed: torch.Tensor
-    """[N, C] bool."""
+    """In the air and flipping or flipped [N, C] bool."""
+    flip_rel_torque: torch.Tensor
+    """The flip's torque direction in the car frame (forward flip: +y) [N, C, 3]."""
     jump_time: torch.Tensor
-    """Seconds since the jump started [N, C]."""
+    """Seconds since the jump started while jumping or jumped, else 0 [N, C]."""
     flip_time: torch.Tensor
     """Seconds since the flip started [N, C]."""
+    is_flipping: torch.Tensor
+    """During a flip's torque phase [N, C] bool."""
+    is_jumping: torch.Tensor
+    """During a jump (its hold phase) [N, C] bool."""
     air_time: torch.Tensor
     """Seconds in the air [N, C]."""
     air_time_since_jump: torch.Tensor
-    """Seconds in the air since the jump ended [N, C]."""
+    """Seconds in the air since the jump ended; 0 if the car never jumped [N, C]."""
+    boost: torch.Tensor
+    """Boost amount, 0-100 [N, C]."""
+    boosting_time: torch.Tensor
+    """Seconds of the current boost (the minimum boost time counts it) [N, C]."""
+    is_supersonic: torch.Tensor
+    """[N, C] bool."""
     supersonic_time: torch.Tensor
     """Seconds supersonic [N, C]."""
     handbrake_val: torch.Tensor
-    """Powerslide amount, 0-1 [N, C]."""
+    """Powerslide amount, 0-1, rising and falling at fixed rates [N, C]."""
+    is_auto_flipping: torch.Tensor
+    """[N, C] bool."""
+    auto_flip_timer: torch.Tensor
+    """Seconds of auto-flip left [N, C]."""
+    auto_flip_torque_scale: torch.Tensor
+    """+1 or -1: the auto-flip's roll direction [N, C]."""
+    has_world_contact: torch.Tensor
+    """The car body touched the arena during the last physics step [N, C] bool."""
+    world_contact_normal: torch.Tensor
+    """Normal of the last such contact (kept after the contact ends) [N, C, 3]."""
+    car_contact_id: torch.Tensor
+    """Index + 1 of the car last bumped (0: none) [N, C] int32."""
+    car_contact_cooldown_timer: torch.Tensor
+    """Seconds until that car can bump this one again [N, C]."""
+    is_demoed: torch.Tensor
+    """[N, C] bool."""
     demo_respawn_timer: torch.Tensor
     """Seconds until respawn [N, C]."""
+    last_controls: torch.Tensor
+    """The previous tick's controls (throttle, steer, pitch, yaw, roll, jump, boost, handbrake) [N, C, 8]."""
+    tick_count_since_update: torch.Tensor
+    """Ticks since the car was last set [N, C] int64."""
+    # --- hidden per-tick state (not in the binding's CarState) ---
+    is_boosting: torch.Tensor
+    """CarState::isBoosting [N, C] bool."""
+    time_since_boosted: torch.Tensor
+    """CarState::timeSinceBoosted: seconds since the car last boosted (for recharge) [N, C]."""
+    velocity_impulse_cache: torch.Tensor
+    """Velocity added at the end of the tick (bumps), UU/s (Car::_velocityImpulseCache) [N, C, 3]."""
+    engine_force: torch.Tensor
+    """btWheelInfo::m_engineForce of every wheel, set by the last tick's controls [N, C]."""
+    brake: torch.Tensor
+    """btWheelInfo::m_brake of every wheel [N, C]."""
+    steer_angle: torch.Tensor
+    """btWheelInfoRL::m_steerAngle of the front wheels, rad [N, C]."""
+    lat_friction: torch.Tensor
+    """btWheelInfoRL::m_latFriction, kept while a wheel is off the ground [N, C, 4]."""
+    long_friction: torch.Tensor
+    """btWheelInfoRL::m_longFriction [N, C, 4]."""
+    extra_pushback: torch.Tensor
+    """btWheelInfoRL::m_extraPushback, UU/s x mass; kept while the wheel touches [N, C, 4]."""
+
+    FIELDS: ClassVar[dict[str, tuple[tuple[int, ...], torch.dtype]]] = {
+        "pos": ((3,), _F), "rot_mat": ((3, 3), _F), "vel": ((3,), _F), "ang_vel": ((3,), _F),
+        "is_on_ground": ((), _B), "wheels_with_contact": ((4,), _B), "has_jumped": ((), _B),
+        "has_double_jumped": ((), _B), "has_flipped": ((), _B), "flip_rel_torque": ((3,), _F),
+        "jump_time": ((), _F), "flip_time": ((), _F), "is_flipping": ((), _B), "is_jumping": ((), _B),
+        "air_time": ((), _F), "air_time_since_jump": ((), _F), "boost": ((), _F),
+        "boosting_time": ((), _F), "is_supersonic": ((), _B), "supersonic_time": ((), _F),
+        "handbrake_val": ((), _F), "is_auto_flipping": ((), _B), "auto_flip_timer": ((), _F),
+        "auto_flip_torque_scale": ((), _F), "has_world_contact": ((), _B),
+        "world_contact_normal": ((3,), _F), "car_contact_id": ((), _I32),
+        "car_contact_cooldown_timer": ((), _F), "is_demoed": ((), _B), "demo_respawn_timer": ((), _F),
+        "last_controls": ((8,), _F), "tick_count_since_update": ((), _I64),
+        "is_boosting": ((), _B), "time_since_boosted": ((), _F), "velocity_impulse_cache": ((3,), _F),
+        "engine_force": ((), _F), "brake": ((), _F), "steer_angle": ((), _F),
+        "lat_friction": ((4,), _F), "long_friction": ((4,), _F), "extra_pushback": ((4,), _F),
+    }  # fmt: skip
+    """Trailing shape and dtype of every field."""
+    HIDDEN: ClassVar[tuple[str, ...]] = ("is_boosting", "time_since_boosted", "velocity_impulse_cache", "engine_force", "brake",
+              "steer_angle", "lat_friction", "long_friction", "extra_pushback")  # fmt: skip
+    """The hidden fields: reset by `Arena.set_car`, not settable through it."""
 
     @staticmethod
-    def empty(num_envs: int, num_cars: int, device: torch.device) -> CarState:
-        """All-zero car state for ``num_cars`` cars (identity rotations)."""
-
-        def f(*shape):
-            return torch.zeros(num_envs, num_cars, *shape, device=device)
-
-        def b():
-            return torch.zeros(num_envs, num_cars, dtype=torch.bool, device=device)
-
-        return CarState(
-            pos=f(3),
-            rot_mat=torch.eye(3, device=device).expand(num_envs, num_cars, 3, 3).clone(),
-            vel=f(3),
-            ang_vel=f(3),
-            boost=f(),
-            is_on_ground=b(),
-            has_jumped=b(),
-            has_double_jumped=b(),
-            has_flipped=b(),
-            is_jumping=b(),
-            is_flipping=b(),
-            is_supersonic=b(),
-            is_demoed=b(),
-            jump_time=f(),
-            flip_time=f(),
-            air_time=f(),
-            air_time_since_jump=f(),
-            supersonic_time=f(),
-            handbrake_val=f(),
-            demo_respawn_timer=f(),
-        )
+    def fresh(num_envs: int, num_cars: int, device: torch.device) -> CarState:
+        """Cars as RocketSim's `CarState()` makes them (at (0, 0, 17), identity rotation, on the
+        ground, boost 100/3, everything else zero), with fresh hidden state."""
+        fields = {
+            name: torch.zeros(num_envs, num_cars, *shape, dtype=dtype, device=device)
+            for name, (shape, dtype) in CarState.FIELDS.items()
+        }
+        fields["pos"][..., 2] = C.CAR_SPAWN_REST_Z
+        fields["rot_mat"][:] = torch.eye(3, device=device)
+        fields["is_on_ground"][:] = True
+        fields["boost"][:] = C.BOOST_SPAWN_AMOUNT
+        return CarState(**fields)
 
 
 @dataclasses.dataclass

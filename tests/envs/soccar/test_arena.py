@@ -27,11 +27,17 @@ def test_fresh_arena_matches_a_fresh_rocketsim_arena(mesh):
     assert a.state.tick_count.tolist() == [5, 5, 5]
 
 
-def test_cars_are_not_simulated_yet(mesh):
-    with pytest.raises(NotImplementedError, match="blue=0, orange=0"):
-        Arena(2)  # the contract's default is a 1v1
-    with pytest.raises(NotImplementedError, match="Soccar cars"):
-        Arena(2, blue=1, orange=0)
+def test_default_arena_is_a_1v1_of_fresh_rocketsim_cars(mesh):
+    a = Arena(2, seed=0)
+    assert a.num_cars == 2 and a.car == ("octane", "octane")
+    cars = a.cars
+    assert cars.pos.shape == (2, 2, 3) and cars.rot_mat.shape == (2, 2, 3, 3)
+    assert torch.all(cars.pos[..., 2] == C.CAR_RESPAWN_Z)  # Car::Respawn's height
+    assert torch.all(cars.pos[:, 0, 1] == -4608.0) and torch.all(cars.pos[:, 1, 1] == 4608.0)  # blue, orange
+    assert torch.all(cars.boost == torch.tensor(C.BOOST_SPAWN_AMOUNT)) and bool(cars.is_on_ground.all())
+    # blue faces +y, orange -y (forward is the rotation's first column)
+    assert torch.allclose(cars.rot_mat[:, 0, :, 0], torch.tensor([0.0, 1.0, 0.0]), atol=1e-6)
+    assert torch.allclose(cars.rot_mat[:, 1, :, 0], torch.tensor([0.0, -1.0, 0.0]), atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -128,30 +134,16 @@ def test_tick_is_a_pure_function(mesh):
     a = _arena(2)
     a.set_ball(pos=[0.0, 0.0, 300.0], vel=[0.0, 0.0, -500.0])
     before = a.state
-    after, goal = tick(before, a.world)
+    after, goal = tick(before, torch.zeros(2, 0, 8), a.world)
     assert after is not before and goal.shape == (2,) and goal.dtype == torch.int8
     assert before.ball.pos[0, 2] == 300.0  # the input state is not modified
 
 
-def test_car_state_placeholder_names():
-    cars = CarState.empty(2, 3, torch.device("cpu"))
-    for name in (
-        "is_on_ground",
-        "has_jumped",
-        "has_double_jumped",
-        "has_flipped",
-        "is_jumping",
-        "is_flipping",
-        "is_supersonic",
-        "is_demoed",
-        "jump_time",
-        "flip_time",
-        "air_time",
-        "air_time_since_jump",
-        "supersonic_time",
-        "handbrake_val",
-        "demo_respawn_timer",
-        "boost",
-    ):
-        assert getattr(cars, name).shape == (2, 3)
-    assert cars.rot_mat.shape == (2, 3, 3, 3)
+def test_car_state_fresh_is_rocketsims_car_state_defaults():
+    cars = CarState.fresh(2, 3, torch.device("cpu"))
+    for name, (shape, dtype) in CarState.FIELDS.items():
+        value = getattr(cars, name)
+        assert value.shape == (2, 3, *shape) and value.dtype == dtype, name
+    assert torch.all(cars.pos == torch.tensor([0.0, 0.0, C.CAR_SPAWN_REST_Z]))  # CarState(): z = 17
+    assert torch.equal(cars.rot_mat, torch.eye(3).expand(2, 3, 3, 3))
+    assert bool(cars.is_on_ground.all()) and torch.all(cars.boost == torch.tensor(C.BOOST_SPAWN_AMOUNT))
