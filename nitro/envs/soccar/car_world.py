@@ -1,33 +1,34 @@
 """Car bodies against the arena: RocketSim's car-world contacts and their sequential-impulse solve.
 
 Reference: RocketSim (ZealanL/RocketSim, MIT) `Car::_BulletSetup`, `Arena::_BulletContactAddedCallback`
-and `_BtCallback_OnCarWorldCollision`, and the Bullet 3.24 it vendors ("ROCKETSIM CHANGE" markers).
-The car body is a `btCompoundShape` holding one `btBoxShape` (the hitbox, moved by the hitbox offset).
-Per tick, for each car, at the tick's starting transform:
+and `_BtCallback_OnCarWorldCollision`, `btRSBroadphase`, and the Bullet 3.24 it vendors ("ROCKETSIM
+CHANGE" markers). The car body is a `btCompoundShape` holding one `btBoxShape` (the hitbox, moved by
+the hitbox offset). Each tick, at the tick's starting transform, `collide_and_solve` runs for every car:
 
-1. **Planes** (`btConvexPlaneCollisionAlgorithm`; RocketSim sets no perturbation): one point per
-   plane, the box corner deepest along the plane normal (the box *with* its margin, sharp corners),
-   when it is within the contact breaking threshold.
-2. **Meshes** (`btCompoundCollisionAlgorithm` -> `btConvexConcaveCollisionAlgorithm` ->
-   `btConvexConvexAlgorithm` per triangle): a mesh file takes part when the box's AABB meets the
-   file's AABB; a triangle when its AABB meets the box's AABB and the box reaches its plane within
-   the threshold from either side; then Bullet's GJK (and its EPA where the shapes overlap) gives at
-   most one point per triangle (`gjk_epa`). RocketSim's contact-added callback smooths the normals of
-   internal triangle edges for cars too (`btAdjustInternalEdgeContacts`, as for the ball).
-3. **Manifolds**: one 4-point manifold per arena object, filled in Bullet's order (mesh files in the
-   order RocketSim loaded them, each in its BVH order, then the planes); RocketSim's broadphase
-   re-adds every pair each tick, so manifolds start empty and points are never merged
-   (`collide.build_manifolds`). The contact-added callback sets friction 0.3 and restitution 0.3
-   (`carWorldFriction` / `carWorldRestitution`) and records the car's world contact (any point, and
-   the last point's normal before the edge smoothing) for the next tick's auto-flip and auto-roll.
-4. **Solve** (`btSequentialImpulseConstraintSolver`, RocketSim's settings): one normal row and one
-   friction row per point, in the order the island manager hands the manifolds over (Bullet sorts
-   them with a quicksort that reorders a car's manifolds), split-impulse penetration recovery
-   (erp2 0.8, its turn scaled by 0.1), 10 iterations, no warm start (points are new every tick).
+1. **Pairs** (`btRSBroadphase`): every tick the broadphase drops and re-adds every pair, so each
+   manifold is new (nothing persists). A car pairs with a mesh file registered in its broadphase cell
+   and with each plane; the pair keeps a manifold when the box's AABB meets the object's
+   (`btCompoundCollisionAlgorithm` drops it otherwise). RocketSim gives its planes thin AABBs.
+2. **Planes** (`btConvexPlaneCollisionAlgorithm`, no perturbation: RocketSim's threshold is 0): one
+   point, the box corner deepest along the plane normal (margin included), within the threshold.
+3. **Meshes** (`btConvexConcaveCollisionAlgorithm` -> `btConvexConvexAlgorithm` per triangle): the
+   triangles whose AABB meets the box's, minus those the box is entirely to one side of (the early
+   out), in the BVH's order; Bullet's GJK (and EPA where the shapes overlap) gives at most one point
+   per triangle (`gjk_epa`).
+4. **Manifolds** (`btManifoldResult::addContactPoint`, `btPersistentManifold`): points are filed in
+   the order Bullet makes them (mesh files in load order, planes after), 4 per object, a fifth
+   replacing the point `collide.sort_cached_points` picks by area on the car's side (m_localPointA,
+   car frame). RocketSim's contact-added callback sets friction and restitution (0.3, 0.3), records
+   the car's world contact (the last point's normal, before edge smoothing) and smooths normals at
+   internal triangle edges (`btAdjustInternalEdgeContacts`, as for the ball). `refresh_contact_points`
+   then recomputes every point from the car's transform and drops the ones beyond the threshold.
+5. **Solve** (`btSequentialImpulseConstraintSolver`, RocketSim's settings): one normal row and one
+   friction row per point, in the order of the island manager's quicksort of the manifolds;
+   split-impulse penetration recovery (erp2 0.8) and 10 Gauss-Seidel iterations, no warm start.
 
-The solve returns velocity deltas and the split-impulse motion; the car's Bullet step applies them
-(`btSolverBody::writebackVelocityAndTransform`, then `integrateTransforms`).
-Narrow phase and solve work in Bullet units (1 BT = 50 UU), like RocketSim; inputs and outputs are UU.
+Everything here runs in Bullet units (1 BT = 50 UU) and float32, with Bullet's operation order where
+a tie can hinge on it (the manifold's area test, the planes, the refresh). Car state goes in and comes
+out in UU. The velocity deltas and split-impulse motion go to `rigid_body.integrate`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import gjk_epa
+from nitro.envs.soccar import rigid_body as rb
 from nitro.envs.soccar.collide import MANIFOLD_POINTS, ContactManifolds, build_manifolds
 from nitro.envs.soccar.gjk_epa import mat_vec, vec_mat
 from nitro.envs.soccar.mesh import (
@@ -51,6 +53,7 @@ from nitro.envs.soccar.mesh import (
     SphereContacts,
     _cell_candidates,
     adjust_internal_edge_contacts,
+    bvh_quantization,
     cross,
     dot,
     eager_cpu_width,
@@ -58,20 +61,29 @@ from nitro.envs.soccar.mesh import (
 )
 from nitro.envs.soccar.mutators import MutatorConfig
 
+_F32 = np.float32
+UU_TO_BT = float(_F32(1.0) / _F32(50.0))  # RocketSim's UU_TO_BT, the float32 1.f / 50.f
 CONVEX_DISTANCE_MARGIN = 0.04  # BT: btConvexInternalShape's default margin
 SAFE_MARGIN_FACTOR = 0.1  # btBoxShape::setSafeMargin: margin <= 0.1 * the smallest half extent
-CAR_MANIFOLD_SLOTS = 6  # arena objects a car touches at once: 4 planes are possible, plus meshes
-MAX_CAR_PAIRS = 64  # triangles per car that pass the AABB and plane tests, at most
-SPLIT_IMPULSE_TURN_ERP = 0.1  # btContactSolverInfo::m_splitImpulseTurnErp
-# Where RocketSim puts its planes' bodies (Arena::_SetupArenaCollisionShapes), UU; normals in ARENA_PLANES.
+CONTACT_BREAKING_THRESHOLD = float(_F32(0.02))  # gContactBreakingThreshold, BT
+PLANE_AABB_HALF_THICKNESS = float(_F32(0.2))  # RocketSim's btStaticPlaneShape::getAabb slab, BT
+CAR_MANIFOLD_SLOTS = 6  # arena objects a car touches at once (at most 2 planes, a few mesh files)
+MAX_CAR_PAIRS = 64  # triangles per car that pass the AABB test and the early out
+SIMD_SQRT12 = float(_F32(math.sqrt(0.5)))
+# Where RocketSim puts its planes' bodies (Arena::_SetupArenaCollisionShapes), UU, with the normals of
+# C.ARENA_PLANES: floor, ceiling, side wall x = -4096, side wall x = +4096.
 PLANE_ORIGINS = (
     (0.0, 0.0, 0.0),
     (0.0, 0.0, C.ARENA_HEIGHT),
     (-C.ARENA_EXTENT_X, 0.0, C.ARENA_HEIGHT / 2),
     (C.ARENA_EXTENT_X, 0.0, C.ARENA_HEIGHT / 2),
 )
-_F32 = np.float32
-UU_TO_BT = float(_F32(1.0) / _F32(50.0))  # RocketSim's UU_TO_BT, a float32 (1.f / 50.f)
+# btRSBroadphase's grid (ArenaConfig defaults): minPos, maxPos and maxAABBLen, UU. The cell is
+# maxAABBLen in ArenaMemWeightMode::HEAVY (RocketSim's default) and twice that in LIGHT.
+BROADPHASE_MIN_POS = (-5600.0, -6000.0, 0.0)
+BROADPHASE_MAX_POS = (5600.0, 6000.0, 2200.0)
+BROADPHASE_MAX_AABB_LEN = 370.0
+BROADPHASE_CELL_MULTIPLIER = {"heavy": 1.0, "light": 2.0}
 
 
 # --- The car's collision shape --------------------------------------------------------------------
@@ -79,50 +91,64 @@ UU_TO_BT = float(_F32(1.0) / _F32(50.0))  # RocketSim's UU_TO_BT, a float32 (1.f
 
 @dataclasses.dataclass(frozen=True)
 class CarHitbox:
-    """Bullet's view of car hitboxes (``Car::_BulletSetup``), one row per car or preset [..., 3].
+    """Bullet's view of car hitboxes (`Car::_BulletSetup`), BT, one row per car [..., 3] / [...]."""
 
-    Built by `car_hitbox` from the hitbox size and offset (UU, `CarConfig`'s ``hitbox_size`` and
-    ``hitbox_pos_offset``); everything else is in Bullet units.
-    """
-
-    half: torch.Tensor
-    """Half extents, (size * UU_TO_BT) / 2, BT [..., 3]."""
     inner: torch.Tensor
-    """m_implicitShapeDimensions: half - 0.04 BT. (btBoxShape subtracts the default margin, then
-    setSafeMargin lowers the margin without giving the difference back: Bullet 3.24's setMargin is
-    not virtual, so btBoxShape's correction never runs.) [..., 3]"""
+    """m_implicitShapeDimensions: half extents minus 0.04 BT (btBoxShape subtracts the default
+    margin, then setSafeMargin lowers the margin without giving the difference back) [..., 3]."""
     margin: torch.Tensor
-    """Collision margin, min(0.04, 0.1 * smallest half extent), BT [...]."""
+    """Collision margin, min(0.04, 0.1 * smallest half extent) [...]."""
     offset: torch.Tensor
-    """Hitbox offset from the car's origin, BT [..., 3]."""
+    """The box's centre in the car frame (the compound's child transform) [..., 3]."""
+    local_min: torch.Tensor
+    """The compound's local AABB (the child box's, margin included) [..., 3]."""
+    local_max: torch.Tensor
     threshold: torch.Tensor
     """Contact breaking threshold of every car-world manifold: the compound's angular motion disc
-    (bounding sphere radius plus its centre's distance from the origin) times 0.02, BT [...]."""
-    inertia: torch.Tensor
-    """Local inertia (btBoxShape::calculateLocalInertia of the box with its margin, mass 180) [..., 3]."""
+    (bounding sphere radius plus its centre's distance from the origin) times 0.02 [...]."""
+    inv_inertia_local: torch.Tensor
+    """1 / btBoxShape::calculateLocalInertia (mass 180) [..., 3]."""
+
+    def flat(self, shape: torch.Size) -> CarHitbox:
+        """The hitboxes broadcast to cars of batch ``shape`` and flattened: [B, 3] / [B]."""
+        batch = self.margin.dim()
+
+        def one(x: torch.Tensor) -> torch.Tensor:
+            tail = x.shape[batch:]
+            return x.expand(*shape, *tail).reshape(-1, *tail)
+
+        return CarHitbox(**{f.name: one(getattr(self, f.name)) for f in dataclasses.fields(self)})
 
 
-def car_hitbox(size: torch.Tensor, offset: torch.Tensor, mass: float = C.CAR_MASS_BT) -> CarHitbox:
-    """`CarHitbox` of hitboxes of ``size`` and ``offset`` [..., 3] (UU), as RocketSim builds them."""
+def car_hitbox(size: torch.Tensor, offset: torch.Tensor) -> CarHitbox:
+    """The `CarHitbox` of hitboxes of ``size`` and ``offset`` [..., 3] (UU, `CarConfig`'s
+    ``hitbox_size`` and ``hitbox_pos_offset``), in float32 as Bullet computes it."""
     size = torch.as_tensor(size, dtype=torch.float32)
     offset = torch.as_tensor(offset, dtype=torch.float32, device=size.device)
-    half = (size * UU_TO_BT) / 2
+    half = (size * UU_TO_BT) / 2.0
     inner = half - CONVEX_DISTANCE_MARGIN
     margin = torch.clamp(SAFE_MARGIN_FACTOR * half.amin(-1), max=CONVEX_DISTANCE_MARGIN)
     offset_bt = offset * UU_TO_BT
-    # btCompoundShape: its AABB is the child's, then getBoundingSphere and getAngularMotionDisc
+    # btCompoundShape::recalculateLocalAabb (the child's getAabb), then getBoundingSphere at identity
     extent = inner + margin[..., None]
-    lo, hi = offset_bt - extent, offset_bt + extent
-    local_half, local_center = 0.5 * (hi - lo), 0.5 * (hi + lo)
-    aabb_lo, aabb_hi = local_center - local_half, local_center + local_half
-    radius = torch.linalg.vector_norm(aabb_hi - aabb_lo, dim=-1) * 0.5
-    center = (aabb_lo + aabb_hi) * 0.5
-    disc = radius + torch.linalg.vector_norm(center, dim=-1)
-    threshold = disc * float(_F32(C.CONTACT_BREAKING_THRESHOLD_FACTOR))
-    full = 2.0 * extent
-    lx, ly, lz = full.unbind(-1)
-    inertia = torch.stack((ly * ly + lz * lz, lx * lx + lz * lz, lx * lx + ly * ly), -1) * (mass / 12.0)
-    return CarHitbox(half=half, inner=inner, margin=margin, offset=offset_bt, threshold=threshold, inertia=inertia)
+    local_min, local_max = offset_bt - extent, offset_bt + extent
+    local_half, local_center = 0.5 * (local_max - local_min), 0.5 * (local_max + local_min)
+    aabb_min, aabb_max = local_center - local_half, local_center + local_half
+    diag = aabb_max - aabb_min
+    center = (aabb_min + aabb_max) * 0.5
+    disc = torch.sqrt(dot(diag, diag)) * 0.5 + torch.sqrt(dot(center, center))
+    # btBoxShape::calculateLocalInertia (mass / 12 = 15 exactly), inverted in double by setMassProps
+    lx, ly, lz = (2.0 * extent).unbind(-1)
+    inertia = torch.stack((ly * ly + lz * lz, lx * lx + lz * lz, lx * lx + ly * ly), -1) * (C.CAR_MASS_BT / 12.0)
+    return CarHitbox(
+        inner=inner,
+        margin=margin,
+        offset=offset_bt,
+        local_min=local_min,
+        local_max=local_max,
+        threshold=disc * CONTACT_BREAKING_THRESHOLD,
+        inv_inertia_local=(1.0 / inertia.double()).float(),
+    )
 
 
 # --- The arena as Bullet holds it -----------------------------------------------------------------
@@ -130,65 +156,374 @@ def car_hitbox(size: torch.Tensor, offset: torch.Tensor, mass: float = C.CAR_MAS
 
 @dataclasses.dataclass(frozen=True)
 class ArenaBullet:
-    """The arena's geometry in Bullet units, exactly as RocketSim holds it (not rounded through UU)."""
+    """The arena's geometry and broadphase in Bullet units, as RocketSim holds them."""
 
     tri: torch.Tensor
     """Triangle vertices, BT, in `ArenaMesh` order [T, 3, 3]."""
-    mesh_lo: torch.Tensor
-    """Each mesh file's AABB (btTriangleMeshShape::getAabb), BT [M, 3]."""
-    mesh_hi: torch.Tensor
+    mesh_min: torch.Tensor
+    """Each mesh file's AABB (btTriangleMeshShape::getAabb at the identity) [M, 3]."""
+    mesh_max: torch.Tensor
     load_rank: torch.Tensor
-    """Position of each mesh file in RocketSim's load order, which is the file system's directory
-    order (std::filesystem::directory_iterator): the order of the car's pairs and manifolds [M]."""
+    """Position of each mesh file in RocketSim's load order, the file system's directory order
+    (std::filesystem::directory_iterator): the order of its collision objects and pairs [M]."""
     plane_normals: torch.Tensor
     """[4, 3]"""
     plane_origins: torch.Tensor
-    """BT [4, 3]"""
+    """[4, 3]"""
+    plane_min: torch.Tensor
+    """RocketSim's plane AABBs: a slab 0.2 BT deep around the plane, unbounded behind it [4, 3]."""
+    plane_max: torch.Tensor
+    cell_meshes: torch.Tensor
+    """Bit m (by load rank) set where mesh file m is registered in a broadphase cell [cells] int32."""
+    cell_min: tuple[float, float, float]
+    """btRSBroadphase minPos, BT."""
+    cell_size: float
+    """Edge of a broadphase cell, BT."""
+    cell_dims: tuple[int, int, int]
 
 
-def arena_bullet(mesh: ArenaMesh) -> ArenaBullet:
-    """The `ArenaBullet` of ``mesh`` (read once per folder and device)."""
-    return _arena_bullet(mesh.folder, str(mesh.device))
+def arena_bullet(mesh: ArenaMesh, mem_weight_mode: str = "heavy") -> ArenaBullet:
+    """The `ArenaBullet` of ``mesh`` for RocketSim's ArenaMemWeightMode ``"heavy"`` (its default) or
+    ``"light"`` (they differ in broadphase cell size only). Read once per folder, mode and device."""
+    if mem_weight_mode not in BROADPHASE_CELL_MULTIPLIER:
+        raise ValueError(
+            f"mem_weight_mode must be one of {sorted(BROADPHASE_CELL_MULTIPLIER)}, got {mem_weight_mode!r}"
+        )
+    return _arena_bullet(mesh.folder, mem_weight_mode, str(mesh.device))
 
 
 @functools.lru_cache(maxsize=8)
-def _arena_bullet(folder: str, device: str) -> ArenaBullet:
+def _arena_bullet(folder: str, mem_weight_mode: str, device: str) -> ArenaBullet:
     files = sorted(
         Path(folder).glob("mesh_*.cmf"),
         key=lambda p: int(p.stem.split("_")[1]) if p.stem.split("_")[1].isdigit() else 1 << 30,
     )
+    listed = [name for name in os.listdir(folder) if name.endswith(".cmf")]  # sync-ok: load time
+    rank = np.argsort(np.argsort([listed.index(p.name) for p in files]))
+    # btRSBroadphase's grid (float32, as Arena::Arena builds it)
+    cell_min = np.array(BROADPHASE_MIN_POS, _F32) * _F32(UU_TO_BT)
+    cell_max = np.array(BROADPHASE_MAX_POS, _F32) * _F32(UU_TO_BT)
+    cell_size = _F32(_F32(BROADPHASE_MAX_AABB_LEN) * _F32(UU_TO_BT)) * _F32(BROADPHASE_CELL_MULTIPLIER[mem_weight_mode])
+    dims = tuple(max(1, int(math.ceil(float(r)))) for r in (cell_max - cell_min) / cell_size)
+    cell_meshes = np.zeros(dims, np.int32)
     tris, lo, hi = [], [], []
-    for path in files:
+    for file_index, path in enumerate(files):
         vertices, indices = read_cmf(path)
         tris.append(vertices[indices])
-        vmin, vmax = vertices.min(0), vertices.max(0)  # recalcLocalAabb: the support in +-x, y, z
+        vmin, vmax = vertices.min(0), vertices.max(0)  # recalcLocalAabb: the support along +-x, y, z
         center, half = _F32(0.5) * (vmax + vmin), _F32(0.5) * (vmax - vmin)
         lo.append(center - half)
         hi.append(center + half)
-    listed = [name for name in os.listdir(folder) if name.endswith(".cmf")]  # sync-ok: load time
-    rank = [listed.index(p.name) for p in files]
-    rank = np.argsort(np.argsort(rank))
-    normals = np.array([n for n, _ in C.ARENA_PLANES], np.float32)
-    origins = np.array(PLANE_ORIGINS, np.float32) * _F32(UU_TO_BT)
+        registered = _registered_cells(
+            bvh_quantization(vertices, indices), lo[-1], hi[-1], cell_min, cell_max, cell_size, dims
+        )
+        cell_meshes |= np.where(registered, np.int32(1 << int(rank[file_index])), np.int32(0))
+    normals = np.array([n for n, _ in C.ARENA_PLANES], _F32)
+    origins = np.array(PLANE_ORIGINS, _F32) * _F32(UU_TO_BT)
+    plane_min, plane_max = _plane_aabbs(normals, origins)
+    as_t = lambda x, dtype=torch.float32: torch.from_numpy(np.ascontiguousarray(x)).to(device, dtype)  # noqa: E731
     return ArenaBullet(
-        tri=torch.from_numpy(np.concatenate(tris).astype(np.float32)).to(device),
-        mesh_lo=torch.from_numpy(np.stack(lo)).to(device),
-        mesh_hi=torch.from_numpy(np.stack(hi)).to(device),
-        load_rank=torch.from_numpy(rank.astype(np.int64)).to(device),
-        plane_normals=torch.from_numpy(normals).to(device),
-        plane_origins=torch.from_numpy(origins).to(device),
+        tri=as_t(np.concatenate(tris).astype(_F32)),
+        mesh_min=as_t(np.stack(lo)),
+        mesh_max=as_t(np.stack(hi)),
+        load_rank=as_t(rank, torch.int64),
+        plane_normals=as_t(normals),
+        plane_origins=as_t(origins),
+        plane_min=as_t(plane_min),
+        plane_max=as_t(plane_max),
+        cell_meshes=as_t(cell_meshes.reshape(-1), torch.int32),
+        cell_min=tuple(float(x) for x in cell_min),
+        cell_size=float(cell_size),
+        cell_dims=dims,
     )
 
 
-def quicksort_order(n: int) -> list[int]:
-    """btAlignedObjectArray::quickSort of ``n`` equal keys: which original element ends up at each
-    position. The island manager sorts the manifolds by island with it, and a car's manifolds all
-    share one island, so this fixed shuffle is the order the solver visits them in."""
-    items = list(range(n))
+def _plane_aabbs(normals: np.ndarray, origins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """RocketSim's btStaticPlaneShape::getAabb: along its one axis, origin + (0 -+ 0.2), and
+    BT_LARGE_FLOAT away behind the plane; unbounded along the other axes."""
+    big = _F32(gjk_epa.BT_LARGE_FLOAT)
+    lo = np.full_like(origins, -big)
+    hi = np.full_like(origins, big)
+    for i, (n, o) in enumerate(zip(normals, origins)):
+        axis = int(np.argmax(np.abs(n)))
+        lo[i, axis] = o[axis] + (_F32(0) - _F32(PLANE_AABB_HALF_THICKNESS))
+        hi[i, axis] = o[axis] + (_F32(0) + _F32(PLANE_AABB_HALF_THICKNESS))
+        if n[axis] < 0:
+            hi[i, axis] = big
+        else:
+            lo[i, axis] = -big
+    return lo, hi
+
+
+def _cell_indices_np(pos: np.ndarray, cell_min: np.ndarray, cell_size: np.float32, dims) -> np.ndarray:
+    """btRSBroadphase::GetCellIndices: (int)((pos - minPos) * (1 / cellSize)), clamped into the grid."""
+    scaled = (pos - cell_min) * (_F32(1.0) / cell_size)
+    return np.clip(np.trunc(scaled).astype(np.int64), 0, np.array(dims) - 1)
+
+
+def _registered_cells(bvh, mesh_min, mesh_max, cell_min, cell_max, cell_size, dims) -> np.ndarray:
+    """The broadphase cells a mesh file's proxy is listed in (_UpdateCellsStatic) [X, Y, Z] bool.
+
+    Of the cells the file's broadphase AABB (its AABB grown by 0.02, capped at maxPos) spans, those
+    where its BVH reports a triangle (quantized boxes overlapping the cell's) list it, and so does
+    every neighbour of such a cell.
+    """
+    bp_min = mesh_min - _F32(CONTACT_BREAKING_THRESHOLD)
+    bp_max = np.minimum(mesh_max + _F32(CONTACT_BREAKING_THRESHOLD), cell_max)
+    first = _cell_indices_np(bp_min, cell_min, cell_size, dims)
+    last = _cell_indices_np(bp_max, cell_min, cell_size, dims)
+    hit_ranges = []
+    for axis in range(3):
+        cells = np.arange(first[axis], last[axis] + 1)
+        lo = cell_min[axis] + cells.astype(_F32) * cell_size  # GetCellMinPos
+        hi = lo + cell_size
+        q_lo = bvh.quantize_with_clamp(np.stack([np.full_like(lo, bvh.aabb_min[a]) if a != axis else lo for a in range(3)], -1), False)[:, axis]
+        q_hi = bvh.quantize_with_clamp(np.stack([np.full_like(hi, bvh.aabb_min[a]) if a != axis else hi for a in range(3)], -1), True)[:, axis]
+        # leaf t overlaps cell c along this axis (testQuantizedAabbAgainstQuantizedAabb)
+        hit_ranges.append((bvh.leaf_min[:, axis, None] <= q_hi[None]) & (bvh.leaf_max[:, axis, None] >= q_lo[None]))
+    hit = np.zeros(tuple(int(b - a + 1) for a, b in zip(first, last)), bool)
+    for t in range(bvh.leaf_min.shape[0]):
+        xs, ys, zs = (np.nonzero(r[t])[0] for r in hit_ranges)
+        if len(xs) and len(ys) and len(zs):
+            hit[xs[0] : xs[-1] + 1, ys[0] : ys[-1] + 1, zs[0] : zs[-1] + 1] = True
+    registered = np.zeros(dims, bool)
+    for i, j, k in zip(*np.nonzero(hit)):
+        c = np.array((i, j, k)) + first
+        lo_c, hi_c = np.maximum(c - 1, 0), np.minimum(c + 1, np.array(dims) - 1)
+        registered[lo_c[0] : hi_c[0] + 1, lo_c[1] : hi_c[1] + 1, lo_c[2] : hi_c[2] + 1] = True
+    return registered
+
+
+def broadphase_cell(arena: ArenaBullet, point: torch.Tensor) -> torch.Tensor:
+    """btRSBroadphase::GetCellIdx of points [..., 3] (BT): the flat cell index [...]."""
+    origin = torch.tensor(arena.cell_min, dtype=point.dtype, device=point.device)
+    scaled = (point - origin) * float(_F32(1.0) / _F32(arena.cell_size))
+    dims = torch.tensor(arena.cell_dims, device=point.device)
+    ijk = torch.minimum(torch.trunc(scaled).to(torch.int64).clamp(min=0), dims - 1)
+    return (ijk[..., 0] * arena.cell_dims[1] + ijk[..., 1]) * arena.cell_dims[2] + ijk[..., 2]
+
+
+# --- Transforms and AABBs -------------------------------------------------------------------------
+
+
+def transform_aabb(basis: torch.Tensor, center: torch.Tensor, extent: torch.Tensor):
+    """btTransformAabb: the AABB of a box of half ``extent`` [B, 3] (margin included) around
+    ``center`` with axes ``basis``: (min, max) [B, 3]."""
+    reach = torch.stack([dot(extent, basis[..., i, :].abs()) for i in range(3)], -1)
+    return center - reach, center + reach
+
+
+def compound_aabb(basis: torch.Tensor, origin: torch.Tensor, hitbox: CarHitbox):
+    """btCompoundShape::getAabb at the car's transform (its margin is 0): (min, max) [B, 3]."""
+    local_half = 0.5 * (hitbox.local_max - hitbox.local_min)
+    local_center = 0.5 * (hitbox.local_max + hitbox.local_min)
+    return transform_aabb(basis, mat_vec(basis, local_center) + origin, local_half)
+
+
+def aabbs_overlap(a_min, a_max, b_min, b_max) -> torch.Tensor:
+    """TestAabbAgainstAabb2 over [..., 3] boxes: [...] bool."""
+    return ~((a_min > b_max) | (a_max < b_min)).any(-1)
+
+
+# --- Contacts -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class CarWorldContacts:
+    """One tick's car-world contacts of B car bodies, in Bullet units.
+
+    The manifolds hold m_localPointA (the point on the car, car frame) in ``offset``, the refreshed
+    m_positionWorldOnB in ``point`` and m_distance1 in ``depth``, the (edge-smoothed) normal from the
+    arena into the car in ``normal``.
+    """
+
+    manifolds: ContactManifolds
+    """Per arena object touched, up to 4 points [B, S, ...]."""
+    solve_order: torch.Tensor
+    """Slots in the order the solver visits them; empty slots last [B, S] int64."""
+    has_contact: torch.Tensor
+    """The contact-added callback ran for this car (worldContact.hasContact) [B] bool."""
+    contact_normal: torch.Tensor
+    """The last added point's normal, before edge smoothing (worldContact.contactNormal) [B, 3]."""
+
+
+def plane_contacts(basis: torch.Tensor, origin: torch.Tensor, hitbox: CarHitbox, arena: ArenaBullet):
+    """btConvexPlaneCollisionAlgorithm::collideSingleContact of the box with each plane.
+
+    Returns (has [B, 4], point on the plane [B, 4, 3], distance [B, 4]); the normal is the plane's.
+    """
+    n = arena.plane_normals  # [4, 3]
+    o = arena.plane_origins
+    extent = (hitbox.inner + hitbox.margin[:, None])[:, None, :]  # localGetSupportingVertex: with margin
+    local_dir = vec_mat(-n, basis[:, None])  # planeInConvex.getBasis() * -planeNormal
+    vertex = torch.where(local_dir >= 0, extent, -extent)
+    in_plane = mat_vec(basis[:, None], vertex) + (origin[:, None, :] - o)  # convexInPlaneTrans(vtx)
+    distance = dot(n, in_plane) - 0.0
+    point = (in_plane - distance[..., None] * n) + o
+    return distance < hitbox.threshold[:, None], point, distance
+
+
+def triangle_candidates(mesh: ArenaMesh, arena: ArenaBullet, pos_bt, basis, origin, hitbox: CarHitbox, box_min, box_max):
+    """The triangles Bullet hands to GJK for each car, in BVH order: of mesh files whose AABB meets
+    the box's, those whose AABB meets it (TestTriangleAgainstAabb2) and that the box is not
+    entirely to one side of beyond the threshold (btConvexTriangleCallback::processTriangle's early
+    out). Returns (ids [B, K], valid [B, K]), compacted to the front."""
+    ids, valid = _cell_candidates(mesh, pos_bt * C.BT_TO_UU)
+    tri = arena.tri[ids]  # [B, K, 3, 3]
+    file = mesh.tri_mesh[ids].to(torch.int64)
+    file_hit = aabbs_overlap(box_min[:, None], box_max[:, None], arena.mesh_min, arena.mesh_max)
+    valid = valid & file_hit.gather(1, file)
+    valid = valid & aabbs_overlap(tri.amin(2), tri.amax(2), box_min[:, None], box_max[:, None])
+    v0, v1, v2 = tri.unbind(2)
+    normal = cross(v1 - v0, v2 - v0)
+    normal = normal * (1.0 / torch.sqrt(dot(normal, normal)))[..., None]
+    extent = (hitbox.inner + hitbox.margin[:, None])[:, None, :]
+    inverse = rb.mat_inverse(basis)[:, None]
+    for side in (1.0, -1.0):
+        side_n = normal * side
+        local = mat_vec(inverse, side_n)  # getBasis().inverse() * normal
+        point = mat_vec(basis[:, None], torch.where(local >= 0, extent, -extent)) + origin[:, None]
+        valid = valid & ~((dot(side_n, v0) - dot(side_n, point)) > hitbox.threshold[:, None])
+    width = eager_cpu_width(valid.sum(1), min(MAX_CAR_PAIRS, valid.shape[1]))
+    order = torch.sort((~valid).to(torch.int8), dim=1, stable=True).indices[:, :width]
+    return ids.gather(1, order), valid.gather(1, order)
+
+
+def _gather(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """x [B, K, ...] gathered along dim 1 by index [B, J]."""
+    return x.gather(1, index.reshape(*index.shape, *([1] * (x.dim() - 2))).expand(*index.shape, *x.shape[2:]))
+
+
+def world_contacts(mesh: ArenaMesh, arena: ArenaBullet, pos_bt, rot, vel_bt, ang_vel, hitbox: CarHitbox, dt: float):
+    """The contact manifolds of B car bodies with the arena at the tick's starting transform, BT.
+
+    ``pos_bt`` [B, 3], ``rot`` [B, 3, 3] (columns forward, right, up), ``vel_bt`` / ``ang_vel`` [B, 3]
+    (the velocities Bullet predicts the broadphase AABB with), ``hitbox`` flattened [B].
+    """
+    b = pos_bt.shape[0]
+    device = pos_bt.device
+    basis = rot  # the child's basis: the car's times the child's identity (exact)
+    origin = mat_vec(rot, hitbox.offset) + pos_bt  # btTransform * child transform
+    extent = hitbox.inner + hitbox.margin[:, None]
+    box_min, box_max = transform_aabb(basis, origin, extent)
+
+    # Pairs: registered in the car's broadphase cell (its AABB with the predicted one, grown by 0.02)
+    now_min, now_max = compound_aabb(rot, pos_bt, hitbox)
+    pred_pos, pred_rot = rb.integrate_transform(pos_bt, rot, vel_bt, ang_vel, dt)
+    pred_min, pred_max = compound_aabb(pred_rot, pred_pos, hitbox)
+    bp_min = torch.minimum(now_min - CONTACT_BREAKING_THRESHOLD, pred_min - CONTACT_BREAKING_THRESHOLD)
+    registered = arena.cell_meshes[broadphase_cell(arena, bp_min)]  # [B] bitmask by load rank
+    by_rank = ((registered[:, None] >> torch.arange(C.SOCCAR_MESH_COUNT, device=device)) & 1) == 1
+    mesh_pair = by_rank.gather(1, arena.load_rank.expand(b, -1))  # [B, M] by file
+    mesh_kept = mesh_pair & aabbs_overlap(box_min[:, None], box_max[:, None], arena.mesh_min, arena.mesh_max)
+    plane_kept = aabbs_overlap(box_min[:, None], box_max[:, None], arena.plane_min, arena.plane_max)
+
+    # Meshes: GJK per candidate triangle, in BVH order per file, files in load order
+    ids, valid = triangle_candidates(mesh, arena, pos_bt, basis, origin, hitbox, box_min, box_max)
+    k = ids.shape[1]
+    file = mesh.tri_mesh[ids].to(torch.int64)
+    valid = valid & mesh_kept.gather(1, file)
+    rep = lambda x: x[:, None].expand(b, k, *x.shape[1:]).reshape(b * k, *x.shape[1:])  # noqa: E731
+    hit = gjk_epa.gjk_closest_points(
+        rep(basis), rep(origin), rep(hitbox.inner), rep(hitbox.margin), arena.tri[ids].reshape(b * k, 3, 3),
+        rep((hitbox.margin + hitbox.threshold) * (hitbox.margin + hitbox.threshold)),
+    )
+    found = valid & (hit.found & (hit.distance <= rep(hitbox.threshold))).reshape(b, k)
+    m_normal = hit.normal.reshape(b, k, 3)
+    m_point = hit.point_on_b.reshape(b, k, 3)
+    m_depth = hit.distance.reshape(b, k)
+    # btAdjustInternalEdgeContacts (RocketSim's callback, after the point is filed)
+    v = mesh.tri_verts[ids]
+    smoothed, changed = adjust_internal_edge_contacts(
+        m_normal, m_point * C.BT_TO_UU, v[..., 0, :], v[..., 1, :], v[..., 2, :],
+        mesh.tri_normals[ids], mesh.edge_angle[ids], mesh.edge_flags[ids],
+    )
+    m_point_a = m_point + m_normal * m_depth[..., None]
+    m_point = torch.where(changed[..., None], m_point_a - smoothed * m_depth[..., None], m_point)
+    rank = arena.load_rank[file]
+    key = torch.where(found, rank * (1 << 16) + (mesh.tri_order[ids].to(torch.int64) & 0xFFFF), 1 << 30)
+    order = torch.sort(key, dim=1, stable=True).indices
+
+    # Planes, after every mesh file
+    p_has, p_point, p_depth = plane_contacts(basis, origin, hitbox, arena)
+    p_has = p_has & plane_kept
+    p_normal = arena.plane_normals.expand(b, -1, -1)
+    p_point_a = p_point + p_normal * p_depth[..., None]
+
+    has = torch.cat((_gather(found, order), p_has), 1)
+    objects = torch.cat((_gather(rank, order), PLANE_OBJECT_BASE + torch.arange(4, device=device).expand(b, -1)), 1)
+    raw_normal = torch.cat((_gather(m_normal, order), p_normal), 1)
+    normal = torch.cat((_gather(smoothed, order), p_normal), 1)
+    point = torch.cat((_gather(m_point, order), p_point), 1)
+    point_a = torch.cat((_gather(m_point_a, order), p_point_a), 1)
+    depth = torch.cat((_gather(m_depth, order), p_depth), 1)
+    local_a = vec_mat(point_a - pos_bt[:, None], rot[:, None])  # the car's invXform(pointA)
+    compact = torch.sort((~has).to(torch.int8), dim=1, stable=True).indices
+    count = has.sum(1)
+    held = _gather(has, compact)
+    contacts = SphereContacts(
+        count=count.to(torch.int32),
+        object=torch.where(held, _gather(objects, compact), -1).to(torch.int32),
+        feature=torch.zeros_like(held, dtype=torch.int32),
+        normal=_gather(normal, compact),
+        point=_gather(point, compact),
+        offset=_gather(local_a, compact),
+        depth=_gather(depth, compact),
+    )
+    manifolds = refresh_contact_points(
+        build_manifolds(contacts, slots=CAR_MANIFOLD_SLOTS), pos_bt, rot, hitbox.threshold, arena
+    )
+    last = _gather(_gather(raw_normal, compact), (count - 1).clamp(min=0)[:, None])[:, 0]
+    return CarWorldContacts(
+        manifolds=manifolds,
+        solve_order=solve_order(manifolds.object, mesh_kept, plane_kept, arena),
+        has_contact=count > 0,
+        contact_normal=torch.where((count > 0)[:, None], last, 0.0),
+    )
+
+
+def refresh_contact_points(m: ContactManifolds, pos_bt, rot, threshold, arena: ArenaBullet) -> ContactManifolds:
+    """btPersistentManifold::refreshContactPoints at the car's transform: every point's world
+    positions and distance recomputed (trA(m_localPointA), trB(m_localPointB)); points farther than
+    the threshold along the normal, or drifted sideways beyond it, are removed, from the last point
+    down, the last point moving into the gap (removeContactPoint)."""
+    held = m.held()
+    plane = (m.object.to(torch.int64) - PLANE_OBJECT_BASE).clamp(0, len(C.ARENA_PLANES) - 1)
+    obj_origin = torch.where((m.object >= PLANE_OBJECT_BASE)[..., None], arena.plane_origins[plane], 0.0)[:, :, None]
+    point_a = mat_vec(rot[:, None, None], m.offset) + pos_bt[:, None, None]
+    point_b = (m.point - obj_origin) + obj_origin
+    depth = dot(point_a - point_b, m.normal)
+    drift = point_b - (point_a - m.normal * depth[..., None])
+    limit = threshold[:, None, None]
+    gone = held & ((depth > limit) | (dot(drift, drift) > limit * limit))
+    packed = torch.cat((m.offset, point_b, m.normal, depth[..., None]), -1)  # [B, S, 4, 10]
+    count = m.count
+    for i in reversed(range(MANIFOLD_POINTS)):
+        last = (count - 1).clamp(min=0).to(torch.int64)
+        moved = packed.gather(2, last[..., None, None].expand(*last.shape, 1, packed.shape[-1]))
+        at_i = gone[..., i, None, None] & (torch.arange(MANIFOLD_POINTS, device=count.device) == i)[:, None]
+        packed = torch.where(at_i, moved, packed)
+        count = torch.where(gone[..., i], count - 1, count)
+    offset, point, normal, depth = packed.split((3, 3, 3, 1), -1)
+    return ContactManifolds(object=m.object, count=count, offset=offset, point=point, normal=normal, depth=depth[..., 0])
+
+
+# --- The island manager's order -------------------------------------------------------------------
+
+
+def quicksort_order(keys: list[int]) -> list[int]:
+    """btAlignedObjectArray::quickSort of ``keys`` (btPersistentManifoldSortPredicate, key <): which
+    original element ends up at each position."""
+    items = list(range(len(keys)))
 
     def sort(lo: int, hi: int) -> None:
         i, j = lo, hi
-        while True:  # with equal keys neither inner scan moves: every step swaps
+        pivot = keys[items[(lo + hi) // 2]]
+        while True:
+            while keys[items[i]] < pivot:
+                i += 1
+            while pivot < keys[items[j]]:
+                j -= 1
             if i <= j:
                 items[i], items[j] = items[j], items[i]
                 i, j = i + 1, j - 1
@@ -199,8 +534,8 @@ def quicksort_order(n: int) -> list[int]:
         if i < hi:
             sort(i, hi)
 
-    if n > 1:
-        sort(0, n - 1)
+    if len(keys) > 1:
+        sort(0, len(keys) - 1)
     return items
 
 
@@ -209,196 +544,52 @@ _MAX_MANIFOLDS = C.SOCCAR_MESH_COUNT + len(C.ARENA_PLANES)
 
 @functools.lru_cache(maxsize=4)
 def _sorted_position(device: str) -> torch.Tensor:
-    """[n, i]: where the quicksort of n manifolds puts manifold i (n up to 16 meshes + 4 planes)."""
+    """[n, i]: where the quicksort of a car's n manifolds (one island) puts manifold i."""
     table = torch.zeros(_MAX_MANIFOLDS + 1, _MAX_MANIFOLDS, dtype=torch.int64)
     for n in range(1, _MAX_MANIFOLDS + 1):
-        for position, original in enumerate(quicksort_order(n)):
+        for position, original in enumerate(quicksort_order([0] * n)):
             table[n, original] = position
     return table.to(device)
 
 
-# --- Contacts -------------------------------------------------------------------------------------
+def solve_order(objects: torch.Tensor, mesh_kept: torch.Tensor, plane_kept: torch.Tensor, arena: ArenaBullet) -> torch.Tensor:
+    """The order the solver visits a car's manifold slots [B, S] int64 (empty slots last).
 
-
-@dataclasses.dataclass
-class CarWorldContacts:
-    """One tick's car-world contacts of B car bodies (flattened [N, C] -> B = N * C)."""
-
-    manifolds: ContactManifolds
-    """Per arena object touched, up to 4 points (UU; offsets from the car's origin) [B, S, ...]."""
-    solve_order: torch.Tensor
-    """Slots in the order the solver visits them; empty slots last [B, S] int64."""
-    has_contact: torch.Tensor
-    """The contact-added callback ran for this car (worldContact.hasContact) [B] bool."""
-    contact_normal: torch.Tensor
-    """The last added point's normal, before internal-edge smoothing (worldContact.contactNormal);
-    zero when there is none [B, 3]."""
-
-
-def _box_transform(pos: torch.Tensor, rot: torch.Tensor, hitbox: CarHitbox):
-    """World transform of the hitbox box (body transform * child offset), BT: (basis, origin)."""
-    return rot, mat_vec(rot, hitbox.offset) + pos * UU_TO_BT
-
-
-def _box_aabb(basis, origin, extent):
-    """btTransformAabb: the AABB of a box of ``extent`` (half extents with margin) [B, 3]."""
-    reach = torch.stack([dot(basis[:, i, :].abs(), extent) for i in range(3)], -1)
-    return origin - reach, origin + reach
-
-
-def plane_contacts(basis, origin, hitbox: CarHitbox, arena: ArenaBullet):
-    """btConvexPlaneCollisionAlgorithm::processCollision for the four planes, BT.
-
-    Returns (has [B, 4], point on the plane [B, 4, 3], distance [B, 4]); the normal is the plane's.
+    The dispatcher lists a car's manifolds in pair order (mesh files in load order, then the planes),
+    empty ones included; the island manager quicksorts them by island, and as all of them share the
+    car's island, that reduces to a fixed shuffle of their positions.
     """
-    n = arena.plane_normals  # [4, 3]
-    extent = (hitbox.inner + hitbox.margin[:, None])[:, None, :]  # localGetSupportingVertex: with margin
-    local_dir = vec_mat(-n[None], basis[:, None])  # planeInConvex.basis * -normal
-    vertex = torch.where(local_dir >= 0, extent, -extent)
-    in_plane = mat_vec(basis[:, None], vertex) + (origin[:, None, :] - arena.plane_origins)
-    distance = dot(n, in_plane)
-    has = distance < hitbox.threshold[:, None]
-    point = (in_plane - distance[..., None] * n) + arena.plane_origins
-    return has, point, distance
-
-
-def _triangle_candidates(mesh, arena, pos, basis, origin, hitbox, box_lo, box_hi):
-    """The triangles Bullet hands to GJK for each car, in the grid cell's (BVH) order: of a mesh
-    file whose AABB meets the box's, with an AABB meeting the box's (TestTriangleAgainstAabb2),
-    and not entirely beyond the breaking threshold on either side of its plane (the early out of
-    btConvexTriangleCallback::processTriangle). Returns (ids [B, K], valid [B, K])."""
-    ids, valid = _cell_candidates(mesh, pos)
-    tri = arena.tri[ids]  # [B, K, 3, 3]
-    file = mesh.tri_mesh[ids].to(torch.int64)
-    file_hit = ~((box_lo[:, None, :] > arena.mesh_hi[None]) | (box_hi[:, None, :] < arena.mesh_lo[None])).any(-1)
-    valid = valid & file_hit.gather(1, file)
-    tri_lo, tri_hi = tri.amin(2), tri.amax(2)
-    valid = valid & ~((tri_lo > box_hi[:, None]) | (tri_hi < box_lo[:, None])).any(-1)
-    v0, v1, v2 = tri.unbind(2)
-    normal = cross(v1 - v0, v2 - v0)
-    normal = normal / torch.sqrt(dot(normal, normal))[..., None]
-    extent = (hitbox.inner + hitbox.margin[:, None])[:, None, :]
-    for side in (1.0, -1.0):
-        sn = normal * side
-        local = vec_mat(sn, basis[:, None])
-        point = mat_vec(basis[:, None], torch.where(local >= 0, extent, -extent)) + origin[:, None]
-        valid = valid & ~((dot(sn, v0) - dot(sn, point)) > hitbox.threshold[:, None])
-    # compact the candidates to the front, keeping their order
-    width = eager_cpu_width(valid.sum(1), min(MAX_CAR_PAIRS, valid.shape[1]))
-    order = torch.sort((~valid).to(torch.int8), dim=1, stable=True).indices[:, :width]
-    return ids.gather(1, order), valid.gather(1, order)
-
-
-def world_contacts(mesh: ArenaMesh, pos: torch.Tensor, rot_mat: torch.Tensor, hitbox: CarHitbox) -> CarWorldContacts:
-    """The contact manifolds of car bodies with the arena at the tick's starting transform.
-
-    ``pos`` [..., 3] (UU) and ``rot_mat`` [..., 3, 3] (columns forward, right, up) of every car;
-    ``hitbox`` rows broadcast against them. Returns contacts of the flattened cars.
-    """
-    arena = arena_bullet(mesh)
-    pos = pos.reshape(-1, 3)
-    rot = rot_mat.reshape(-1, 3, 3)
-    b = pos.shape[0]
-    hitbox = CarHitbox(**{f.name: getattr(hitbox, f.name).expand(*pos.shape[:1], *getattr(hitbox, f.name).shape[-1:]) if getattr(hitbox, f.name).dim() > 1 or getattr(hitbox, f.name).shape[-1:] == (3,) else getattr(hitbox, f.name).expand(b) for f in dataclasses.fields(hitbox)})
-    basis, origin = _box_transform(pos, rot, hitbox)
-    box_lo, box_hi = _box_aabb(basis, origin, hitbox.inner + hitbox.margin[:, None])
-    device = pos.device
-    # meshes: GJK per candidate triangle
-    ids, valid = _triangle_candidates(mesh, arena, pos, basis, origin, hitbox, box_lo, box_hi)
-    k = ids.shape[1]
-    flat = lambda x: x[:, None].expand(b, k, *x.shape[1:]).reshape(b * k, *x.shape[1:])  # noqa: E731
-    hit = gjk_epa.gjk_closest_points(
-        flat(basis),
-        flat(origin),
-        flat(hitbox.inner),
-        flat(hitbox.margin),
-        arena.tri[ids].reshape(b * k, 3, 3),
-        flat((hitbox.margin + hitbox.threshold) ** 2),
-    )
-    found = (hit.found & (hit.distance <= flat(hitbox.threshold))).reshape(b, k) & valid  # addContactPoint
-    normal = hit.normal.reshape(b, k, 3)
-    point_b = hit.point_on_b.reshape(b, k, 3) * C.BT_TO_UU
-    depth = hit.distance.reshape(b, k) * C.BT_TO_UU
-    point_a = point_b + normal * depth[..., None]
-    v = mesh.tri_verts[ids]
-    smoothed, changed = adjust_internal_edge_contacts(
-        normal, point_b, v[..., 0, :], v[..., 1, :], v[..., 2, :],
-        mesh.tri_normals[ids], mesh.edge_angle[ids], mesh.edge_flags[ids],
-    )
-    smoothed_b = torch.where(changed[..., None], point_a - smoothed * depth[..., None], point_b)
-    file = mesh.tri_mesh[ids].to(torch.int64)
-    rank = arena.load_rank[file]
-    # Bullet's order: mesh files in load order, each in BVH order (the cell lists are in file, BVH order)
-    key = torch.where(found, rank * (1 << 16) + (mesh.tri_order[ids].to(torch.int64) & 0xFFFF), 1 << 30)
-    order = torch.sort(key, dim=1, stable=True).indices
-    pick = lambda x: x.gather(1, order if x.dim() == 2 else order[..., None].expand(-1, -1, 3))  # noqa: E731
-    m_found, m_rank = pick(found), pick(rank)
-    m_normal, m_smoothed, m_a, m_b, m_depth = pick(normal), pick(smoothed), pick(point_a), pick(smoothed_b), pick(depth)
-    # planes, after every mesh
-    p_has, p_point, p_dist = plane_contacts(basis, origin, hitbox, arena)
-    p_normal = arena.plane_normals.expand(b, -1, -1)
-    p_b = p_point * C.BT_TO_UU
-    p_depth = p_dist * C.BT_TO_UU
-    p_a = p_b + p_normal * p_depth[..., None]
-    all_has = torch.cat((m_found, p_has), 1)
-    objects = torch.cat((m_rank, PLANE_OBJECT_BASE + torch.arange(4, device=device).expand(b, -1)), 1)
-    raw_normal = torch.cat((m_normal, p_normal), 1)
-    normal_all = torch.cat((m_smoothed, p_normal), 1)
-    a_all = torch.cat((m_a, p_a), 1)
-    b_all = torch.cat((m_b, p_b), 1)
-    depth_all = torch.cat((m_depth, p_depth), 1)
-    compact = torch.sort((~all_has).to(torch.int8), dim=1, stable=True).indices
-    take = lambda x: x.gather(1, compact if x.dim() == 2 else compact[..., None].expand(-1, -1, 3))  # noqa: E731
-    has = take(all_has)
-    contacts = SphereContacts(
-        count=all_has.sum(1).to(torch.int32),
-        object=torch.where(has, take(objects), -1).to(torch.int32),
-        feature=torch.zeros_like(objects, dtype=torch.int32),
-        normal=take(normal_all),
-        point=take(b_all),
-        offset=take(a_all) - pos[:, None, :],
-        depth=take(depth_all),
-    )
-    manifolds = build_manifolds(contacts, slots=CAR_MANIFOLD_SLOTS)
-    # the world contact the callback records: the last added point's (unsmoothed) normal
-    count = all_has.sum(1)
-    last = (count - 1).clamp(min=0)
-    last_normal = take(raw_normal).gather(1, last[:, None, None].expand(-1, 1, 3))[:, 0]
-    has_contact = count > 0
-    # the order the solver visits the manifolds: every existing manifold (planes always; mesh files
-    # whose AABB meets the box's) in pair order, shuffled by the island manager's quicksort
-    file_hit = ~((box_lo[:, None, :] > arena.mesh_hi[None]) | (box_hi[:, None, :] < arena.mesh_lo[None])).any(-1)
-    by_rank = torch.zeros_like(file_hit).scatter(1, arena.load_rank.expand(b, -1), file_hit)
-    meshes_before = torch.cumsum(by_rank.to(torch.int64), 1) - by_rank.to(torch.int64)  # [B, 16] by rank
-    existing = by_rank.sum(1) + 4
-    obj = manifolds.object.to(torch.int64)
+    b = objects.shape[0]
+    by_rank = torch.zeros_like(mesh_kept).scatter(1, arena.load_rank.expand(b, -1), mesh_kept).to(torch.int64)
+    meshes_before = torch.cumsum(by_rank, 1) - by_rank  # [B, M] by load rank
+    planes = plane_kept.to(torch.int64)
+    planes_before = torch.cumsum(planes, 1) - planes
+    existing = by_rank.sum(1) + planes.sum(1)
+    obj = objects.to(torch.int64)
     is_plane = obj >= PLANE_OBJECT_BASE
-    position = torch.where(is_plane, existing[:, None] - 4 + (obj - PLANE_OBJECT_BASE), meshes_before.gather(1, obj.clamp(0, C.SOCCAR_MESH_COUNT - 1)))
-    table = _sorted_position(str(device))
-    sorted_pos = table[existing[:, None], position.clamp(0, _MAX_MANIFOLDS - 1)]
-    solve_key = torch.where(obj >= 0, sorted_pos, _MAX_MANIFOLDS + 1)
-    solve_order = torch.sort(solve_key, dim=1, stable=True).indices
-    return CarWorldContacts(
-        manifolds=manifolds,
-        solve_order=solve_order,
-        has_contact=has_contact,
-        contact_normal=torch.where(has_contact[:, None], last_normal, 0.0),
+    position = torch.where(
+        is_plane,
+        by_rank.sum(1, keepdim=True) + planes_before.gather(1, (obj - PLANE_OBJECT_BASE).clamp(0, 3)),
+        meshes_before.gather(1, obj.clamp(0, C.SOCCAR_MESH_COUNT - 1)),
     )
+    table = _sorted_position(str(objects.device))
+    sorted_position = table[existing[:, None], position.clamp(0, _MAX_MANIFOLDS - 1)]
+    key = torch.where(obj >= 0, sorted_position, _MAX_MANIFOLDS + 1)
+    return torch.sort(key, dim=1, stable=True).indices
 
 
 # --- The sequential-impulse solve -----------------------------------------------------------------
 
 
-def inv_inertia_world(rot: torch.Tensor, inertia: torch.Tensor) -> torch.Tensor:
-    """btRigidBody::updateInertiaTensor: basis.scaled(1 / inertia) * basis^T [B, 3, 3]."""
-    scaled = rot * (1.0 / inertia)[..., None, :]
-    return scaled @ rot.transpose(-1, -2)
+def simd_dot3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """btSimdDot3 of the SSE2 solver rows: x + (y + z)."""
+    return a[..., 0] * b[..., 0] + (a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2])
 
 
-def _plane_space(n: torch.Tensor) -> torch.Tensor:
+def plane_space(n: torch.Tensor) -> torch.Tensor:
     """btPlaneSpace1's first tangent of ``n`` [..., 3]."""
     nx, ny, nz = n.unbind(-1)
-    use_yz = nz.abs() > math.sqrt(0.5)
+    use_yz = nz.abs() > SIMD_SQRT12
     k_yz = 1.0 / torch.sqrt(torch.where(use_yz, ny * ny + nz * nz, 1))
     k_xy = 1.0 / torch.sqrt(torch.where(use_yz, 1, nx * nx + ny * ny))
     zero = torch.zeros_like(nx)
@@ -407,109 +598,185 @@ def _plane_space(n: torch.Tensor) -> torch.Tensor:
     return torch.where(use_yz[..., None], yz, xy)
 
 
-def solve_world_contacts(
-    contacts: CarWorldContacts,
-    vel: torch.Tensor,
-    ang_vel: torch.Tensor,
-    ext_dv: torch.Tensor,
-    ext_dw: torch.Tensor,
-    rot_mat: torch.Tensor,
-    hitbox: CarHitbox,
-    dt: float,
-    mutators: MutatorConfig,
-):
-    """Bullet's sequential-impulse solve of the car-world contacts (RocketSim's solver settings).
+@dataclasses.dataclass
+class SolverRows:
+    """One contact's normal or friction row (btSolverConstraint), [B, R] / [B, R, 3] per car."""
 
-    ``vel`` / ``ang_vel`` [..., 3]: the car's velocities after damping (UU/s, rad/s); ``ext_dv`` /
-    ``ext_dw``: what this tick's forces and torques add (gravity, boost, air control: Bullet's
-    m_externalForceImpulse / m_externalTorqueImpulse); ``rot_mat``: the tick's starting orientation.
-    Returns (dv, dw, push_v, push_w) [..., 3]: velocity deltas of the contacts (UU/s, rad/s), and the
-    split-impulse motion (UU/s, rad/s, the turn already scaled by 0.1) that
-    btSolverBody::writebackVelocityAndTransform integrates into the transform before the step's
-    integration. All zero where a car touches nothing.
+    normal: torch.Tensor
+    """m_contactNormal1 [B, R, 3]."""
+    torque: torch.Tensor
+    """m_relpos1CrossNormal [B, R, 3]."""
+    angular: torch.Tensor
+    """m_angularComponentA: the inverse world inertia times the torque axis [B, R, 3]."""
+    jac: torch.Tensor
+    """m_jacDiagABInv [B, R]."""
+    rhs: torch.Tensor
+    """m_rhs [B, R]."""
+
+
+def contact_rows(rel_pos, normal, inv_inertia, inv_mass: float) -> tuple[torch.Tensor, ...]:
+    """The Jacobian part of setupContactConstraint / setupFrictionConstraint: (torque axis, angular
+    component, 1 / effective mass)."""
+    torque = cross(rel_pos, normal)
+    angular = mat_vec(inv_inertia[:, None], torque)
+    jac = 1.0 / (inv_mass + dot(normal, cross(angular, rel_pos)))
+    return torque, angular, jac
+
+
+def resolve_row_lower_limit(delta_v, delta_w, row: SolverRows, k: int, applied, inv_mass: float, active):
+    """gResolveSingleConstraintRowLowerLimit_sse2 for row ``k`` (lower limit 0). Returns the new
+    (delta_v, delta_w, applied)."""
+    delta = row.rhs[:, k] - (simd_dot3(row.normal[:, k], delta_v) + simd_dot3(row.torque[:, k], delta_w)) * row.jac[:, k]
+    total = applied[:, k] + delta
+    below = total < 0
+    delta = torch.where(active, torch.where(below, 0.0 - applied[:, k], delta), 0.0)
+    applied = applied.clone()
+    applied[:, k] = torch.where(active, torch.where(below, 0.0, total), applied[:, k])
+    delta_v = delta_v + (row.normal[:, k] * inv_mass) * delta[:, None]
+    delta_w = delta_w + row.angular[:, k] * delta[:, None]
+    return delta_v, delta_w, applied
+
+
+def solve_world_contacts(contacts: CarWorldContacts, pos_bt, rot, vel_bt, ang_vel, ext_v, ext_w, hitbox: CarHitbox, dt: float, mutators: MutatorConfig):
+    """Bullet's sequential-impulse solve of B cars' arena contacts (RocketSim's solver settings), BT.
+
+    ``vel_bt`` / ``ang_vel`` [B, 3]: the velocities entering Bullet's step; ``ext_v`` / ``ext_w``: what
+    this tick's forces and torques add (btSolverBody's m_externalForceImpulse / TorqueImpulse).
+    Returns (dv, dw, push, turn) [B, 3]: the solver's velocity deltas and its split-impulse push and
+    turn velocities (turn not yet scaled by m_splitImpulseTurnErp). Zero where a car touches nothing.
     """
-    shape = vel.shape
-    b = contacts.has_contact.shape[0]
-    v = vel.reshape(b, 3) * UU_TO_BT
-    w = ang_vel.reshape(b, 3)
-    ext_v = ext_dv.reshape(b, 3) * UU_TO_BT
-    ext_w = ext_dw.reshape(b, 3)
-    rot = rot_mat.reshape(b, 3, 3)
-    inertia = hitbox.inertia.expand(b, 3) if hitbox.inertia.dim() == 1 else hitbox.inertia.reshape(-1, 3).expand(b, 3)
-    inv_i = inv_inertia_world(rot, inertia)
-    inv_mass = 1.0 / mutators.car_mass
+    b = pos_bt.shape[0]
+    inv_mass = float(_F32(1.0) / _F32(C.CAR_MASS_BT))
+    inv_inertia = rb.inv_inertia_world(rot, hitbox.inv_inertia_local)
     m = contacts.manifolds
     # rows in solver order: manifolds as the island manager sorts them, points in manifold order
-    order = contacts.solve_order
-    held = m.held().gather(1, order[..., None].expand(-1, -1, MANIFOLD_POINTS)).reshape(b, -1)
-    gather3 = lambda x: x.gather(1, order[..., None, None].expand(-1, -1, MANIFOLD_POINTS, 3)).reshape(b, -1, 3)  # noqa: E731
-    normal, rel_pos, depth = gather3(m.normal), gather3(m.offset) * UU_TO_BT, m.depth.gather(1, order[..., None].expand(-1, -1, MANIFOLD_POINTS)).reshape(b, -1) * UU_TO_BT
+    slot = contacts.solve_order
+    held = _gather(m.held(), slot).reshape(b, -1)
+    take = lambda x: _gather(x, slot).reshape(b, -1, *x.shape[3:])  # noqa: E731
     width = eager_cpu_width(held.sum(1), held.shape[1])
-    row_order = torch.sort((~held).to(torch.int8), dim=1, stable=True).indices[:, :width]
-    active = held.gather(1, row_order)
-    take = row_order[..., None].expand(-1, -1, 3)
-    normal, rel_pos, depth = normal.gather(1, take), rel_pos.gather(1, take), depth.gather(1, row_order)
-    inv_i_rows = inv_i[:, None]
-    # setupContactConstraint (relaxation 1, cfm 0, no warm start: the points are new)
-    torque_n = cross(rel_pos, normal)
-    ang_n = (inv_i_rows @ torque_n[..., None])[..., 0]
-    jac_n = 1.0 / (inv_mass + dot(normal, cross(ang_n, rel_pos)))
-    approach = dot(normal, v[:, None] + cross(w[:, None].expand_as(rel_pos), rel_pos))  # getVelocityInLocalPoint
+    rows = torch.sort((~held).to(torch.int8), dim=1, stable=True).indices[:, :width]
+    active = held.gather(1, rows)
+    normal, local_a, depth = _gather(take(m.normal), rows), _gather(take(m.offset), rows), _gather(take(m.depth), rows)
+    rel_pos = (mat_vec(rot[:, None], local_a) + pos_bt[:, None]) - pos_bt[:, None]
+    vel_ext, ang_ext = vel_bt + ext_v, ang_vel + ext_w
+    # setupContactConstraint (relaxation 1, cfm 0, linear slop 0)
+    torque, angular, jac = contact_rows(rel_pos, normal, inv_inertia, inv_mass)
+    approach = dot(normal, vel_bt[:, None] + cross(ang_vel[:, None].expand_as(rel_pos), rel_pos))
     restitution = torch.where(
-        approach.abs() < C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD * UU_TO_BT, 0.0, -mutators.car_world_restitution * approach
-    ).clamp(min=0)
-    rel_vel = dot(normal, v[:, None] + ext_v[:, None]) + dot(torque_n, w[:, None] + ext_w[:, None])
-    rhs_n = (restitution - rel_vel) * jac_n
-    rhs_push = torch.where(depth > 0, 0.0, -depth * (C.SOLVER_ERP2 / dt)) * jac_n
+        approach.abs() < C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD * UU_TO_BT, 0.0, mutators.car_world_restitution * -approach
+    ).clamp(min=0.0)
+    rel_vel = dot(normal, vel_ext[:, None]) + dot(torque, ang_ext[:, None])
+    rhs = (restitution - rel_vel) * jac
+    inv_dt = float(_F32(1.0) / _F32(dt))
+    rhs_push = torch.where(depth > 0, 0.0, ((-depth) * float(_F32(C.SOLVER_ERP2))) * inv_dt) * jac
+    normal_rows = SolverRows(normal=normal, torque=torque, angular=angular, jac=jac, rhs=rhs)
+    push_rows = dataclasses.replace(normal_rows, rhs=rhs_push)
     # convertContactInner: one friction row along the sliding velocity (else btPlaneSpace1)
-    vel_at = v[:, None] + ext_v[:, None] + cross((w + ext_w)[:, None].expand_as(rel_pos), rel_pos)
+    vel_at = vel_ext[:, None] + cross(ang_ext[:, None].expand_as(rel_pos), rel_pos)
     lateral = vel_at - normal * dot(normal, vel_at)[..., None]
     lateral2 = dot(lateral, lateral)
     sliding = lateral2 > gjk_epa.SIMD_EPSILON
-    tangent = torch.where(sliding[..., None], lateral * (1.0 / torch.sqrt(torch.where(sliding, lateral2, 1)))[..., None], _plane_space(normal))
-    torque_t = cross(rel_pos, tangent)
-    ang_t = (inv_i_rows @ torque_t[..., None])[..., 0]
-    jac_t = 1.0 / (inv_mass + dot(tangent, cross(ang_t, rel_pos)))
-    rhs_t = -(dot(tangent, v[:, None] + ext_v[:, None]) + dot(torque_t, w[:, None])) * jac_t
+    tangent = torch.where(
+        sliding[..., None], lateral * (1.0 / torch.sqrt(torch.where(sliding, lateral2, 1.0)))[..., None], plane_space(normal)
+    )
+    f_torque, f_angular, f_jac = contact_rows(rel_pos, tangent, inv_inertia, inv_mass)
+    f_rhs = (0.0 - (dot(tangent, vel_ext[:, None]) + dot(f_torque, ang_vel[:, None]))) * f_jac
+    friction_rows = SolverRows(normal=tangent, torque=f_torque, angular=f_angular, jac=f_jac, rhs=f_rhs)
     friction = mutators.car_world_friction
-    rows = range(normal.shape[1])
-    # split-impulse penetration recovery (solveGroupCacheFriendlySplitImpulseIterations), first
-    push = torch.zeros_like(v)
-    turn = torch.zeros_like(w)
-    applied = torch.zeros_like(depth)
+    count = normal.shape[1]
+
+    # solveGroupCacheFriendlySplitImpulseIterations: rows without a penetration term are skipped
+    push, turn = torch.zeros_like(vel_bt), torch.zeros_like(ang_vel)
+    applied_push = torch.zeros_like(depth)
     pushing = active & (rhs_push != 0)
     for _ in range(C.SOLVER_NUM_ITERATIONS):
-        for k in rows:
-            delta = rhs_push[:, k] - (dot(normal[:, k], push) + dot(torque_n[:, k], turn)) * jac_n[:, k]
-            new = (applied[:, k] + delta).clamp(min=0)
-            delta = torch.where(pushing[:, k], new - applied[:, k], 0.0)
-            applied[:, k] = applied[:, k] + delta
-            push = push + normal[:, k] * (inv_mass * delta)[:, None]
-            turn = turn + ang_n[:, k] * delta[:, None]
-    # velocity iterations: every normal row, then every friction row
-    dv = torch.zeros_like(v)
-    dw = torch.zeros_like(w)
-    impulse_n = torch.zeros_like(depth)
-    impulse_t = torch.zeros_like(depth)
+        for k in range(count):
+            push, turn, applied_push = resolve_row_lower_limit(push, turn, push_rows, k, applied_push, inv_mass, pushing[:, k])
+    # solveSingleIteration: every normal row, then every friction row (while its normal impulse > 0)
+    dv, dw = torch.zeros_like(vel_bt), torch.zeros_like(ang_vel)
+    applied = torch.zeros_like(depth)
+    applied_friction = torch.zeros_like(depth)
     for _ in range(C.SOLVER_NUM_ITERATIONS):
-        for k in rows:  # resolveSingleConstraintRowLowerLimit
-            delta = rhs_n[:, k] - (dot(normal[:, k], dv) + dot(torque_n[:, k], dw)) * jac_n[:, k]
-            new = (impulse_n[:, k] + delta).clamp(min=0)
-            delta = torch.where(active[:, k], new - impulse_n[:, k], 0.0)
-            impulse_n[:, k] = impulse_n[:, k] + delta
-            dv = dv + normal[:, k] * (inv_mass * delta)[:, None]
-            dw = dw + ang_n[:, k] * delta[:, None]
-        for k in rows:  # resolveSingleConstraintRowGeneric, while the normal impulse is positive
-            limit = friction * impulse_n[:, k]
-            delta = rhs_t[:, k] - (dot(tangent[:, k], dv) + dot(torque_t[:, k], dw)) * jac_t[:, k]
-            new = torch.maximum(torch.minimum(impulse_t[:, k] + delta, limit), -limit)
-            delta = torch.where(active[:, k] & (impulse_n[:, k] > 0), new - impulse_t[:, k], 0.0)
-            impulse_t[:, k] = impulse_t[:, k] + delta
-            dv = dv + tangent[:, k] * (inv_mass * delta)[:, None]
-            dw = dw + ang_t[:, k] * delta[:, None]
-    return (
-        (dv * C.BT_TO_UU).reshape(shape),
-        dw.reshape(shape),
-        (push * C.BT_TO_UU).reshape(shape),
-        (turn * SPLIT_IMPULSE_TURN_ERP).reshape(shape),
+        for k in range(count):
+            dv, dw, applied = resolve_row_lower_limit(dv, dw, normal_rows, k, applied, inv_mass, active[:, k])
+        for k in range(count):  # gResolveSingleConstraintRowGeneric_sse2
+            limit = friction * applied[:, k]
+            delta = friction_rows.rhs[:, k] - (
+                simd_dot3(tangent[:, k], dv) + simd_dot3(f_torque[:, k], dw)
+            ) * f_jac[:, k]
+            old = applied_friction[:, k]
+            total = old + delta
+            below, under = total < -limit, total < limit
+            delta = torch.where(below, -limit - old, delta)
+            new = torch.where(below, -limit, total)
+            delta = torch.where(under, delta, limit - old)
+            new = torch.where(under, new, limit)
+            solving = active[:, k] & (applied[:, k] > 0)
+            delta = torch.where(solving, delta, 0.0)
+            applied_friction = applied_friction.clone()
+            applied_friction[:, k] = torch.where(solving, new, old)
+            dv = dv + (tangent[:, k] * inv_mass) * delta[:, None]
+            dw = dw + f_angular[:, k] * delta[:, None]
+    return dv, dw, push, turn
+
+
+# --- The stage the car tick calls -----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class CarWorldResult:
+    """What Bullet's step does to B car bodies through their arena contacts (UU, rad/s) [..., 3]."""
+
+    dv: torch.Tensor
+    """Velocity delta of the contact solve (btSolverBody::m_deltaLinearVelocity), UU/s."""
+    dw: torch.Tensor
+    """Angular velocity delta, rad/s."""
+    push_v: torch.Tensor
+    """Split-impulse push velocity (m_pushVelocity), UU/s: moves the transform only."""
+    push_w: torch.Tensor
+    """Split-impulse turn velocity (m_turnVelocity, before the 0.1 turn erp), rad/s."""
+    has_contact: torch.Tensor
+    """The car body touched the arena (worldContact.hasContact) [...] bool."""
+    contact_normal: torch.Tensor
+    """The normal of the last contact added (worldContact.contactNormal), zero without one."""
+
+
+def collide_and_solve(
+    mesh: ArenaMesh,
+    arena: ArenaBullet,
+    pos: torch.Tensor,
+    rot_mat: torch.Tensor,
+    vel: torch.Tensor,
+    ang_vel: torch.Tensor,
+    ext_v: torch.Tensor,
+    ext_w: torch.Tensor,
+    hitbox: CarHitbox,
+    dt: float,
+    mutators: MutatorConfig,
+) -> CarWorldResult:
+    """The car bodies' part of Bullet's step: arena contacts at the tick's starting transform and
+    their sequential-impulse solve.
+
+    ``pos`` [..., 3] UU, ``rot_mat`` [..., 3, 3], ``vel`` UU/s and ``ang_vel`` rad/s (after the
+    pre-tick's impulses), ``ext_v`` / ``ext_w``: this tick's forces and torques as velocity changes
+    (`rigid_body.external_impulses`); ``hitbox`` broadcasts against the cars.
+    """
+    shape = pos.shape[:-1]
+    flat = lambda x: x.reshape(-1, 3)  # noqa: E731
+    boxes = hitbox.flat(shape)
+    pos_bt, vel_bt = flat(pos) * UU_TO_BT, flat(vel) * UU_TO_BT
+    rot = rot_mat.reshape(-1, 3, 3)
+    w = flat(ang_vel)
+    contacts = world_contacts(mesh, arena, pos_bt, rot, vel_bt, w, boxes, dt)
+    dv, dw, push, turn = solve_world_contacts(
+        contacts, pos_bt, rot, vel_bt, w, flat(ext_v) * UU_TO_BT, flat(ext_w), boxes, dt, mutators
+    )
+    back = lambda x: x.reshape(*shape, 3)  # noqa: E731
+    return CarWorldResult(
+        dv=back(dv * C.BT_TO_UU),
+        dw=back(dw),
+        push_v=back(push * C.BT_TO_UU),
+        push_w=back(turn),
+        has_contact=contacts.has_contact.reshape(shape),
+        contact_normal=back(contacts.contact_normal),
     )

@@ -39,6 +39,10 @@ class MutatorConfig:
     """Boost burnt per second of boosting (of 100)."""
     car_spawn_boost_amount: float = C.BOOST_SPAWN_AMOUNT
     """Boost of a fresh or respawned car."""
+    car_world_friction: float = C.CARWORLD_COLLISION_FRICTION
+    """Friction of every car body contact with the arena (RocketSim's contact callback sets it)."""
+    car_world_restitution: float = C.CARWORLD_COLLISION_RESTITUTION
+    """Restitution of every car body contact with the arena (likewise)."""
     unlimited_flips: bool = False
     """Flips are possible after a flip or double jump (within the 1.25 s window)."""
     unlimited_double_jumps: bool = False
