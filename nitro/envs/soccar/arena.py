@@ -10,6 +10,7 @@ car-car collisions and boost pads come with the next soccar stages.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Sequence
 
@@ -206,6 +207,15 @@ class Arena:
             pads=BoostPadState.fresh(num_envs, self.device),
             tick_count=torch.zeros(num_envs, dtype=torch.int64, device=self.device),
         )
+        self._generator = torch.Generator(device=self.device)
+        if seed is None:
+            self._generator.seed()
+        else:
+            self._generator.manual_seed(seed)
+        self.kickoff_spawns = torch.full((num_envs, self.num_cars), -1, dtype=torch.int64, device=self.device)
+        """Each car's spot from the last `reset_kickoff`, -1 before one: 0-4 index RocketSim's
+        CAR_SPAWN_LOCATIONS_SOCCAR (blue's; orange's are mirrored), 5 and up the respawn spots of a
+        team's sixth and later cars."""
         self._runners: dict[int, object] = {}
 
     # --- views -----------------------------------------------------------------------------------
@@ -272,18 +282,22 @@ class Arena:
         """
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < self.num_cars:
             raise ValueError(f"car index must be an int in [0, {self.num_cars}), got {index!r}")
-        settable = [name for name in CarState.FIELDS if name not in CarState.HIDDEN]
         for name in fields:
-            if name not in settable:
+            if name not in CarState.SETTABLE:
                 raise ValueError(
                     f"set_car got {name!r}, which is not a settable CarState field; expected any of "
-                    f"{settable}"
+                    f"{list(CarState.SETTABLE)}"
                 )
         rows = self._env_rows(env_ids)
         count = self.num_envs if rows is None else rows.numel()
+        self._write_car(index, rows, {name: self._car_field(name, value, count) for name, value in fields.items()})
+
+    def _write_car(self, index: int, rows: torch.Tensor | None, values: dict[str, torch.Tensor]) -> None:
+        """Car::SetState of car ``index`` in ``rows`` (all when None): the checked ``values`` [M, ...],
+        the hidden state of a fresh car, ``tick_count_since_update`` 0. No host synchronisation."""
+        count = self.num_envs if rows is None else rows.numel()
         fresh = CarState.fresh(count, 1, self.device)
-        values = {name: getattr(fresh, name)[:, 0] for name in CarState.HIDDEN + ("tick_count_since_update",)}
-        values.update({name: self._car_field(name, value, count) for name, value in fields.items()})
+        values = {name: getattr(fresh, name)[:, 0] for name in CarState.HIDDEN + ("tick_count_since_update",)} | values
         cars = self.state.cars
         new = dataclasses.replace(cars)
         for name, value in values.items():
@@ -308,17 +322,41 @@ class Arena:
         return cars
 
     def reset_kickoff(self, env_ids=None) -> None:
-        """RocketSim's reset_kickoff for ball-only arenas: ball at rest at (0, 0, BALL_REST_Z), pads fresh."""
+        """RocketSim's `Arena::ResetToRandomKickoff` for the selected envs (all when None).
+
+        The ball at rest at (0, 0, BALL_REST_Z) (so it sleeps until touched); each env shuffles the
+        five kickoff spots from its own random stream (from ``seed``), and the i-th car of each team
+        takes spot i (orange mirrored through (-x, -y), facing the other way); cars past the fifth
+        per team go to the respawn spots, 250 UU further back for each car already there. Cars are
+        set as fresh RocketSim cars at z = 17 on the ground with the spawn boost (flags, timers and
+        hidden state cleared); pads are active. The chosen spots are in `kickoff_spawns`.
+        """
         rows = self._env_rows(env_ids)
         count = self.num_envs if rows is None else rows.numel()
         rest = BallState.rest(count, self.device)
-        self.set_ball(pos=rest.pos, vel=rest.vel, ang_vel=rest.ang_vel, env_ids=env_ids)
+        self.set_ball(pos=rest.pos, vel=rest.vel, ang_vel=rest.ang_vel, env_ids=rows)
         fresh = BoostPadState.fresh(count, self.device)
         pads = BoostPadState(
             is_active=_scatter(self.state.pads.is_active, rows, fresh.is_active),
             cooldown=_scatter(self.state.pads.cooldown, rows, fresh.cooldown),
         )
         self.state = dataclasses.replace(self.state, pads=pads)
+        if not self.num_cars:
+            return
+        order = torch.rand(count, len(C.CAR_SPAWN_LOCATIONS_SOCCAR), generator=self._generator, device=self.device)
+        spots = _kickoff_spots(order.argsort(-1), self.blue, self.orange)  # [count, C]
+        self.kickoff_spawns = _scatter(self.kickoff_spawns, rows, spots)
+        table = torch.tensor(_kickoff_table(max(self.blue, self.orange)), dtype=torch.float32, device=self.device)
+        x, y, yaw = table[spots].unbind(-1)
+        orange = torch.arange(self.num_cars, device=self.device) >= self.blue
+        pos = torch.stack((torch.where(orange, -x, x), torch.where(orange, -y, y), torch.full_like(x, C.CAR_SPAWN_REST_Z)), -1)
+        yaw = torch.where(orange, (yaw.double() + math.pi).float(), yaw)  # Angle::yaw += M_PI
+        rot_mat = angle_to_rot_mat(yaw, torch.zeros_like(yaw), torch.zeros_like(yaw))
+        cars = CarState.fresh(count, self.num_cars, self.device)  # flags, timers: a fresh CarState's
+        cars.pos, cars.rot_mat = pos, rot_mat
+        cars.boost = torch.full_like(x, self.world.mutators.car_spawn_boost_amount)
+        for index in range(self.num_cars):
+            self._write_car(index, rows, {name: getattr(cars, name)[:, index] for name in CarState.SETTABLE})
 
     # --- stepping --------------------------------------------------------------------------------
 
@@ -495,6 +533,33 @@ def _set_column(base: torch.Tensor, index: int, column: torch.Tensor) -> torch.T
     out = base.clone()
     out[:, index] = column
     return out
+
+
+def _kickoff_table(team_size: int) -> list[tuple[float, float, float]]:
+    """(x, y, yaw) of blue's kickoff spots: the five of CAR_SPAWN_LOCATIONS_SOCCAR, then one row per
+    car past the fifth of a team (Arena::ResetToRandomKickoff: the respawn spots in turn, each taken
+    again CAR_SPAWN_EXTRA_OFFSET_Y further along y). Values are RocketSim's float32 table entries."""
+    spawns = len(C.CAR_SPAWN_LOCATIONS_SOCCAR)
+    rows = [tuple(float(np.float32(v)) for v in spot) for spot in C.CAR_SPAWN_LOCATIONS_SOCCAR]
+    taken = [0] * len(C.CAR_RESPAWN_LOCATIONS_SOCCAR)
+    for i in range(spawns, team_size):
+        # RocketSim takes (i - 5) % 5 over its 4 respawn spots (out of bounds from the tenth car on);
+        # we wrap over the 4.
+        k = (i - spawns) % len(taken)
+        x, y, yaw = C.CAR_RESPAWN_LOCATIONS_SOCCAR[k]
+        rows.append((x, y + C.CAR_SPAWN_EXTRA_OFFSET_Y * taken[k], float(np.float32(yaw))))
+        taken[k] += 1
+    return rows
+
+
+def _kickoff_spots(order: torch.Tensor, blue: int, orange: int) -> torch.Tensor:
+    """Each car's row of `_kickoff_table` [M, C]: the i-th car of each team takes the env's shuffled
+    kickoff spot ``order[:, i]`` [M, 5], or past the fifth its own respawn row."""
+    spawns = order.shape[1]
+    columns = []
+    for i in list(range(blue)) + list(range(orange)):
+        columns.append(order[:, i] if i < spawns else torch.full_like(order[:, 0], i))
+    return torch.stack(columns, -1)
 
 
 def _float32(x: float) -> float:

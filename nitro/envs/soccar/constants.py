@@ -239,6 +239,18 @@ LAT_FRICTION_CURVE = ((0.0, 1.0), (1.0, 0.2))
 HANDBRAKE_LAT_FRICTION_FACTOR_CURVE = ((0.0, 0.1),)
 HANDBRAKE_LONG_FRICTION_FACTOR_CURVE = ((0.0, 0.5), (1.0, 0.9))
 
+# Kickoff spots for blue (RLConst::CAR_SPAWN_LOCATIONS_SOCCAR): x, y, yaw; orange is mirrored
+# through (-x, -y) with yaw + pi. Arena::ResetToRandomKickoff shuffles them; cars past the fifth per
+# team go to the respawn spots, CAR_SPAWN_EXTRA_OFFSET_Y further along y for each car already there.
+CAR_SPAWN_LOCATIONS_SOCCAR = (
+    (-2048.0, -2560.0, math.pi / 4),
+    (2048.0, -2560.0, 3 * math.pi / 4),
+    (-256.0, -3840.0, math.pi / 2),
+    (256.0, -3840.0, math.pi / 2),
+    (0.0, -4608.0, math.pi / 2),
+)
+CAR_SPAWN_EXTRA_OFFSET_Y = 250.0
+
 # Respawn spots for blue (RLConst::CAR_RESPAWN_LOCATIONS_SOCCAR): x, y, yaw; orange is mirrored.
 CAR_RESPAWN_LOCATIONS_SOCCAR = (
     (-2304.0, -4608.0, math.pi / 2),

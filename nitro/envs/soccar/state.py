@@ -168,6 +168,9 @@ class CarState:
     HIDDEN: ClassVar[tuple[str, ...]] = ("is_boosting", "time_since_boosted", "velocity_impulse_cache", "engine_force", "brake",
               "steer_angle", "lat_friction", "long_friction", "extra_pushback")  # fmt: skip
     """The hidden fields: reset by `Arena.set_car`, not settable through it."""
+    SETTABLE: ClassVar[tuple[str, ...]]  # set below the class
+    """The fields `Arena.set_car` takes: all but the hidden ones and ``tick_count_since_update``
+    (which Car::SetState restarts at 0)."""
 
     @staticmethod
     def fresh(num_envs: int, num_cars: int, device: torch.device) -> CarState:
@@ -182,6 +185,9 @@ class CarState:
         fields["is_on_ground"][:] = True
         fields["boost"][:] = C.BOOST_SPAWN_AMOUNT
         return CarState(**fields)
+
+
+CarState.SETTABLE = tuple(n for n in CarState.FIELDS if n not in CarState.HIDDEN + ("tick_count_since_update",))
 
 
 @dataclasses.dataclass
