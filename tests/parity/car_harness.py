@@ -206,7 +206,10 @@ def run_nitro(rollouts: Rollouts, device: str = "cpu", mode: str = "eager") -> C
     for preset in dict.fromkeys(rollouts.preset):
         rows = np.flatnonzero(presets == preset)
         part = rollouts.select(rows)
-        arena = Arena(len(rows), blue=1, orange=0, car=preset, device=device, tick_rate=TICK_RATE, mode=mode)
+        arena = Arena(
+            len(rows), blue=1, orange=0, car=preset, device=device, tick_rate=TICK_RATE, mode=mode,
+            mem_weight_mode="light",  # as run_rocketsim's arenas
+        )
         arena.set_ball(pos=torch.tensor(BALL_PARK, device=device))
 
         def dev(x):

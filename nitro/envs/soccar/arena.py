@@ -21,7 +21,9 @@ from nitro.core import tree
 from nitro.core.vector import concrete_device
 from nitro.envs.soccar import ball, car
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar import car_world
 from nitro.envs.soccar.car import CarControls
+from nitro.envs.soccar.car_world import ArenaBullet
 from nitro.envs.soccar.car_config import PRESETS, CarParams
 from nitro.envs.soccar.mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.mutators import MutatorConfig
@@ -42,6 +44,8 @@ class World:
     """Seconds per tick, 1 / tick_rate (RocketSim computes it in float32)."""
     cars: CarParams
     """The presets of the C car slots (blue cars first)."""
+    bullet: ArenaBullet
+    """The arena as Bullet holds it for the car bodies' contacts (Bullet units, broadphase cells)."""
 
 
 @dataclasses.dataclass
@@ -93,7 +97,7 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
     #    contacts come with their stage), solved and integrated
     ball_state = ball.physics_step(state.ball, sleeping, world.mesh, dt, mutators)
     if world.cars.num_cars:
-        cars = car.physics_step(cars, forces, world.cars, dt, mutators)
+        cars = car.physics_step(cars, forces, world.cars, world.mesh, world.bullet, dt, mutators)
         cars = car.post_tick_update(cars, car_controls, dt)  # 6. cars' post-tick and finish
         cars = car.finish_physics_tick(cars)  # (then each car's boost pad pickup, with the pads)
     # 7. boost pads give boost (with the boost pads)
@@ -138,6 +142,10 @@ class Arena:
     the ground. The geometry is the real soccar arena: the 16 collision meshes (see `nitro.envs.soccar.mesh.find_soccar_meshes` for where
     they are looked for; there is no substitute arena) and RocketSim's four planes.
 
+    ``mem_weight_mode`` (keyword-only) is RocketSim's ArenaMemWeightMode, "heavy" (its default) or
+    "light": the broadphase cell size, which decides which empty contact manifolds a car has and so
+    the order Bullet solves its body contacts in.
+
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
     whole K-tick step in one Triton kernel, `kernels.ball_ticks_`; CUDA only, ball-only arenas so far;
@@ -158,6 +166,7 @@ class Arena:
         mutators: MutatorConfig | None = None,
         mode: str = "eager",
         debug: bool | None = None,
+        mem_weight_mode: str = "heavy",
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -195,11 +204,13 @@ class Arena:
         self.mode = mode
         self.debug = (self.device.type == "cpu") if debug is None else debug
         """Check values (NaN/inf) of controls in `step`; a host sync, so off by default on CUDA."""
+        mesh = load_arena_mesh(meshes, self.device)
         self.world = World(
-            mesh=load_arena_mesh(meshes, self.device),
+            mesh=mesh,
             mutators=mutators or MutatorConfig(),
             tick_time=_float32(1.0 / _float32(self.tick_rate)),
             cars=CarParams.build(presets, self.device),
+            bullet=car_world.arena_bullet(mesh, mem_weight_mode),
         )
         self.state = GameState(
             ball=BallState.rest(num_envs, self.device),

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from nitro.core import tree
+from nitro.envs.soccar import car_world
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body as rb
 from nitro.envs.soccar import vehicle
@@ -492,25 +493,40 @@ def pre_tick_update(
 
 
 def physics_step(
-    car: CarState, forces: Forces, params: CarParams, dt: float, mutators: MutatorConfig
+    car: CarState,
+    forces: Forces,
+    params: CarParams,
+    mesh: ArenaMesh,
+    bullet: car_world.ArenaBullet,
+    dt: float,
+    mutators: MutatorConfig,
 ) -> CarState:
     """The cars' part of btDiscreteDynamicsWorld::stepSimulation (one substep of ``dt``).
 
-    Gravity joins the forces; the body's arena contacts (`car_world`, at the tick's starting
-    transform) give the solve's deltas and split-impulse pushes; the write-back and integration
-    follow. Until the car body collides (`car_world`), there are no body contacts: the deltas and
-    pushes are zero and the car meets the arena through its wheels alone. Demolished cars are not
-    simulated.
+    Gravity joins the forces; the body's arena contacts at the tick's starting transform and their
+    solve (`car_world.collide_and_solve`) give velocity deltas and split-impulse pushes, and record
+    the world contact RocketSim's callback keeps for the next tick's auto-flip and auto-roll; the
+    write-back and integration follow. Demolished cars are not simulated.
     """
     forces = rb.apply_gravity(forces, mutators.gravity_z)
     inv_inertia = rb.inv_inertia_world(car.rot_mat, params.inv_inertia_local)
     ext_v, ext_w = rb.external_impulses(forces, inv_inertia, dt)
-    zero = torch.zeros_like(car.vel)
-    dv, dw, push_v, push_w = zero, zero, zero, zero  # the body-arena contact solve (car_world)
-    pos, rot_mat, vel, ang_vel = rb.integrate(
-        car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, dv, dw, push_v, push_w, dt
+    hitbox = car_world.car_hitbox(params.hitbox_size, params.hitbox_pos_offset)
+    body = car_world.collide_and_solve(
+        mesh, bullet, car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, hitbox, dt, mutators
     )
-    moved = dataclasses.replace(car, pos=pos, rot_mat=rot_mat, vel=vel, ang_vel=ang_vel)
+    pos, rot_mat, vel, ang_vel = rb.integrate(
+        car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, body.dv, body.dw, body.push_v, body.push_w, dt
+    )
+    moved = dataclasses.replace(
+        car,
+        pos=pos,
+        rot_mat=rot_mat,
+        vel=vel,
+        ang_vel=ang_vel,
+        has_world_contact=car.has_world_contact | body.has_contact,
+        world_contact_normal=where3(body.has_contact, body.contact_normal, car.world_contact_normal),
+    )
     return tree.where(car.is_demoed, car, moved)
 
 
