@@ -19,12 +19,11 @@ import torch
 
 from nitro.core import tree
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import ball, car
+from nitro.envs.soccar import ball, car, car_world
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar import car_world
 from nitro.envs.soccar.car import CarControls
-from nitro.envs.soccar.car_world import ArenaBullet
 from nitro.envs.soccar.car_config import PRESETS, CarParams
+from nitro.envs.soccar.car_world import ArenaBullet
 from nitro.envs.soccar.mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.mutators import MutatorConfig
 from nitro.envs.soccar.rigid_body import angle_to_rot_mat

@@ -28,10 +28,9 @@ import numpy as np
 import torch
 
 from nitro.core import tree
-from nitro.envs.soccar import car_world
+from nitro.envs.soccar import car_world, vehicle
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body as rb
-from nitro.envs.soccar import vehicle
 from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.mesh import ArenaMesh, cross, dot
 from nitro.envs.soccar.mutators import MutatorConfig

@@ -139,7 +139,9 @@ def car_hitbox(size: torch.Tensor, offset: torch.Tensor) -> CarHitbox:
     disc = torch.sqrt(dot(diag, diag)) * 0.5 + torch.sqrt(dot(center, center))
     # btBoxShape::calculateLocalInertia (mass / 12 = 15 exactly), inverted in double by setMassProps
     lx, ly, lz = (2.0 * extent).unbind(-1)
-    inertia = torch.stack((ly * ly + lz * lz, lx * lx + lz * lz, lx * lx + ly * ly), -1) * (C.CAR_MASS_BT / 12.0)
+    inertia = torch.stack((ly * ly + lz * lz, lx * lx + lz * lz, lx * lx + ly * ly), -1) * (
+        C.CAR_MASS_BT / 12.0
+    )
     return CarHitbox(
         inner=inner,
         margin=margin,
@@ -203,7 +205,9 @@ def _arena_bullet(folder: str, mem_weight_mode: str, device: str) -> ArenaBullet
     # btRSBroadphase's grid (float32, as Arena::Arena builds it)
     cell_min = np.array(BROADPHASE_MIN_POS, _F32) * _F32(UU_TO_BT)
     cell_max = np.array(BROADPHASE_MAX_POS, _F32) * _F32(UU_TO_BT)
-    cell_size = _F32(_F32(BROADPHASE_MAX_AABB_LEN) * _F32(UU_TO_BT)) * _F32(BROADPHASE_CELL_MULTIPLIER[mem_weight_mode])
+    cell_size = _F32(_F32(BROADPHASE_MAX_AABB_LEN) * _F32(UU_TO_BT)) * _F32(
+        BROADPHASE_CELL_MULTIPLIER[mem_weight_mode]
+    )
     dims = tuple(max(1, int(math.ceil(float(r)))) for r in (cell_max - cell_min) / cell_size)
     cell_meshes = np.zeros(dims, np.int32)
     tris, lo, hi = [], [], []
@@ -221,7 +225,7 @@ def _arena_bullet(folder: str, mem_weight_mode: str, device: str) -> ArenaBullet
     normals = np.array([n for n, _ in C.ARENA_PLANES], _F32)
     origins = np.array(PLANE_ORIGINS, _F32) * _F32(UU_TO_BT)
     plane_min, plane_max = _plane_aabbs(normals, origins)
-    as_t = lambda x, dtype=torch.float32: torch.from_numpy(np.ascontiguousarray(x)).to(device, dtype)  # noqa: E731
+    as_t = lambda x, dtype=torch.float32: torch.from_numpy(np.ascontiguousarray(x)).to(device, dtype)
     return ArenaBullet(
         tri=as_t(np.concatenate(tris).astype(_F32)),
         mesh_min=as_t(np.stack(lo)),
@@ -277,10 +281,16 @@ def _registered_cells(bvh, mesh_min, mesh_max, cell_min, cell_max, cell_size, di
         cells = np.arange(first[axis], last[axis] + 1)
         lo = cell_min[axis] + cells.astype(_F32) * cell_size  # GetCellMinPos
         hi = lo + cell_size
-        q_lo = bvh.quantize_with_clamp(np.stack([np.full_like(lo, bvh.aabb_min[a]) if a != axis else lo for a in range(3)], -1), False)[:, axis]
-        q_hi = bvh.quantize_with_clamp(np.stack([np.full_like(hi, bvh.aabb_min[a]) if a != axis else hi for a in range(3)], -1), True)[:, axis]
+        q_lo = bvh.quantize_with_clamp(
+            np.stack([np.full_like(lo, bvh.aabb_min[a]) if a != axis else lo for a in range(3)], -1), False
+        )[:, axis]
+        q_hi = bvh.quantize_with_clamp(
+            np.stack([np.full_like(hi, bvh.aabb_min[a]) if a != axis else hi for a in range(3)], -1), True
+        )[:, axis]
         # leaf t overlaps cell c along this axis (testQuantizedAabbAgainstQuantizedAabb)
-        hit_ranges.append((bvh.leaf_min[:, axis, None] <= q_hi[None]) & (bvh.leaf_max[:, axis, None] >= q_lo[None]))
+        hit_ranges.append(
+            (bvh.leaf_min[:, axis, None] <= q_hi[None]) & (bvh.leaf_max[:, axis, None] >= q_lo[None])
+        )
     hit = np.zeros(tuple(int(b - a + 1) for a, b in zip(first, last)), bool)
     for t in range(bvh.leaf_min.shape[0]):
         xs, ys, zs = (np.nonzero(r[t])[0] for r in hit_ranges)
@@ -363,7 +373,9 @@ def plane_contacts(basis: torch.Tensor, origin: torch.Tensor, hitbox: CarHitbox,
     return distance < hitbox.threshold[:, None], point, distance
 
 
-def triangle_candidates(mesh: ArenaMesh, arena: ArenaBullet, pos_bt, basis, origin, hitbox: CarHitbox, box_min, box_max):
+def triangle_candidates(
+    mesh: ArenaMesh, arena: ArenaBullet, pos_bt, basis, origin, hitbox: CarHitbox, box_min, box_max
+):
     """The triangles Bullet hands to GJK for each car, in BVH order: of mesh files whose AABB meets
     the box's, those whose AABB meets it (TestTriangleAgainstAabb2) and that the box is not
     entirely to one side of beyond the threshold (btConvexTriangleCallback::processTriangle's early
@@ -389,12 +401,45 @@ def triangle_candidates(mesh: ArenaMesh, arena: ArenaBullet, pos_bt, basis, orig
     return ids.gather(1, order), valid.gather(1, order)
 
 
+def mesh_contacts(arena: ArenaBullet, ids, valid, basis, origin, hitbox: CarHitbox):
+    """btConvexConvexAlgorithm per candidate triangle: GJK (EPA where the shapes overlap) and
+    addContactPoint's threshold test. Returns (found [B, K], normal [B, K, 3] from the triangle into
+    the car, point on the triangle [B, K, 3], distance [B, K]). Eager CPU runs only the valid pairs."""
+    b, k = ids.shape
+    lanes = valid.reshape(-1)
+    pick = lanes.nonzero()[:, 0] if _eager_cpu(lanes) else torch.arange(b * k, device=lanes.device)  # sync-ok
+    car = torch.div(pick, k, rounding_mode="floor")
+    found = torch.zeros(b * k, dtype=torch.bool, device=lanes.device)
+    normal = torch.zeros(b * k, 3, device=lanes.device)
+    point, distance = torch.zeros_like(normal), torch.zeros(b * k, device=lanes.device)
+    if pick.numel():
+        grown = hitbox.margin + hitbox.threshold
+        hit = gjk_epa.gjk_closest_points(
+            basis[car],
+            origin[car],
+            hitbox.inner[car],
+            hitbox.margin[car],
+            arena.tri[ids.reshape(-1)[pick]],
+            (grown * grown)[car],
+        )
+        found[pick] = lanes[pick] & hit.found & (hit.distance <= hitbox.threshold[car])
+        normal[pick], point[pick], distance[pick] = hit.normal, hit.point_on_b, hit.distance
+    return found.reshape(b, k), normal.reshape(b, k, 3), point.reshape(b, k, 3), distance.reshape(b, k)
+
+
+def _eager_cpu(x: torch.Tensor) -> bool:
+    """Eager CPU runs may size work to the data (no device to synchronise, nothing compiled)."""
+    return x.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
 def _gather(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """x [B, K, ...] gathered along dim 1 by index [B, J]."""
     return x.gather(1, index.reshape(*index.shape, *([1] * (x.dim() - 2))).expand(*index.shape, *x.shape[2:]))
 
 
-def world_contacts(mesh: ArenaMesh, arena: ArenaBullet, pos_bt, rot, vel_bt, ang_vel, hitbox: CarHitbox, dt: float):
+def world_contacts(
+    mesh: ArenaMesh, arena: ArenaBullet, pos_bt, rot, vel_bt, ang_vel, hitbox: CarHitbox, dt: float
+):
     """The contact manifolds of B car bodies with the arena at the tick's starting transform, BT.
 
     ``pos_bt`` [B, 3], ``rot`` [B, 3, 3] (columns forward, right, up), ``vel_bt`` / ``ang_vel`` [B, 3]
@@ -420,23 +465,20 @@ def world_contacts(mesh: ArenaMesh, arena: ArenaBullet, pos_bt, rot, vel_bt, ang
 
     # Meshes: GJK per candidate triangle, in BVH order per file, files in load order
     ids, valid = triangle_candidates(mesh, arena, pos_bt, basis, origin, hitbox, box_min, box_max)
-    k = ids.shape[1]
     file = mesh.tri_mesh[ids].to(torch.int64)
     valid = valid & mesh_kept.gather(1, file)
-    rep = lambda x: x[:, None].expand(b, k, *x.shape[1:]).reshape(b * k, *x.shape[1:])  # noqa: E731
-    hit = gjk_epa.gjk_closest_points(
-        rep(basis), rep(origin), rep(hitbox.inner), rep(hitbox.margin), arena.tri[ids].reshape(b * k, 3, 3),
-        rep((hitbox.margin + hitbox.threshold) * (hitbox.margin + hitbox.threshold)),
-    )
-    found = valid & (hit.found & (hit.distance <= rep(hitbox.threshold))).reshape(b, k)
-    m_normal = hit.normal.reshape(b, k, 3)
-    m_point = hit.point_on_b.reshape(b, k, 3)
-    m_depth = hit.distance.reshape(b, k)
+    found, m_normal, m_point, m_depth = mesh_contacts(arena, ids, valid, basis, origin, hitbox)
     # btAdjustInternalEdgeContacts (RocketSim's callback, after the point is filed)
     v = mesh.tri_verts[ids]
     smoothed, changed = adjust_internal_edge_contacts(
-        m_normal, m_point * C.BT_TO_UU, v[..., 0, :], v[..., 1, :], v[..., 2, :],
-        mesh.tri_normals[ids], mesh.edge_angle[ids], mesh.edge_flags[ids],
+        m_normal,
+        m_point * C.BT_TO_UU,
+        v[..., 0, :],
+        v[..., 1, :],
+        v[..., 2, :],
+        mesh.tri_normals[ids],
+        mesh.edge_angle[ids],
+        mesh.edge_flags[ids],
     )
     m_point_a = m_point + m_normal * m_depth[..., None]
     m_point = torch.where(changed[..., None], m_point_a - smoothed * m_depth[..., None], m_point)
@@ -451,7 +493,9 @@ def world_contacts(mesh: ArenaMesh, arena: ArenaBullet, pos_bt, rot, vel_bt, ang
     p_point_a = p_point + p_normal * p_depth[..., None]
 
     has = torch.cat((_gather(found, order), p_has), 1)
-    objects = torch.cat((_gather(rank, order), PLANE_OBJECT_BASE + torch.arange(4, device=device).expand(b, -1)), 1)
+    objects = torch.cat(
+        (_gather(rank, order), PLANE_OBJECT_BASE + torch.arange(4, device=device).expand(b, -1)), 1
+    )
     raw_normal = torch.cat((_gather(m_normal, order), p_normal), 1)
     normal = torch.cat((_gather(smoothed, order), p_normal), 1)
     point = torch.cat((_gather(m_point, order), p_point), 1)
@@ -482,14 +526,18 @@ def world_contacts(mesh: ArenaMesh, arena: ArenaBullet, pos_bt, rot, vel_bt, ang
     )
 
 
-def refresh_contact_points(m: ContactManifolds, pos_bt, rot, threshold, arena: ArenaBullet) -> ContactManifolds:
+def refresh_contact_points(
+    m: ContactManifolds, pos_bt, rot, threshold, arena: ArenaBullet
+) -> ContactManifolds:
     """btPersistentManifold::refreshContactPoints at the car's transform: every point's world
     positions and distance recomputed (trA(m_localPointA), trB(m_localPointB)); points farther than
     the threshold along the normal, or drifted sideways beyond it, are removed, from the last point
     down, the last point moving into the gap (removeContactPoint)."""
     held = m.held()
     plane = (m.object.to(torch.int64) - PLANE_OBJECT_BASE).clamp(0, len(C.ARENA_PLANES) - 1)
-    obj_origin = torch.where((m.object >= PLANE_OBJECT_BASE)[..., None], arena.plane_origins[plane], 0.0)[:, :, None]
+    obj_origin = torch.where((m.object >= PLANE_OBJECT_BASE)[..., None], arena.plane_origins[plane], 0.0)[
+        :, :, None
+    ]
     point_a = mat_vec(rot[:, None, None], m.offset) + pos_bt[:, None, None]
     point_b = (m.point - obj_origin) + obj_origin
     depth = dot(point_a - point_b, m.normal)
@@ -505,7 +553,9 @@ def refresh_contact_points(m: ContactManifolds, pos_bt, rot, threshold, arena: A
         packed = torch.where(at_i, moved, packed)
         count = torch.where(gone[..., i], count - 1, count)
     offset, point, normal, depth = packed.split((3, 3, 3, 1), -1)
-    return ContactManifolds(object=m.object, count=count, offset=offset, point=point, normal=normal, depth=depth[..., 0])
+    return ContactManifolds(
+        object=m.object, count=count, offset=offset, point=point, normal=normal, depth=depth[..., 0]
+    )
 
 
 # --- The island manager's order -------------------------------------------------------------------
@@ -552,7 +602,9 @@ def _sorted_position(device: str) -> torch.Tensor:
     return table.to(device)
 
 
-def solve_order(objects: torch.Tensor, mesh_kept: torch.Tensor, plane_kept: torch.Tensor, arena: ArenaBullet) -> torch.Tensor:
+def solve_order(
+    objects: torch.Tensor, mesh_kept: torch.Tensor, plane_kept: torch.Tensor, arena: ArenaBullet
+) -> torch.Tensor:
     """The order the solver visits a car's manifold slots [B, S] int64 (empty slots last).
 
     The dispatcher lists a car's manifolds in pair order (mesh files in load order, then the planes),
@@ -626,7 +678,10 @@ def contact_rows(rel_pos, normal, inv_inertia, inv_mass: float) -> tuple[torch.T
 def resolve_row_lower_limit(delta_v, delta_w, row: SolverRows, k: int, applied, inv_mass: float, active):
     """gResolveSingleConstraintRowLowerLimit_sse2 for row ``k`` (lower limit 0). Returns the new
     (delta_v, delta_w, applied)."""
-    delta = row.rhs[:, k] - (simd_dot3(row.normal[:, k], delta_v) + simd_dot3(row.torque[:, k], delta_w)) * row.jac[:, k]
+    delta = (
+        row.rhs[:, k]
+        - (simd_dot3(row.normal[:, k], delta_v) + simd_dot3(row.torque[:, k], delta_w)) * row.jac[:, k]
+    )
     total = applied[:, k] + delta
     below = total < 0
     delta = torch.where(active, torch.where(below, 0.0 - applied[:, k], delta), 0.0)
@@ -637,7 +692,18 @@ def resolve_row_lower_limit(delta_v, delta_w, row: SolverRows, k: int, applied, 
     return delta_v, delta_w, applied
 
 
-def solve_world_contacts(contacts: CarWorldContacts, pos_bt, rot, vel_bt, ang_vel, ext_v, ext_w, hitbox: CarHitbox, dt: float, mutators: MutatorConfig):
+def solve_world_contacts(
+    contacts: CarWorldContacts,
+    pos_bt,
+    rot,
+    vel_bt,
+    ang_vel,
+    ext_v,
+    ext_w,
+    hitbox: CarHitbox,
+    dt: float,
+    mutators: MutatorConfig,
+):
     """Bullet's sequential-impulse solve of B cars' arena contacts (RocketSim's solver settings), BT.
 
     ``vel_bt`` / ``ang_vel`` [B, 3]: the velocities entering Bullet's step; ``ext_v`` / ``ext_w``: what
@@ -652,18 +718,29 @@ def solve_world_contacts(contacts: CarWorldContacts, pos_bt, rot, vel_bt, ang_ve
     # rows in solver order: manifolds as the island manager sorts them, points in manifold order
     slot = contacts.solve_order
     held = _gather(m.held(), slot).reshape(b, -1)
-    take = lambda x: _gather(x, slot).reshape(b, -1, *x.shape[3:])  # noqa: E731
+    take = lambda x: _gather(x, slot).reshape(b, -1, *x.shape[3:])
+    zero = torch.zeros_like(vel_bt)
+    if _eager_cpu(held) and not bool(held.any()):  # sync-ok: eager CPU only; no car touches anything
+        return zero, zero, zero, zero
     width = eager_cpu_width(held.sum(1), held.shape[1])
     rows = torch.sort((~held).to(torch.int8), dim=1, stable=True).indices[:, :width]
     active = held.gather(1, rows)
-    normal, local_a, depth = _gather(take(m.normal), rows), _gather(take(m.offset), rows), _gather(take(m.depth), rows)
+    normal, local_a, depth = (
+        _gather(take(m.normal), rows),
+        _gather(take(m.offset), rows),
+        _gather(take(m.depth), rows),
+    )
+    # padding rows get a harmless unit normal: their zero impulses then add exact zeros, never NaN
+    normal = torch.where(active[..., None], normal, torch.tensor((0.0, 0.0, 1.0), device=normal.device))
     rel_pos = (mat_vec(rot[:, None], local_a) + pos_bt[:, None]) - pos_bt[:, None]
     vel_ext, ang_ext = vel_bt + ext_v, ang_vel + ext_w
     # setupContactConstraint (relaxation 1, cfm 0, linear slop 0)
     torque, angular, jac = contact_rows(rel_pos, normal, inv_inertia, inv_mass)
     approach = dot(normal, vel_bt[:, None] + cross(ang_vel[:, None].expand_as(rel_pos), rel_pos))
     restitution = torch.where(
-        approach.abs() < C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD * UU_TO_BT, 0.0, mutators.car_world_restitution * -approach
+        approach.abs() < C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD * UU_TO_BT,
+        0.0,
+        mutators.car_world_restitution * -approach,
     ).clamp(min=0.0)
     rel_vel = dot(normal, vel_ext[:, None]) + dot(torque, ang_ext[:, None])
     rhs = (restitution - rel_vel) * jac
@@ -677,7 +754,9 @@ def solve_world_contacts(contacts: CarWorldContacts, pos_bt, rot, vel_bt, ang_ve
     lateral2 = dot(lateral, lateral)
     sliding = lateral2 > gjk_epa.SIMD_EPSILON
     tangent = torch.where(
-        sliding[..., None], lateral * (1.0 / torch.sqrt(torch.where(sliding, lateral2, 1.0)))[..., None], plane_space(normal)
+        sliding[..., None],
+        lateral * (1.0 / torch.sqrt(torch.where(sliding, lateral2, 1.0)))[..., None],
+        plane_space(normal),
     )
     f_torque, f_angular, f_jac = contact_rows(rel_pos, tangent, inv_inertia, inv_mass)
     f_rhs = (0.0 - (dot(tangent, vel_ext[:, None]) + dot(f_torque, ang_vel[:, None]))) * f_jac
@@ -691,7 +770,9 @@ def solve_world_contacts(contacts: CarWorldContacts, pos_bt, rot, vel_bt, ang_ve
     pushing = active & (rhs_push != 0)
     for _ in range(C.SOLVER_NUM_ITERATIONS):
         for k in range(count):
-            push, turn, applied_push = resolve_row_lower_limit(push, turn, push_rows, k, applied_push, inv_mass, pushing[:, k])
+            push, turn, applied_push = resolve_row_lower_limit(
+                push, turn, push_rows, k, applied_push, inv_mass, pushing[:, k]
+            )
     # solveSingleIteration: every normal row, then every friction row (while its normal impulse > 0)
     dv, dw = torch.zeros_like(vel_bt), torch.zeros_like(ang_vel)
     applied = torch.zeros_like(depth)
@@ -701,9 +782,10 @@ def solve_world_contacts(contacts: CarWorldContacts, pos_bt, rot, vel_bt, ang_ve
             dv, dw, applied = resolve_row_lower_limit(dv, dw, normal_rows, k, applied, inv_mass, active[:, k])
         for k in range(count):  # gResolveSingleConstraintRowGeneric_sse2
             limit = friction * applied[:, k]
-            delta = friction_rows.rhs[:, k] - (
-                simd_dot3(tangent[:, k], dv) + simd_dot3(f_torque[:, k], dw)
-            ) * f_jac[:, k]
+            delta = (
+                friction_rows.rhs[:, k]
+                - (simd_dot3(tangent[:, k], dv) + simd_dot3(f_torque[:, k], dw)) * f_jac[:, k]
+            )
             old = applied_friction[:, k]
             total = old + delta
             below, under = total < -limit, total < limit
@@ -762,7 +844,7 @@ def collide_and_solve(
     (`rigid_body.external_impulses`); ``hitbox`` broadcasts against the cars.
     """
     shape = pos.shape[:-1]
-    flat = lambda x: x.reshape(-1, 3)  # noqa: E731
+    flat = lambda x: x.reshape(-1, 3)
     boxes = hitbox.flat(shape)
     pos_bt, vel_bt = flat(pos) * UU_TO_BT, flat(vel) * UU_TO_BT
     rot = rot_mat.reshape(-1, 3, 3)
@@ -771,7 +853,7 @@ def collide_and_solve(
     dv, dw, push, turn = solve_world_contacts(
         contacts, pos_bt, rot, vel_bt, w, flat(ext_v) * UU_TO_BT, flat(ext_w), boxes, dt, mutators
     )
-    back = lambda x: x.reshape(*shape, 3)  # noqa: E731
+    back = lambda x: x.reshape(*shape, 3)
     return CarWorldResult(
         dv=back(dv * C.BT_TO_UU),
         dw=back(dw),
