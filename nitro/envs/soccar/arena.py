@@ -96,7 +96,11 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
     #    contacts come with their stage), solved and integrated
     ball_state = ball.physics_step(state.ball, sleeping, world.mesh, dt, mutators)
     if world.cars.num_cars:
-        cars = car.physics_step(cars, forces, world.cars, world.mesh, world.bullet, dt, mutators)
+        ball_vel = ball.apply_damping(state.ball.vel, ball.damping_factor(mutators.ball_drag, dt))
+        ball_manifolds = car_world.ball_manifold_count(
+            world.bullet, state.ball.pos, ball_vel, sleeping, mutators.ball_radius, dt
+        )
+        cars = car.physics_step(cars, forces, world.cars, world.mesh, world.bullet, ball_manifolds, dt, mutators)
         cars = car.post_tick_update(cars, car_controls, dt)  # 6. cars' post-tick and finish
         cars = car.finish_physics_tick(cars)  # (then each car's boost pad pickup, with the pads)
     # 7. boost pads give boost (with the boost pads)

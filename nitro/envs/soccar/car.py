@@ -497,6 +497,7 @@ def physics_step(
     params: CarParams,
     mesh: ArenaMesh,
     bullet: car_world.ArenaBullet,
+    ball_manifolds: torch.Tensor,
     dt: float,
     mutators: MutatorConfig,
 ) -> CarState:
@@ -505,14 +506,16 @@ def physics_step(
     Gravity joins the forces; the body's arena contacts at the tick's starting transform and their
     solve (`car_world.collide_and_solve`) give velocity deltas and split-impulse pushes, and record
     the world contact RocketSim's callback keeps for the next tick's auto-flip and auto-roll; the
-    write-back and integration follow. Demolished cars are not simulated.
+    write-back and integration follow. ``ball_manifolds`` [N]: the ball's contact manifolds
+    (`car_world.ball_manifold_count`), which take part in the solver's order. Demolished cars are not
+    simulated.
     """
     forces = rb.apply_gravity(forces, mutators.gravity_z)
     inv_inertia = rb.inv_inertia_world(car.rot_mat, params.inv_inertia_local)
     ext_v, ext_w = rb.external_impulses(forces, inv_inertia, dt)
     hitbox = car_world.car_hitbox(params.hitbox_size, params.hitbox_pos_offset)
     body = car_world.collide_and_solve(
-        mesh, bullet, car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, hitbox, dt, mutators
+        mesh, bullet, car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, hitbox, ball_manifolds, dt, mutators
     )
     pos, rot_mat, vel, ang_vel = rb.integrate(
         car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, body.dv, body.dw, body.push_v, body.push_w, dt

@@ -21,6 +21,7 @@ columns, ``origin`` [P, 3]), the triangle is object B (identity transform, verti
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import torch
@@ -34,6 +35,67 @@ REL_ERROR2 = 1.0e-6  # btGjkPairDetector: "must be above the machine epsilon"
 VORONOI_EQUAL_VERTEX_THRESHOLD = 1e-4  # BT^2: a support point this close to a simplex vertex is "in" it
 GJK_MAX_ITERATIONS = 64  # Bullet allows 1000 (invalid input only); box-triangle GJK ends within ~15
 DEGENERATE_PENETRATION_DISTANCE = 0.01  # BT: a degenerate GJK this close also runs the EPA
+
+
+# --- btVector3::normalize as Bullet runs it on x86 -------------------------------------------------
+# With SSE in its API (every x86-64 build but Windows'), Bullet normalises with the processor's
+# reciprocal square root estimate (rsqrtss) and one Newton step, not with 1 / sqrt: the result differs
+# from the correctly rounded one by a few ulps, and which of two nearly equal manifold areas wins can
+# hinge on that. On Intel processors rsqrtss(x) depends on the parity of x's exponent and the top 10
+# bits of its mantissa only; measured over every float32 in [1, 4), its values there are 8190 - ...
+# and 5791 - ... times 2^-13 (the steps below), and rsqrtss(4x) = rsqrtss(x) / 2 exactly.
+RSQRT_SS_FIRST = (8190, 5791)  # x = 1 and x = 2, in units of 2^-13
+RSQRT_SS_STEPS = (  # the table's 2 x 1023 successive decrements, in units of 2^-13
+    "444444444444344444444434444443444434444344434443444344344344344344344343443434434343443434343434"
+    "343434343343434334343343433433434334334333433433433343334333433334333343333343333343333333433333"
+    "333334333333333333333333333333333333333333233333333333233333332333333233333233332333323333233323"
+    "332333233323323332332332332332332332332332323323323233232323323232332323232323323232323232323232"
+    "323223232323232232323223232232322323223232232232232322322322322322322232232232223222322322232223"
+    "222322223222322223222232222322223222223222222322222232222222322222222322222222223222222222222222"
+    "232222222222222222222222222222222222222222222222122222222222222221222222222221222222222122222222"
+    "122222212222221222222122222122222122221222212222122221222212221222212221222122212221222122212221"
+    "221222122122212212221221221221222122122122122122122122121221221221212212212212122121221221212212"
+    "122121212212122121212212121221212121221212121212122121212121212121212212121212121212121212112121"
+    "212121212121212112121212121211212121211212121121212112121211212"
+    " "
+    "323333233332333233332332333233233323323323323323323233232332323323232332323232323323232323232232"
+    "323232323223232322323223232232232322322322322322322322322232232223222322232223222322223222232222"
+    "322222322222322222232222222322222222232222222222222232222222222222222222222222222222222222222221"
+    "222222222222221222222222212222222122222221222222122222122222122221222212222122221222212221222122"
+    "212221222122212212221221222122122122212212212212212212212212212122122122121221212212212122121221"
+    "212122121212212121221212121212212121212121212212121212121212121212121211212121212121212112121212"
+    "121121212112121211212121121211212112121121211212112112121121121211211211212112112112112112112112"
+    "112112112111211211211211121121112112111211211121121112111211121112111211121112111211121111211121"
+    "111211121111211112111121111211112111112111121111121111121111121111121111112111111211111121111112"
+    "111111121111111121111111121111111121111111111211111111111211111111111121111111111111112111111111"
+    "111111111112111111111111111111111111111111111111111111111111111"
+)
+
+
+@functools.lru_cache(maxsize=8)
+def rsqrt_ss_table(device: str) -> torch.Tensor:
+    """rsqrtss over [1, 4) [2048] float32: index (exponent parity) * 1024 + top 10 mantissa bits."""
+    halves = RSQRT_SS_STEPS.split(" ")
+    rows = [first - np.concatenate(([0], np.cumsum([int(c) for c in steps]))) for first, steps in zip(RSQRT_SS_FIRST, halves)]
+    return torch.from_numpy((np.concatenate(rows) / 8192.0).astype(np.float32)).to(device)
+
+
+def rsqrt_ss(x: torch.Tensor) -> torch.Tensor:
+    """The x86 rsqrtss estimate of 1 / sqrt(x) for positive normal float32 ``x`` (Intel's table)."""
+    bits = x.view(torch.int32)
+    unbiased = ((bits >> 23) & 0xFF) - 127
+    parity = unbiased & 1
+    estimate = rsqrt_ss_table(str(x.device))[parity * 1024 + ((bits >> 13) & 1023)]
+    # divide by 2^((unbiased - parity) / 2): exact, on the exponent bits
+    return (estimate.view(torch.int32) - (((unbiased - parity) >> 1) << 23)).view(torch.float32)
+
+
+def normalize(v: torch.Tensor) -> torch.Tensor:
+    """btVector3::normalize with SSE: v times rsqrtss(|v|^2) refined by one Newton step [..., 3]."""
+    length2 = dot(v, v)
+    y = rsqrt_ss(length2)
+    y = y * (1.5 - ((length2 * 0.5) * y) * y)
+    return v * y[..., None]
 
 
 def _vec(x: float, y: float, z: float, like: torch.Tensor) -> torch.Tensor:
@@ -403,7 +465,7 @@ def gjk_closest_points(
     len2 = dot(axis, axis)
     degenerate = torch.where(check_simplex & (len2 < 0.0001), 5, degenerate)
     valid = check_simplex & (len2 > SIMD_EPSILON * SIMD_EPSILON)
-    rlen = torch.rsqrt(torch.where(valid, len2, 1))
+    rlen = 1.0 / torch.sqrt(torch.where(valid, len2, 1))
     normal = axis * rlen[:, None]
     s = torch.sqrt(torch.where(valid, sqdist, 1))
     point_a = point_a - axis * (margin / s)[:, None]
@@ -485,7 +547,7 @@ class MinkowskiDiff:
     def _unit_direction(d: torch.Tensor) -> torch.Tensor:
         """localGetSupportVertexNonVirtual's direction: d normalised, (-1,-1,-1) normalised if ~0."""
         tiny = dot(d, d) < SIMD_EPSILON * SIMD_EPSILON
-        return _normalized(torch.where(tiny[..., None], _vec(-1.0, -1.0, -1.0, d), d))
+        return normalize(torch.where(tiny[..., None], _vec(-1.0, -1.0, -1.0, d), d))
 
     def support0(self, d: torch.Tensor) -> torch.Tensor:
         if not self.margins:
@@ -1140,7 +1202,7 @@ def epa_penetration(lanes, basis, origin_a, origin_b, half, margin, tri) -> Pene
     pen_distance = -torch.sqrt(dot(wit_a - wit_b, wit_a - wit_b))
     sep_ok = separated & (dot(v, v) > 0)
     sep_distance = torch.sqrt(dot(wit_a - wit_b, wit_a - wit_b)) - margin
-    sep_normal = _normalized(torch.where(sep_ok[:, None], v, _vec(1.0, 0.0, 0.0, v)))
+    sep_normal = normalize(torch.where(sep_ok[:, None], v, _vec(1.0, 0.0, 0.0, v)))
     return Penetration(
         valid=pen_ok | sep_ok,
         distance=torch.where(pen_ok, pen_distance, sep_distance),

@@ -105,6 +105,22 @@ def test_quicksort_order_is_bullets_quicksort():
     assert [keys[i] for i in order] == sorted(keys)  # a sort, whatever it does to equal keys
 
 
+def test_island_positions_follow_the_quicksort():
+    # Every manifold's place after btAlignedObjectArray::quickSort, for random bodies (the ball and up
+    # to 6 cars) each with up to 20 manifolds, against the sort itself.
+    rng = np.random.default_rng(1)
+    counts = torch.tensor(rng.integers(0, car_world.MAX_BODY_MANIFOLDS + 1, (300, 7)))
+    counts[:100, 2:] = 0  # a ball and one car
+    got = car_world.island_positions(counts)
+    for env, row in enumerate(counts.tolist()):
+        keys = [body for body, count in enumerate(row) for _ in range(count)]
+        expected = [0] * len(keys)
+        for place, original in enumerate(car_world.quicksort_order(keys)):
+            expected[original] = place
+        mine = [got[env, body, e].item() for body, count in enumerate(row) for e in range(count)]
+        assert mine == expected
+
+
 def test_broadphase_registers_meshes_near_their_triangles(mesh):
     arena = car_world.arena_bullet(mesh, "heavy")
     light = car_world.arena_bullet(mesh, "light")
