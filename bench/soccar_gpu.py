@@ -11,10 +11,12 @@ or a crash costs only its section), most important first:
 2. ``query``: each query kernel's own rate at 1M queries (queries/s): sphere manifolds, ray casts,
    box contacts.
 3. ``checks``: every query kernel against its PyTorch reference at 98,304 random queries, classified
-   by `nitro.envs.soccar.kernel_checks` (agree / tie decided by the rounding / unexplained), and the
+   by `tests/envs/soccar/kernels/kernel_checks.py` (agree / tie decided by the rounding / unexplained), and the
    fused tick against the PyTorch tick pipeline.
-4. ``eager``: ball-ticks/s of the PyTorch pipeline (with the query kernel), eager.
-5. ``compile``: the same pipeline under torch.compile (one tick compiled once for every batch size),
+4. ``stages``: the per-stage twin tests (tests/envs/soccar/kernels: each kernel stage against its
+   reference stage) on the GPU, called directly (no pytest runner needed).
+5. ``eager``: ball-ticks/s of the PyTorch pipeline (with the query kernel), eager.
+6. ``compile``: the same pipeline under torch.compile (one tick compiled once for every batch size),
    then K compiled ticks captured in one CUDA graph ("graph"); checked against eager.
 
 Every measurement is printed as one line when it starts and when it ends, and written to
@@ -44,11 +46,11 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("fused", "query", "checks", "eager", "compile")
+SECTIONS = ("fused", "query", "checks", "stages", "eager", "compile")
 # Shares of the time budget. Each section gets its share of what is left when it starts, so time a
 # section does not use goes to the later ones. "compile" pays for Inductor (about a minute), "checks"
 # for the reference at scale and the tie search (CPU), "fused" for up to three kernel compiles.
-SHARES = {"fused": 0.20, "query": 0.10, "checks": 0.22, "eager": 0.12, "compile": 0.36}
+SHARES = {"fused": 0.20, "query": 0.10, "checks": 0.20, "stages": 0.06, "eager": 0.12, "compile": 0.32}
 DEFAULT_SIZES = (1 << 10, 1 << 14, 1 << 18, 1 << 20)
 DEVICE = "cuda"  # --device cpu dry-runs the code paths on Triton's interpreter
 WRAP_UP_S = 8.0  # a worker stops starting measurements this long before its limit
@@ -165,7 +167,7 @@ def _row_text(row: dict) -> str:
     if "queries_per_s" in row:
         return f"{row['query']}: {row['queries_per_s']:.3e} queries/s at {row['queries']} queries"
     if "check" in row:
-        keep = ("ties", "tie_fraction", "unexplained", "median_pos_error_uu", "max_pos_error_uu")
+        keep = ("ties", "tie_fraction", "unexplained", "median_pos_error_uu", "max_pos_error_uu", "seconds")
         return f"{row['check']} {'PASS' if row.get('passed') else 'FAIL'} " + ", ".join(
             f"{k}={row[k]:.3g}" if isinstance(row[k], float) else f"{k}={row[k]}" for k in keep if k in row
         )
@@ -259,8 +261,8 @@ def _release() -> None:
 
 
 def section_fused(rec: Recorder, args) -> None:
-    from nitro.envs.soccar import kernels
-    from nitro.envs.soccar.arena import ArenaEvents
+    from nitro.envs.soccar.kernels.arena import launch_step_ticks_
+    from nitro.envs.soccar.state import ArenaEvents
 
     rec.data["compile_seconds"] = {}
     for i, config in enumerate(args.fused_configs):
@@ -273,7 +275,7 @@ def section_fused(rec: Recorder, args) -> None:
             arena = _arena(min(1024, max(args.sizes)), "fused", args.meshes)
             events = ArenaEvents.none(arena.num_envs, 0, arena.device)
             t0 = time.perf_counter()
-            kernels.ball_ticks_(arena.state, events, arena.world, 1, block, cap)
+            launch_step_ticks_(arena.state, events, arena.world, 1, block, cap)
             _sync()
             rec.data["compile_seconds"][name] = time.perf_counter() - t0
             rec.say(f"  {name} compiled and ran in {time.perf_counter() - t0:.1f} s")
@@ -294,7 +296,7 @@ def section_fused(rec: Recorder, args) -> None:
                     args,
                     name,
                     n,
-                    lambda: kernels.ball_ticks_(arena.state, events, arena.world, args.ticks, block, cap),
+                    lambda: launch_step_ticks_(arena.state, events, arena.world, args.ticks, block, cap),
                     block=block,
                     maxnreg=cap,
                 )
@@ -307,8 +309,11 @@ def section_query(rec: Recorder, args) -> None:
     import torch
 
     from nitro.envs.soccar import constants as C
-    from nitro.envs.soccar import kernel_checks, kernels
-    from nitro.envs.soccar.mesh import load_arena_mesh
+    from nitro.envs.soccar.arena_mesh import load_arena_mesh
+    from nitro.envs.soccar.kernels.box_contacts import launch_box_contacts
+    from nitro.envs.soccar.kernels.manifolds import launch_sphere_manifolds
+    from nitro.envs.soccar.kernels.ray_cast import launch_ray_cast
+    from tests.envs.soccar.kernels import kernel_checks
 
     mesh = load_arena_mesh(args.meshes, DEVICE)
     n = min(1 << 20, max(args.sizes))
@@ -321,9 +326,9 @@ def section_query(rec: Recorder, args) -> None:
     half = torch.tensor(kernel_checks.OCTANE_HALF_EXTENTS, device=DEVICE)
     rec.data["queries"] = n
     cases = {
-        "sphere_manifolds": lambda: kernels.sphere_manifolds(mesh, centers, r, gap),
-        "ray_cast": lambda: kernels.ray_cast(mesh, centers, ends),
-        "box_contacts": lambda: kernels.box_contacts(mesh, centers, axes, half, 2.0, 8),
+        "sphere_manifolds": lambda: launch_sphere_manifolds(mesh, centers, r, gap),
+        "ray_cast": lambda: launch_ray_cast(mesh, centers, ends),
+        "box_contacts": lambda: launch_box_contacts(mesh, centers, axes, half, 2.0, 8),
     }
     for name, fn in cases.items():
 
@@ -339,8 +344,8 @@ def section_query(rec: Recorder, args) -> None:
 def section_checks(rec: Recorder, args) -> None:
     import torch
 
-    from nitro.envs.soccar import kernel_checks
-    from nitro.envs.soccar.mesh import load_arena_mesh
+    from nitro.envs.soccar.arena_mesh import load_arena_mesh
+    from tests.envs.soccar.kernels import kernel_checks
 
     mesh = load_arena_mesh(args.meshes, DEVICE)
     checks = {
@@ -378,6 +383,29 @@ def section_checks(rec: Recorder, args) -> None:
     rec.measure("check fused tick vs PyTorch tick", fused_vs_eager, needs_s=25)
 
 
+def section_stages(rec: Recorder, args) -> None:
+    import importlib
+    import inspect
+
+    from nitro.envs.soccar.arena_mesh import load_arena_mesh
+
+    mesh = load_arena_mesh(args.meshes)  # on the CPU, as the tests' fixture: they move what they need
+    for path in sorted((ROOT / "tests" / "envs" / "soccar" / "kernels").glob("test_*.py")):
+        if path.stem == "test_kernel_checks":  # the classifier's own tests: reference only
+            continue
+        module = importlib.import_module(f"tests.envs.soccar.kernels.{path.stem}")
+        for name, test in inspect.getmembers(module, inspect.isfunction):
+            if not name.startswith("test_") or test.__module__ != module.__name__:
+                continue
+
+            def one(test=test, what=f"{path.stem}.{name}"):
+                t0 = time.perf_counter()
+                test(**({"mesh": mesh} if "mesh" in inspect.signature(test).parameters else {}))
+                rec.add(check=f"stage {what}", passed=True, seconds=time.perf_counter() - t0)
+
+            rec.measure(f"stage {path.stem}.{name}", one, needs_s=5)
+
+
 def section_eager(rec: Recorder, args) -> None:
     for n in _sizes_largest_first(args):
 
@@ -394,7 +422,8 @@ def section_compile(rec: Recorder, args) -> None:
     import torch
 
     from nitro.core import tree
-    from nitro.envs.soccar.arena import ArenaEvents, fold_tick
+    from nitro.envs.soccar.arena import fold_tick
+    from nitro.envs.soccar.state import ArenaEvents
 
     def body(state, events, world):  # ball-only arenas: no car controls
         no_controls = torch.zeros(state.tick_count.shape[0], 0, 8, device=state.tick_count.device)
@@ -515,6 +544,7 @@ def _worker(section: str, args) -> None:
         "fused": section_fused,
         "query": section_query,
         "checks": section_checks,
+        "stages": section_stages,
         "eager": section_eager,
         "compile": section_compile,
     }[section](rec, args)

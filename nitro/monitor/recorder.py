@@ -19,8 +19,7 @@ import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.arena import ArenaEvents
-from nitro.envs.soccar.state import GameState
+from nitro.envs.soccar.state import ArenaEvents, GameState
 from nitro.monitor import replay as R
 
 _CAR_FIELDS = (("pos", (3,)), ("rot_mat", (3, 3)), ("vel", (3,)), ("ang_vel", (3,)), ("boost", ()))

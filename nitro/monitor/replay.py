@@ -24,7 +24,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.ball import is_ball_scored
-from nitro.envs.soccar.mutators import MutatorConfig
+from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 from nitro.monitor.cars import car_preset
 
 FORMAT = "nitro-replay"
@@ -202,7 +202,8 @@ def build(
     pad_active = np.asarray(pad_active, bool)
     events = dict(events or {})
     if "goal" not in events:
-        events["goal"] = derive_goals(ball_pos, start, mutators or MutatorConfig())
+        params = TickParams.from_mutators(mutators or MutatorConfig(), 1.0 / tick_rate)
+        events["goal"] = derive_goals(ball_pos, start, params)
     if "demo" not in events:
         demoed = (flags >> CAR_FLAGS.index("is_demoed")) & 1 == 1
         events["demo"] = demoed & ~_previous(demoed, start[..., None])
@@ -256,10 +257,10 @@ def _previous(x: np.ndarray, start: np.ndarray) -> np.ndarray:
     return prev & ~start
 
 
-def derive_goals(ball_pos: np.ndarray, episode_start: np.ndarray, mutators: MutatorConfig) -> np.ndarray:
+def derive_goals(ball_pos: np.ndarray, episode_start: np.ndarray, params: TickParams) -> np.ndarray:
     """Goal events from ball positions: the first frame of each run of scored frames [E, F] int8."""
     E, F = ball_pos.shape[:2]
-    scored = is_ball_scored(torch.from_numpy(np.ascontiguousarray(ball_pos.reshape(E * F, 3))), mutators)
+    scored = is_ball_scored(torch.from_numpy(np.ascontiguousarray(ball_pos.reshape(E * F, 3))), params)
     scored = scored.numpy().reshape(E, F)
     first = scored & ~_previous(scored, episode_start)
     side = np.where(ball_pos[..., 1] > 0, 1, 2)  # the ball in the +y (orange) goal: blue scored

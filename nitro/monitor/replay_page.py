@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.mesh import find_soccar_meshes, read_cmf
+from nitro.envs.soccar.arena_mesh.cmf import find_soccar_meshes, read_cmf
 from nitro.monitor.replay import CAR_FLAGS, Replay
 
 # Display-only sizes (RLBot's field description): the goal mouth drawn at each end of the field.

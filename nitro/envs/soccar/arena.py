@@ -1,10 +1,12 @@
 """`Arena`: N soccar arenas stepped together, and `tick`, the per-tick pipeline in Arena::Step order.
 
 Reference: RocketSim (ZealanL/RocketSim, MIT) `src/Sim/Arena/Arena.cpp`. The functional core is
-`tick(state, controls, world) -> (state, goal)`; `Arena` is the thin stateful shell users hold (the
-contract in docs DESIGN.md, "Soccar Arena contract"). Cars drive, jump, flip, boost and fly against
-the arena through their wheels; their bodies' contacts with the arena (`car_world`), car-ball and
-car-car collisions and boost pads come with the next soccar stages.
+`tick(state, controls, world) -> (state, goal)`; `Arena` is the thin stateful shell users hold (the contract in
+docs DESIGN.md, "Soccar Arena contract"), and the one place that picks how ticks run: eager, compiled,
+captured in a CUDA graph, or fused into one Triton kernel (`kernels/arena.py`, the twin of this
+module's tick). Cars drive, jump, flip, boost and fly against the arena through their wheels; their
+bodies' contacts with the arena (`car_world`), car-ball and car-car collisions and boost pads come
+with the next soccar stages.
 """
 
 from __future__ import annotations
@@ -17,65 +19,21 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from nitro.core import tree
+from nitro.core import fast, tree
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import ball, car, car_world
+from nitro.envs.soccar import ball, car, island_manager
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
+from nitro.envs.soccar.arena_mesh.broadphase import arena_bullet
 from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.car_config import PRESETS, CarParams
-from nitro.envs.soccar.car_world import ArenaBullet
-from nitro.envs.soccar.mesh import ArenaMesh, load_arena_mesh
-from nitro.envs.soccar.mutators import MutatorConfig
+from nitro.envs.soccar.kernels import arena as arena_kernels
+from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 from nitro.envs.soccar.rigid_body import angle_to_rot_mat
-from nitro.envs.soccar.state import BallState, BoostPadState, CarState, GameState
+from nitro.envs.soccar.state import ArenaEvents, BallState, BoostPadState, CarState, GameState, World
 
 NUM_CONTROLS = 8  # throttle, steer, pitch, yaw, roll, jump, boost, handbrake
 MODES = ("eager", "compile", "graph", "fused")
-
-
-@dataclasses.dataclass(frozen=True)
-class World:
-    """What every tick reads and never writes: the geometry, the mutators and the tick length."""
-
-    mesh: ArenaMesh
-    mutators: MutatorConfig
-    tick_time: float
-    """Seconds per tick, 1 / tick_rate (RocketSim computes it in float32)."""
-    cars: CarParams
-    """The presets of the C car slots (blue cars first)."""
-    bullet: ArenaBullet
-    """The arena as Bullet holds it for the car bodies' contacts (Bullet units, broadphase cells)."""
-
-
-@dataclasses.dataclass
-class ArenaEvents:
-    """What happened during the ticks of one `Arena.step` call, per env."""
-
-    goal_blue: torch.Tensor
-    """Blue scored (the ball went into the +y goal) on at least one stepped tick [N] bool."""
-    goal_orange: torch.Tensor
-    """Orange scored (the ball went into the -y goal) on at least one stepped tick [N] bool."""
-    goal_tick: torch.Tensor
-    """Arena tick count right after the first scoring tick of this call, -1 if none [N] int64."""
-    ball_touch: torch.Tensor
-    """Car touched the ball [N, C] bool."""
-    demo: torch.Tensor
-    """Car was demolished [N, C] bool."""
-    boost_pickup: torch.Tensor
-    """Car picked up a pad [N, C] bool."""
-
-    @staticmethod
-    def none(num_envs: int, num_cars: int, device: torch.device) -> ArenaEvents:
-        no = torch.zeros(num_envs, dtype=torch.bool, device=device)
-        no_car = torch.zeros(num_envs, num_cars, dtype=torch.bool, device=device)
-        return ArenaEvents(
-            goal_blue=no,
-            goal_orange=no.clone(),
-            goal_tick=torch.full((num_envs,), -1, dtype=torch.int64, device=device),
-            ball_touch=no_car,
-            demo=no_car.clone(),
-            boost_pickup=no_car.clone(),
-        )
 
 
 def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameState, torch.Tensor]:
@@ -84,28 +42,26 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
     Returns (state, goal [N] int8: 0, 1 blue, 2 orange). Stages that are not simulated yet are noted
     in their place; ball-only arenas skip the car stages, as RocketSim does.
     """
-    dt, mutators, cars = world.tick_time, world.mutators, state.cars
+    params, cars = world.params, state.cars
     sleeping = ball.update_sleeping(state.ball)  # 1. ball zero-velocity sleeping
     if world.cars.num_cars:  # 2. cars' pre-tick (suspension, controls, jump, flip, air control, boost)
         car_controls = CarControls.from_tensor(controls)
-        solver_dt = torch.where(state.tick_count == 0, C.SOLVER_DEFAULT_TIME_STEP, dt)  # before the 1st step
-        cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, dt, solver_dt, mutators)
+        cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, state.tick_count, params)
     # 3. boost pad cooldowns (with the boost pads)
     # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
     # 5. Bullet step: each body at its tick-start transform against the arena (car-ball and car-car
     #    contacts come with their stage), solved and integrated
-    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, dt, mutators)
+    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, params)
     if world.cars.num_cars:
-        ball_vel = ball.apply_damping(state.ball.vel, ball.damping_factor(mutators.ball_drag, dt))
-        ball_manifolds = car_world.ball_manifold_count(
-            world.bullet, state.ball.pos, ball_vel, sleeping, mutators.ball_radius, dt
+        ball_manifolds = island_manager.ball_manifold_count(
+            world.bullet, state.ball.pos, ball.apply_damping(state.ball.vel, params), sleeping, params
         )
-        cars = car.physics_step(cars, forces, world.cars, world.mesh, world.bullet, ball_manifolds, dt, mutators)
-        cars = car.post_tick_update(cars, car_controls, dt)  # 6. cars' post-tick and finish
+        cars = car.physics_step(cars, forces, world.cars, params, world.mesh, world.bullet, ball_manifolds)
+        cars = car.post_tick_update(cars, car_controls, params)  # 6. cars' post-tick and finish
         cars = car.finish_physics_tick(cars)  # (then each car's boost pad pickup, with the pads)
     # 7. boost pads give boost (with the boost pads)
-    ball_state = ball.finish_physics_tick(ball_state, mutators)  # 8. ball finish
-    scored = ball.is_ball_scored(ball_state.pos, mutators)  # 9. goal (RocketSim fires every tick)
+    ball_state = ball.finish_physics_tick(ball_state, params)  # 8. ball finish
+    scored = ball.is_ball_scored(ball_state.pos, params)  # 9. goal (RocketSim fires every tick)
     goal = torch.where(scored, torch.where(ball_state.pos[:, 1] > 0, 1, 2), 0).to(torch.int8)
     state = dataclasses.replace(state, ball=ball_state, cars=cars, tick_count=state.tick_count + 1)  # 10.
     return state, goal
@@ -142,8 +98,9 @@ class Arena:
     preset ``car`` (one name, or one per car: "octane", "dominus", "plank", "breakout", "hybrid",
     "merc"); ``Arena(num_envs, blue=0, orange=0)`` is ball-only. A fresh arena's cars are fresh
     RocketSim cars: each at one of RocketSim's respawn spots (drawn from ``seed``), boost 100/3, on
-    the ground. The geometry is the real soccar arena: the 16 collision meshes (see `nitro.envs.soccar.mesh.find_soccar_meshes` for where
-    they are looked for; there is no substitute arena) and RocketSim's four planes.
+    the ground. The geometry is the real soccar arena: the 16 collision meshes (see
+    `nitro.envs.soccar.arena_mesh.find_soccar_meshes` for where they are looked for; there is no
+    substitute arena) and RocketSim's four planes.
 
     ``mem_weight_mode`` (keyword-only) is RocketSim's ArenaMemWeightMode, "heavy" (its default) or
     "light": the broadphase cell size, which decides which empty contact manifolds a car has and so
@@ -151,8 +108,8 @@ class Arena:
 
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
-    whole K-tick step in one Triton kernel, `kernels.ball_ticks_`; CUDA only, ball-only arenas so far;
-    it updates the state tensors in place).
+    whole K-tick step in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
+    the state tensors in place).
     """
 
     def __init__(
@@ -196,24 +153,20 @@ class Arena:
         self.device = concrete_device(torch.device(device) if device is not None else torch.device("cpu"))
         if mode in ("graph", "fused") and self.device.type != "cuda" and not _triton_interpreted(mode):
             raise ValueError(f"mode={mode!r} needs a CUDA device; use mode='compile' or 'eager' on CPU")
-        if mode == "fused" and blue + orange:
-            raise ValueError(
-                f"mode='fused' runs ball-only arenas so far; use mode='graph' or 'compile' for cars "
-                f"(got blue={blue}, orange={orange})"
-            )
         self.num_envs, self.num_cars, self.car, self.seed = num_envs, blue + orange, tuple(presets), seed
         self.blue, self.orange = blue, orange
         self.tick_rate = float(tick_rate)
         self.mode = mode
         self.debug = (self.device.type == "cpu") if debug is None else debug
         """Check values (NaN/inf) of controls in `step`; a host sync, so off by default on CUDA."""
+        self.mutators = mutators or MutatorConfig()
         mesh = load_arena_mesh(meshes, self.device)
         self.world = World(
             mesh=mesh,
-            mutators=mutators or MutatorConfig(),
-            tick_time=_float32(1.0 / _float32(self.tick_rate)),
+            mutators=self.mutators,
+            params=TickParams.from_mutators(self.mutators, _float32(1.0 / _float32(self.tick_rate))),
             cars=CarParams.build(presets, self.device),
-            bullet=car_world.arena_bullet(mesh, mem_weight_mode),
+            bullet=arena_bullet(mesh, mem_weight_mode),
         )
         self.state = GameState(
             ball=BallState.rest(num_envs, self.device),
@@ -254,7 +207,7 @@ class Arena:
 
     @property
     def tick_time(self) -> float:
-        return self.world.tick_time
+        return self.world.params.tick_time
 
     # --- setting state ---------------------------------------------------------------------------
 
@@ -385,13 +338,11 @@ class Arena:
             raise ValueError(f"ticks must be a positive int, got {ticks!r}")
         self._check_controls(controls)
         events = ArenaEvents.none(self.num_envs, self.num_cars, self.device)
-        if self.mode == "fused":
-            from nitro.envs.soccar import kernels
-
-            kernels.ball_ticks_(self.state, events, self.world, ticks)
-            return events
         if controls is None:
             controls = torch.zeros(self.num_envs, 0, NUM_CONTROLS, device=self.device)
+        if self.mode == "fused":
+            arena_kernels.launch_step_ticks_(self.state, events, controls, self.world, ticks)
+            return events
         if self.mode == "eager":
             self.state, events = step_ticks(self.state, events, controls, self.world, ticks)
             return events
@@ -507,8 +458,6 @@ class _Runner:
     one CUDA graph), through nitro's fast path (`nitro.core.fast.Loop`)."""
 
     def __init__(self, world, ticks: int, mode: str, state: GameState, events: ArenaEvents, controls):
-        from nitro.core import fast  # the package's one owner of compile / capture
-
         self.loop = fast.Loop(
             lambda carry: (*fold_tick(carry[0], carry[1], carry[2], world), carry[2]),
             (state, events, controls),

@@ -1,104 +1,34 @@
-"""Bullet's convex-convex narrow phase for a box against a triangle, batched over pairs.
+"""btGjkEpa2: Bullet's penetration depth for a box against a triangle, batched over pairs.
 
-Reference: the Bullet 3.24 that RocketSim (ZealanL/RocketSim, MIT) vendors: `btGjkPairDetector`
-(`getClosestPointsNonVirtual`), `btVoronoiSimplexSolver`, and the penetration depth solver it falls
-back to, `btGjkEpaPenetrationDepthSolver` (`btGjkEpa2`). RocketSim's car body is a `btBoxShape` whose
-collision margin sits inside the box (Bullet's `setSafeMargin`): the box GJK sees is the inner box
-(half extents minus the margin) grown by a sphere of the margin, a box with rounded edges and corners.
-The arena's triangles have no margin. `btConvexConvexAlgorithm` runs one `getClosestPoints` per
-triangle (no polyhedral clipping, no perturbation: RocketSim configures neither), so each triangle
-gives at most one contact point.
+Reference: the Bullet 3.24 that RocketSim (ZealanL/RocketSim, MIT) vendors: `btGjkEpa2`
+(gjkepa2_impl::GJK with the shapes' margins, EncloseOrigin, the EPA polytope) and
+`btGjkEpaPenetrationDepthSolver::calcPenDepth`, which `btGjkPairDetector` (`gjk_pair_detector`)
+falls back to where the shapes overlap. Also the convex shapes' support functions both use.
 
 Everything here works in Bullet units (1 BT = 50 UU) and float32, because Bullet's tolerances are
-absolute lengths in BT (the equal-vertex threshold of 0.01 BT, the 1e-4 BT EPA accuracy, ...).
-Functions are per-pair "lanes" written as batched tensor code: scalars are [P], vectors [P, 3];
-loops run until every lane is done (a fixed count on CUDA and under compilation).
+absolute lengths in BT (the 1e-4 BT EPA accuracy, ...). Functions are per-pair "lanes" written as
+batched tensor code: scalars are [P], vectors [P, 3]; loops run until every lane is done (a fixed
+count on CUDA and under compilation).
 
-Names follow Bullet's: the box is object A (its transform ``basis`` [P, 3, 3] with the box axes as
-columns, ``origin`` [P, 3]), the triangle is object B (identity transform, vertices ``tri`` [P, 3, 3]).
+Names follow Bullet's: the box is shape 0 (its transform ``basis`` [P, 3, 3] with the box axes as
+columns, ``origin`` [P, 3]), the triangle is shape 1 (identity transform, vertices ``tri`` [P, 3, 3]).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import numpy as np
 import torch
 
-from nitro.envs.soccar.mesh import cross, dot
+from nitro.envs.soccar.vec import cross, dot, mat_vec, normalize, vec_mat
 
 # --- Bullet's float32 constants --------------------------------------------------------------------
 SIMD_EPSILON = float(np.finfo(np.float32).eps)  # FLT_EPSILON
 BT_LARGE_FLOAT = 1e18
-REL_ERROR2 = 1.0e-6  # btGjkPairDetector: "must be above the machine epsilon"
-VORONOI_EQUAL_VERTEX_THRESHOLD = 1e-4  # BT^2: a support point this close to a simplex vertex is "in" it
-GJK_MAX_ITERATIONS = 64  # Bullet allows 1000 (invalid input only); box-triangle GJK ends within ~15
-DEGENERATE_PENETRATION_DISTANCE = 0.01  # BT: a degenerate GJK this close also runs the EPA
 
-
-# --- btVector3::normalize as Bullet runs it on x86 -------------------------------------------------
-# With SSE in its API (every x86-64 build but Windows'), Bullet normalises with the processor's
-# reciprocal square root estimate (rsqrtss) and one Newton step, not with 1 / sqrt: the result differs
-# from the correctly rounded one by a few ulps, and which of two nearly equal manifold areas wins can
-# hinge on that. On Intel processors rsqrtss(x) depends on the parity of x's exponent and the top 10
-# bits of its mantissa only; measured over every float32 in [1, 4), its values there are 8190 - ...
-# and 5791 - ... times 2^-13 (the steps below), and rsqrtss(4x) = rsqrtss(x) / 2 exactly.
-RSQRT_SS_FIRST = (8190, 5791)  # x = 1 and x = 2, in units of 2^-13
-RSQRT_SS_STEPS = (  # the table's 2 x 1023 successive decrements, in units of 2^-13
-    "444444444444344444444434444443444434444344434443444344344344344344344343443434434343443434343434"
-    "343434343343434334343343433433434334334333433433433343334333433334333343333343333343333333433333"
-    "333334333333333333333333333333333333333333233333333333233333332333333233333233332333323333233323"
-    "332333233323323332332332332332332332332332323323323233232323323232332323232323323232323232323232"
-    "323223232323232232323223232232322323223232232232232322322322322322322232232232223222322322232223"
-    "222322223222322223222232222322223222223222222322222232222222322222222322222222223222222222222222"
-    "232222222222222222222222222222222222222222222222122222222222222221222222222221222222222122222222"
-    "122222212222221222222122222122222122221222212222122221222212221222212221222122212221222122212221"
-    "221222122122212212221221221221222122122122122122122122121221221221212212212212122121221221212212"
-    "122121212212122121212212121221212121221212121212122121212121212121212212121212121212121212112121"
-    "212121212121212112121212121211212121211212121121212112121211212"
-    " "
-    "323333233332333233332332333233233323323323323323323233232332323323232332323232323323232323232232"
-    "323232323223232322323223232232232322322322322322322322322232232223222322232223222322223222232222"
-    "322222322222322222232222222322222222232222222222222232222222222222222222222222222222222222222221"
-    "222222222222221222222222212222222122222221222222122222122222122221222212222122221222212221222122"
-    "212221222122212212221221222122122122212212212212212212212212212122122122121221212212212122121221"
-    "212122121212212121221212121212212121212121212212121212121212121212121211212121212121212112121212"
-    "121121212112121211212121121211212112121121211212112112121121121211211211212112112112112112112112"
-    "112112112111211211211211121121112112111211211121121112111211121112111211121112111211121111211121"
-    "111211121111211112111121111211112111112111121111121111121111121111121111112111111211111121111112"
-    "111111121111111121111111121111111121111111111211111111111211111111111121111111111111112111111111"
-    "111111111112111111111111111111111111111111111111111111111111111"
-)
-
-
-@functools.lru_cache(maxsize=8)
-def rsqrt_ss_table(device: str) -> torch.Tensor:
-    """rsqrtss over [1, 4) [2048] float32: index (exponent parity) * 1024 + top 10 mantissa bits."""
-    halves = RSQRT_SS_STEPS.split(" ")
-    rows = [first - np.concatenate(([0], np.cumsum([int(c) for c in steps]))) for first, steps in zip(RSQRT_SS_FIRST, halves)]
-    return torch.from_numpy((np.concatenate(rows) / 8192.0).astype(np.float32)).to(device)
-
-
-def rsqrt_ss(x: torch.Tensor) -> torch.Tensor:
-    """The x86 rsqrtss estimate of 1 / sqrt(x) for positive normal float32 ``x`` (Intel's table)."""
-    bits = x.view(torch.int32)
-    unbiased = ((bits >> 23) & 0xFF) - 127
-    parity = unbiased & 1
-    estimate = rsqrt_ss_table(str(x.device))[parity * 1024 + ((bits >> 13) & 1023)]
-    # divide by 2^((unbiased - parity) / 2): exact, on the exponent bits
-    return (estimate.view(torch.int32) - (((unbiased - parity) >> 1) << 23)).view(torch.float32)
-
-
-def normalize(v: torch.Tensor) -> torch.Tensor:
-    """btVector3::normalize with SSE: v times rsqrtss(|v|^2) refined by one Newton step [..., 3]."""
-    length2 = dot(v, v)
-    y = rsqrt_ss(length2)
-    y = y * (1.5 - ((length2 * 0.5) * y) * y)
-    return v * y[..., None]
-
-
-def _vec(x: float, y: float, z: float, like: torch.Tensor) -> torch.Tensor:
+def vec3(x: float, y: float, z: float, like: torch.Tensor) -> torch.Tensor:
+    """(x, y, z) broadcast to the lanes of ``like`` [P, 3]."""
     return torch.tensor((x, y, z), dtype=like.dtype, device=like.device).expand(*like.shape[:-1], 3)
 
 
@@ -108,16 +38,6 @@ def all_done(mask: torch.Tensor) -> bool:
     if mask.device.type != "cpu" or torch.compiler.is_compiling():
         return False
     return not bool(mask.any())  # sync-ok: eager CPU only
-
-
-def mat_vec(m: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """btMatrix3x3 * v: each row dotted with v [.., 3]."""
-    return torch.stack([dot(m[..., i, :], v) for i in range(3)], -1)
-
-
-def vec_mat(v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    """v * btMatrix3x3 (= transpose(m) * v): each column dotted with v [.., 3]."""
-    return torch.stack([dot(m[..., :, i], v) for i in range(3)], -1)
 
 
 def box_support(half: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
@@ -131,370 +51,6 @@ def triangle_support(tri: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
     x, y, z = dot(tri, d[..., None, :]).unbind(-1)
     idx = torch.where(x < y, torch.where(y < z, 2, 1), torch.where(x < z, 2, 0))
     return tri.gather(-2, idx[..., None, None].expand(*idx.shape, 1, 3))[..., 0, :]
-
-
-# --- btVoronoiSimplexSolver -----------------------------------------------------------------------
-
-
-def closest_pt_point_triangle(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
-    """btVoronoiSimplexSolver::closestPtPointTriangle for p = origin, broadcast over [..., 3].
-
-    Returns (closest point [..., 3], barycentric coordinates [..., 3], used vertices [..., 3] bool).
-    Bullet's if-chain (vertex A, vertex B, edge AB, vertex C, edge AC, edge BC, face) is applied
-    last-first so that the first matching region wins.
-    """
-    ab, ac = b - a, c - a
-    ap, bp, cp = -a, -b, -c
-    d1, d2 = dot(ab, ap), dot(ac, ap)
-    d3, d4 = dot(ab, bp), dot(ac, bp)
-    d5, d6 = dot(ab, cp), dot(ac, cp)
-    vc = d1 * d4 - d3 * d2
-    vb = d5 * d2 - d1 * d6
-    va = d3 * d6 - d5 * d4
-    zero, one = torch.zeros_like(d1), torch.ones_like(d1)
-    # face region
-    denom = 1.0 / (va + vb + vc)
-    v, w = vb * denom, vc * denom
-    point = a + ab * v[..., None] + ac * w[..., None]
-    bary = torch.stack((1 - v - w, v, w), -1)
-    used = torch.ones(*d1.shape, 3, dtype=torch.bool, device=d1.device)
-
-    def region(mask, p, coords, flags):
-        nonlocal point, bary, used
-        point = torch.where(mask[..., None], p, point)
-        bary = torch.where(mask[..., None], torch.stack(coords, -1), bary)
-        flag = torch.tensor(flags, dtype=torch.bool, device=d1.device)
-        used = torch.where(mask[..., None], flag, used)
-
-    # edge BC
-    m = (va <= 0) & ((d4 - d3) >= 0) & ((d5 - d6) >= 0)
-    t = (d4 - d3) / torch.where(m, (d4 - d3) + (d5 - d6), 1)
-    region(m, b + t[..., None] * (c - b), (zero, 1 - t, t), (False, True, True))
-    # edge AC
-    m = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
-    t = d2 / torch.where(m, d2 - d6, 1)
-    region(m, a + t[..., None] * ac, (1 - t, zero, t), (True, False, True))
-    # vertex C
-    m = (d6 >= 0) & (d5 <= d6)
-    region(m, c, (zero, zero, one), (False, False, True))
-    # edge AB
-    m = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
-    t = d1 / torch.where(m, d1 - d3, 1)
-    region(m, a + t[..., None] * ab, (1 - t, t, zero), (True, True, False))
-    # vertex B
-    m = (d3 >= 0) & (d4 <= d3)
-    region(m, b, (zero, one, zero), (False, True, False))
-    # vertex A
-    m = (d1 <= 0) & (d2 <= 0)
-    region(m, a, (one, zero, zero), (True, False, False))
-    return point, bary, used
-
-
-def point_outside_of_plane(a, b, c, d):
-    """btVoronoiSimplexSolver::pointOutsideOfPlane for p = origin: 1 / 0, or -1 when degenerate."""
-    normal = cross(b - a, c - a)
-    signp = dot(-a, normal)
-    signd = dot(d - a, normal)
-    out = (signp * signd < 0).to(torch.int64)
-    return torch.where(signd * signd < 1e-4 * 1e-4, -1, out)  # CATCH_DEGENERATE_TETRAHEDRON
-
-
-def closest_pt_point_tetrahedron(a, b, c, d):
-    """btVoronoiSimplexSolver::closestPtPointTetrahedron for p = origin.
-
-    Returns (separated [...] bool, degenerate [...] bool, barycentric [..., 4], used [..., 4]).
-    ``separated`` false with ``degenerate`` false means the origin is inside the tetrahedron.
-    """
-    faces = (  # (vertices, where their barycentric coordinates go)
-        ((a, b, c), (0, 1, 2)),
-        ((a, c, d), (0, 2, 3)),
-        ((a, d, b), (0, 3, 1)),
-        ((b, d, c), (1, 3, 2)),
-    )
-    outside = [
-        point_outside_of_plane(a, b, c, d),
-        point_outside_of_plane(a, c, d, b),
-        point_outside_of_plane(a, d, b, c),
-        point_outside_of_plane(b, d, c, a),
-    ]
-    degenerate = torch.zeros_like(outside[0], dtype=torch.bool)
-    for o in outside:
-        degenerate = degenerate | (o < 0)
-    any_out = torch.zeros_like(degenerate)
-    for o in outside:
-        any_out = any_out | (o > 0)
-    best = torch.full(a.shape[:-1], float(np.finfo(np.float32).max), dtype=a.dtype, device=a.device)
-    bary = torch.zeros(*a.shape[:-1], 4, dtype=a.dtype, device=a.device)
-    used = torch.ones(*a.shape[:-1], 4, dtype=torch.bool, device=a.device)
-    for o, ((p, q, r), slots) in zip(outside, faces):
-        point, sub_bary, sub_used = closest_pt_point_triangle(p, q, r)
-        sq = dot(point, point)
-        better = (o > 0) & (sq < best)
-        best = torch.where(better, sq, best)
-        new_bary = torch.zeros_like(bary)
-        new_used = torch.zeros_like(used)
-        for k, slot in enumerate(slots):
-            new_bary[..., slot] = sub_bary[..., k]
-            new_used[..., slot] = sub_used[..., k]
-        bary = torch.where(better[..., None], new_bary, bary)
-        used = torch.where(better[..., None], new_used, used)
-    separated = ~degenerate & any_out
-    return separated, degenerate, bary, used
-
-
-@dataclasses.dataclass
-class Simplex:
-    """btVoronoiSimplexSolver's state per lane: up to 4 vertices of A - B with their A and B points."""
-
-    w: torch.Tensor  # [P, 4, 3]
-    p: torch.Tensor  # [P, 4, 3]
-    q: torch.Tensor  # [P, 4, 3]
-    count: torch.Tensor  # [P] int64
-    last_w: torch.Tensor  # [P, 3]
-    cached_v: torch.Tensor  # [P, 3]
-    cached_p1: torch.Tensor  # [P, 3]
-    cached_p2: torch.Tensor  # [P, 3]
-
-    @staticmethod
-    def empty(like: torch.Tensor) -> Simplex:
-        n = like.shape[0]
-        z4 = torch.zeros(n, 4, 3, dtype=like.dtype, device=like.device)
-        z = torch.zeros(n, 3, dtype=like.dtype, device=like.device)
-        return Simplex(
-            w=z4,
-            p=z4.clone(),
-            q=z4.clone(),
-            count=torch.zeros(n, dtype=torch.int64, device=like.device),
-            last_w=torch.full_like(z, BT_LARGE_FLOAT),
-            cached_v=z,
-            cached_p1=z.clone(),
-            cached_p2=z.clone(),
-        )
-
-    def in_simplex(self, w: torch.Tensor) -> torch.Tensor:
-        """w within the equal-vertex threshold of a held vertex, or equal to the last added one [P]."""
-        diff = self.w - w[:, None, :]
-        near = dot(diff, diff) <= VORONOI_EQUAL_VERTEX_THRESHOLD
-        held = torch.arange(4, device=w.device) < self.count[:, None]
-        return (near & held).any(1) | (w == self.last_w).all(1)
-
-    def add_vertex(self, mask: torch.Tensor, w, p, q) -> Simplex:
-        at = mask[:, None] & (torch.arange(4, device=w.device) == self.count[:, None])  # [P, 4]
-        return dataclasses.replace(
-            self,
-            w=torch.where(at[..., None], w[:, None], self.w),
-            p=torch.where(at[..., None], p[:, None], self.p),
-            q=torch.where(at[..., None], q[:, None], self.q),
-            count=self.count + mask.to(torch.int64),
-            last_w=torch.where(mask[:, None], w, self.last_w),
-        )
-
-    def closest(self, mask: torch.Tensor) -> tuple[Simplex, torch.Tensor]:
-        """updateClosestVectorAndPoints (then ``cached_v`` is `closest`'s v); returns validity [P]."""
-        w, p, q, n = self.w, self.p, self.q, self.count
-        w0, w1, w2, w3 = w.unbind(1)
-        p0, p1, p2, p3 = p.unbind(1)
-        q0, q1, q2, q3 = q.unbind(1)
-        zero = torch.zeros_like(w0)
-        # one vertex
-        v_1, a_1, b_1 = p0 - q0, p0, q0
-        used_1 = torch.tensor((True, False, False, False), device=w.device).expand(n.shape[0], 4)
-        # two vertices: the closest point of the segment to the origin
-        seg = w1 - w0
-        t = dot(seg, -w0)
-        seg2 = dot(seg, seg)
-        inside = (t > 0) & (t < seg2)
-        t = torch.where(t > 0, torch.where(inside, t / torch.where(inside, seg2, 1), torch.ones_like(t)), 0)
-        a_2 = p0 + t[:, None] * (p1 - p0)
-        b_2 = q0 + t[:, None] * (q1 - q0)
-        v_2 = a_2 - b_2
-        used_2 = torch.stack((t <= 0, t > 0, torch.zeros_like(inside), torch.zeros_like(inside)), -1)
-        used_2[:, 0] |= inside
-        valid_2 = (1 - t >= 0) & (t >= 0)
-        # three vertices
-        _, bary3, used3 = closest_pt_point_triangle(w0, w1, w2)
-        a_3 = p0 * bary3[:, 0:1] + p1 * bary3[:, 1:2] + p2 * bary3[:, 2:3]
-        b_3 = q0 * bary3[:, 0:1] + q1 * bary3[:, 1:2] + q2 * bary3[:, 2:3]
-        v_3 = a_3 - b_3
-        used_3 = torch.cat((used3, torch.zeros_like(used3[:, :1])), -1)
-        valid_3 = (bary3 >= 0).all(-1)
-        # four vertices
-        separated, degenerate, bary4, used_4 = closest_pt_point_tetrahedron(w0, w1, w2, w3)
-        a_4 = p0 * bary4[:, 0:1] + p1 * bary4[:, 1:2] + p2 * bary4[:, 2:3] + p3 * bary4[:, 3:4]
-        b_4 = q0 * bary4[:, 0:1] + q1 * bary4[:, 1:2] + q2 * bary4[:, 2:3] + q3 * bary4[:, 3:4]
-        v_4 = torch.where(separated[:, None], a_4 - b_4, torch.where(degenerate[:, None], self.cached_v, zero))
-        a_4 = torch.where(separated[:, None], a_4, self.cached_p1)  # not updated when not separated
-        b_4 = torch.where(separated[:, None], b_4, self.cached_p2)
-        valid_4 = torch.where(separated, (bary4 >= 0).all(-1), ~degenerate)
-        used_4 = torch.where(separated[:, None], used_4, True)  # no reduction when not separated
-
-        def pick(x1, x2, x3, x4):
-            k = n.view(-1, *([1] * (x1.dim() - 1)))
-            return torch.where(k == 1, x1, torch.where(k == 2, x2, torch.where(k == 3, x3, x4)))
-
-        v = pick(v_1, v_2, v_3, v_4)
-        a = pick(a_1, a_2, a_3, a_4)
-        b = pick(b_1, b_2, b_3, b_4)
-        used = pick(used_1, used_2, used_3, used_4)
-        valid = pick(torch.ones_like(valid_2), valid_2, valid_3, valid_4)
-        reduced = self._reduce(used)
-        m3 = mask[:, None]
-        out = dataclasses.replace(
-            reduced,
-            w=torch.where(mask[:, None, None], reduced.w, self.w),
-            p=torch.where(mask[:, None, None], reduced.p, self.p),
-            q=torch.where(mask[:, None, None], reduced.q, self.q),
-            count=torch.where(mask, reduced.count, self.count),
-            cached_v=torch.where(m3, v, self.cached_v),
-            cached_p1=torch.where(m3, a, self.cached_p1),
-            cached_p2=torch.where(m3, b, self.cached_p2),
-        )
-        return out, valid
-
-    def _reduce(self, used: torch.Tensor) -> Simplex:
-        """reduceVertices: drop unused vertices D, C, B, A in that order, each replaced by the last."""
-        n = self.count
-        perm = torch.arange(4, device=n.device).expand(n.shape[0], 4).clone()
-        for slot in (3, 2, 1, 0):
-            drop = (n >= slot + 1) & ~used[:, slot]
-            n = n - drop.to(torch.int64)
-            moved = perm.gather(1, n.clamp(max=3)[:, None])[:, 0]
-            perm[:, slot] = torch.where(drop, moved, perm[:, slot])
-        take = perm[..., None].expand(-1, -1, 3)
-        return dataclasses.replace(
-            self, w=self.w.gather(1, take), p=self.p.gather(1, take), q=self.q.gather(1, take), count=n
-        )
-
-
-# --- btGjkPairDetector ----------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class ClosestPoints:
-    """What btGjkPairDetector::getClosestPoints reports per lane (all in BT)."""
-
-    found: torch.Tensor
-    """A contact is reported (distance below the maximum) [P] bool."""
-    normal: torch.Tensor
-    """Unit normal from B (triangle) toward A (box) [P, 3]."""
-    point_on_b: torch.Tensor
-    """Contact point on B, world [P, 3]."""
-    distance: torch.Tensor
-    """Signed distance of the margin-grown box from the triangle, negative when penetrating [P]."""
-    method: torch.Tensor
-    """m_lastUsedMethod (1: GJK, 3: EPA, 6: GJK after a failed EPA, 8: GJK kept over EPA) [P] int64."""
-
-
-def gjk_closest_points(
-    basis: torch.Tensor,
-    origin: torch.Tensor,
-    half: torch.Tensor,
-    margin: torch.Tensor,
-    tri: torch.Tensor,
-    max_distance2: torch.Tensor,
-) -> ClosestPoints:
-    """btGjkPairDetector::getClosestPointsNonVirtual of a box (A) and a triangle (B), per lane.
-
-    ``basis`` [P, 3, 3], ``origin`` [P, 3]: the box's world transform; ``half`` [P, 3]: its half
-    extents *without* the margin (m_implicitShapeDimensions); ``margin`` [P]; ``tri`` [P, 3, 3] the
-    triangle's world vertices; ``max_distance2`` [P]: (margin + contact breaking threshold)^2.
-    Where GJK finds no separation (or a degenerate one within 0.01 BT), Bullet's penetration depth
-    solver decides (`epa_penetration`). Returns the reported contact per lane.
-    """
-    p_count = origin.shape[0]
-    dtype, device = origin.dtype, origin.device
-    # Both transforms are shifted by half the sum of their origins (positionOffset).
-    offset = origin * 0.5  # (origin + 0) * 0.5; the arena's transform is the identity
-    origin_a = origin - offset
-    origin_b = -offset
-    axis = _vec(0.0, 1.0, 0.0, origin).clone()
-    sqdist = torch.full((p_count,), BT_LARGE_FLOAT, dtype=dtype, device=device)
-    simplex = Simplex.empty(origin)
-    active = torch.ones(p_count, dtype=torch.bool, device=device)
-    check_simplex = torch.zeros_like(active)
-    degenerate = torch.zeros(p_count, dtype=torch.int64, device=device)
-    tri_b = tri + origin_b[:, None, :]  # localTransB(q) = q + origin_b (identity basis)
-    for _ in range(GJK_MAX_ITERATIONS):
-        if all_done(active):
-            break
-        p_in_a = box_support(half, vec_mat(-axis, basis))
-        q_world = triangle_support(tri, axis) + origin_b
-        p_world = mat_vec(basis, p_in_a) + origin_a
-        w = p_world - q_world
-        delta = dot(axis, w)
-        # potential exit: they do not overlap
-        stop = active & (delta > 0) & (delta * delta > sqdist * max_distance2)
-        degenerate = torch.where(stop, 10, degenerate)
-        check_simplex |= stop
-        active &= ~stop
-        # the new point is already in the simplex, or we did not come any closer
-        stop = active & simplex.in_simplex(w)
-        degenerate = torch.where(stop, 1, degenerate)
-        check_simplex |= stop
-        active &= ~stop
-        f0 = sqdist - delta
-        f1 = sqdist * REL_ERROR2
-        stop = active & (f0 <= f1)
-        degenerate = torch.where(stop, torch.where(f0 <= 0, 2, 11), degenerate)
-        check_simplex |= stop
-        active &= ~stop
-        simplex = simplex.add_vertex(active, w, p_world, q_world)
-        simplex, valid = simplex.closest(active)
-        new_axis = simplex.cached_v
-        stop = active & ~valid
-        degenerate = torch.where(stop, 3, degenerate)
-        check_simplex |= stop
-        active &= ~stop
-        tiny = active & (dot(new_axis, new_axis) < REL_ERROR2)
-        axis = torch.where(tiny[:, None], new_axis, axis)
-        degenerate = torch.where(tiny, 6, degenerate)
-        check_simplex |= tiny
-        active &= ~tiny
-        previous = sqdist
-        sqdist = torch.where(active, dot(new_axis, new_axis), sqdist)
-        stop = active & (previous - sqdist <= SIMD_EPSILON * previous)
-        degenerate = torch.where(stop, 12, degenerate)
-        check_simplex |= stop
-        active &= ~stop
-        axis = torch.where(active[:, None], new_axis, axis)
-        full = active & (simplex.count == 4)  # ends without checkSimplex: the EPA decides
-        degenerate = torch.where(full, 13, degenerate)
-        active &= ~full
-    # checkSimplex: the closest points of the simplex, moved out to the margins
-    point_a, point_b = simplex.cached_p1, simplex.cached_p2
-    len2 = dot(axis, axis)
-    degenerate = torch.where(check_simplex & (len2 < 0.0001), 5, degenerate)
-    valid = check_simplex & (len2 > SIMD_EPSILON * SIMD_EPSILON)
-    rlen = 1.0 / torch.sqrt(torch.where(valid, len2, 1))
-    normal = axis * rlen[:, None]
-    s = torch.sqrt(torch.where(valid, sqdist, 1))
-    point_a = point_a - axis * (margin / s)[:, None]
-    distance = torch.where(valid, 1.0 / rlen - margin, 0.0)
-    method = torch.where(valid, 1, torch.where(check_simplex, 2, -1))
-    catch = (degenerate != 0) & (distance + margin < DEGENERATE_PENETRATION_DISTANCE)
-    need_epa = ~valid | catch
-    if not all_done(need_epa):
-        epa = epa_penetration(need_epa, basis, origin_a, origin_b, half, margin, tri)
-        use = need_epa & epa.valid & (~valid | (epa.distance < distance))
-        distance = torch.where(use, epa.distance, distance)
-        point_a = torch.where(use[:, None], epa.point_a, point_a)
-        point_b = torch.where(use[:, None], epa.point_b, point_b)
-        normal = torch.where(use[:, None], epa.normal, normal)
-        kept = need_epa & epa.valid & valid & ~use
-        method = torch.where(use, epa.method, torch.where(kept, epa.method + 5, method))  # 8 / 11
-        valid = valid | use
-    found = valid & ((distance < 0) | (distance * distance < max_distance2))
-    # fixContactNormalDirection: the normal must point from B's AABB centre toward A's
-    tri_center = (tri_b.amin(1) + tri_b.amax(1)) * 0.5
-    flip = dot(origin_a - tri_center, normal) < 0
-    normal = torch.where(flip[:, None], -normal, normal)
-    return ClosestPoints(
-        found=found,
-        normal=normal,
-        point_on_b=point_b + offset,
-        distance=distance,
-        method=torch.where(found, method, -1),
-    )
 
 
 # --- btGjkEpa2: GJK with the shapes' margins, then the expanding polytope ----------------------------
@@ -547,7 +103,7 @@ class MinkowskiDiff:
     def _unit_direction(d: torch.Tensor) -> torch.Tensor:
         """localGetSupportVertexNonVirtual's direction: d normalised, (-1,-1,-1) normalised if ~0."""
         tiny = dot(d, d) < SIMD_EPSILON * SIMD_EPSILON
-        return normalize(torch.where(tiny[..., None], _vec(-1.0, -1.0, -1.0, d), d))
+        return normalize(torch.where(tiny[..., None], vec3(-1.0, -1.0, -1.0, d), d))
 
     def support0(self, d: torch.Tensor) -> torch.Tensor:
         if not self.margins:
@@ -689,7 +245,7 @@ def gjk2_evaluate(shape: MinkowskiDiff, guess: torch.Tensor, lanes: torch.Tensor
     n = guess.shape[0]
     dtype, device = guess.dtype, guess.device
     sqrl = dot(guess, guess)
-    first = torch.where((sqrl > 0)[:, None], -guess, _vec(1.0, 0.0, 0.0, guess))
+    first = torch.where((sqrl > 0)[:, None], -guess, vec3(1.0, 0.0, 0.0, guess))
     d0, w0 = _getsupport(shape, first)
     zeros4 = torch.zeros(n, 4, 3, dtype=dtype, device=device)
     simplex = Gjk2Simplex(d=zeros4, w=zeros4.clone(), p=torch.zeros(n, 4, dtype=dtype, device=device), rank=torch.ones(n, dtype=torch.int64, device=device))
@@ -773,7 +329,6 @@ def enclose_origin(shape: MinkowskiDiff, simplex: Gjk2Simplex, lanes: torch.Tens
     volume, trying Bullet's candidate directions in its recursion order. Returns (enclosed [P], the
     four vertices' directions and points [P, 4, 3])."""
     d, w, rank = simplex.d, simplex.w, simplex.rank
-    n = w.shape[0]
     enclosed = lanes & (rank == 4) & (det(w[:, 0] - w[:, 3], w[:, 1] - w[:, 3], w[:, 2] - w[:, 3]).abs() > 0)
     out_d, out_w = d.clone(), w.clone()
 
@@ -1091,7 +646,7 @@ def epa_evaluate(shape: MinkowskiDiff, simplex: Gjk2Simplex, guess: torch.Tensor
     fallback = ~built
     g = -guess
     gl = torch.sqrt(dot(g, g))
-    fb_normal = torch.where((gl > 0)[:, None], g / torch.where(gl > 0, gl, 1)[:, None], _vec(1.0, 0.0, 0.0, g))
+    fb_normal = torch.where((gl > 0)[:, None], g / torch.where(gl > 0, gl, 1)[:, None], vec3(1.0, 0.0, 0.0, g))
     fb_dirs = torch.zeros_like(cd)
     fb_dirs[:, 0] = simplex.d[:, 0]
     fb_weights = torch.zeros_like(p)
@@ -1123,7 +678,7 @@ def _safe_normalize(v: torch.Tensor) -> torch.Tensor:
     """btVector3::safeNormalize."""
     l2 = dot(v, v)
     ok = l2 >= SIMD_EPSILON * SIMD_EPSILON
-    return torch.where(ok[:, None], v * (1.0 / torch.sqrt(torch.where(ok, l2, 1)))[:, None], _vec(1.0, 0.0, 0.0, v))
+    return torch.where(ok[:, None], v * (1.0 / torch.sqrt(torch.where(ok, l2, 1)))[:, None], vec3(1.0, 0.0, 0.0, v))
 
 
 def epa_penetration(lanes, basis, origin_a, origin_b, half, margin, tri) -> Penetration:
@@ -1134,18 +689,17 @@ def epa_penetration(lanes, basis, origin_a, origin_b, half, margin, tri) -> Pene
     (GJK on the shapes without margins). ``origin_a`` / ``origin_b`` are the shifted transforms'
     origins, ``tri`` the triangle in its own frame.
     """
-    n = lanes.shape[0]
     like = origin_a
     guesses = [
         _safe_normalize(origin_b - origin_a),
         _safe_normalize(origin_a - origin_b),
-        _vec(0.0, 0.0, 1.0, like),
-        _vec(0.0, 1.0, 0.0, like),
-        _vec(1.0, 0.0, 0.0, like),
-        _vec(1.0, 1.0, 0.0, like),
-        _vec(1.0, 1.0, 1.0, like),
-        _vec(0.0, 1.0, 1.0, like),
-        _vec(1.0, 0.0, 1.0, like),
+        vec3(0.0, 0.0, 1.0, like),
+        vec3(0.0, 1.0, 0.0, like),
+        vec3(1.0, 0.0, 0.0, like),
+        vec3(1.0, 1.0, 0.0, like),
+        vec3(1.0, 1.0, 1.0, like),
+        vec3(0.0, 1.0, 1.0, like),
+        vec3(1.0, 0.0, 1.0, like),
     ]
     with_margin = MinkowskiDiff.of(basis, origin_a, origin_b, half, margin, tri, True)
     without_margin = MinkowskiDiff.of(basis, origin_a, origin_b, half, margin, tri, False)
@@ -1162,7 +716,7 @@ def epa_penetration(lanes, basis, origin_a, origin_b, half, margin, tri) -> Pene
         status, simplex, _ = gjk2_evaluate(with_margin, -guess, todo)
         inside = todo & (status == GJK2_INSIDE)
         if not all_done(inside):
-            epa = epa_evaluate(with_margin, simplex, -(-guess), inside)
+            epa = epa_evaluate(with_margin, simplex, guess, inside)  # Bullet passes -(-guess)
             w0 = torch.zeros_like(origin_a)
             for i in range(3):
                 w0 = w0 + with_margin.support0(epa.dirs[:, i]) * epa.weights[:, i, None]
@@ -1202,7 +756,7 @@ def epa_penetration(lanes, basis, origin_a, origin_b, half, margin, tri) -> Pene
     pen_distance = -torch.sqrt(dot(wit_a - wit_b, wit_a - wit_b))
     sep_ok = separated & (dot(v, v) > 0)
     sep_distance = torch.sqrt(dot(wit_a - wit_b, wit_a - wit_b)) - margin
-    sep_normal = normalize(torch.where(sep_ok[:, None], v, _vec(1.0, 0.0, 0.0, v)))
+    sep_normal = normalize(torch.where(sep_ok[:, None], v, vec3(1.0, 0.0, 0.0, v)))
     return Penetration(
         valid=pen_ok | sep_ok,
         distance=torch.where(pen_ok, pen_distance, sep_distance),

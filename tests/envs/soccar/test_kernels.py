@@ -2,7 +2,8 @@
 
 On CUDA (`gpu` marker): every query at scale, the fused tick and the compiled / graphed steps.
 On CPU with Triton installed: the same kernels under TRITON_INTERPRET=1 (Triton's numpy interpreter;
-`slow` marker, in a subprocess because the variable must be set before Triton is imported), and each
+`slow` marker, in subprocesses because the variable must be set before Triton is imported: each
+kernel stage against its reference stage, tests/envs/soccar/kernels, and the whole kernels), and each
 kernel lowered for an sm_90 GPU with the argument types torch.compile gives it (no GPU needed). CI
 without Triton skips both. Query results are compared through `kernel_checks`, which accepts the
 answers the float32 rounding decides (ties) and nothing else.
@@ -22,6 +23,14 @@ import pytest
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.arena import Arena
+from nitro.envs.soccar.kernels import arena as arena_kernels
+from nitro.envs.soccar.kernels import box_contacts as box_kernels
+from nitro.envs.soccar.kernels import manifolds as manifold_kernels
+from nitro.envs.soccar.kernels import ray_cast as ray_cast_kernels
+from nitro.envs.soccar.state import ArenaEvents
+from tests.envs.soccar.kernels import kernel_checks
+from tests.parity.rocketsim_harness import make_throws
 
 ROOT = Path(__file__).resolve().parents[3]
 HAS_TRITON = importlib.util.find_spec("triton") is not None
@@ -38,8 +47,6 @@ FUSED_DIVERGED_SHARE = 0.02
 
 def compare_queries(mesh, n: int, interpreted: bool) -> None:
     """Every query kernel against its reference on 1.5 n random queries (`kernel_checks`)."""
-    from nitro.envs.soccar import kernel_checks
-
     for row in kernel_checks.check_queries(mesh, n):
         assert row["passed"] and row["unexplained"] == 0, row
         # The interpreter rounds almost as the reference does (numpy float32, no fused multiply-adds):
@@ -51,11 +58,6 @@ def compare_queries(mesh, n: int, interpreted: bool) -> None:
 
 def compare_fused(device, per_family: int, ticks: int) -> None:
     """The fused kernel's ticks equal the PyTorch pipeline's on the parity throws."""
-    from nitro.envs.soccar.arena import Arena
-
-    sys.path.insert(0, str(ROOT))
-    from tests.parity.rocketsim_harness import make_throws
-
     throws = make_throws(per_family, seed=5)
     start = {k: torch.from_numpy(getattr(throws, k)).to(device) for k in ("pos", "vel", "ang_vel")}
     eager, fused = (Arena(len(throws), blue=0, orange=0, device=device, mode=m) for m in ("eager", "fused"))
@@ -78,21 +80,34 @@ def compare_fused(device, per_family: int, ticks: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_TRITON, reason="Triton is not installed (CPU-only PyTorch)")
-def test_kernels_match_reference_interpreted():
+def test_kernels_match_reference_interpreted(tmp_path):
+    """On Triton's interpreter, in two subprocesses run side by side (they are independent, and the
+    test session waits idle): each kernel stage against its reference stage (the tests in
+    tests/envs/soccar/kernels), and the whole queries and the fused tick against the PyTorch ones."""
     script = textwrap.dedent("""
         import torch
         torch.set_num_threads(1)
-        from nitro.envs.soccar.mesh import load_arena_mesh
+        from nitro.envs.soccar.arena_mesh import load_arena_mesh
         from tests.envs.soccar.test_kernels import compare_fused, compare_queries
         compare_queries(load_arena_mesh(), 21, interpreted=True)  # one program of each kernel
         compare_fused("cpu", 2, 40)
         print("ok")
     """)
+    folder = ROOT / "tests" / "envs" / "soccar" / "kernels"
+    stages = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)]
+    stages += ["--ignore", str(folder / "test_kernel_checks.py")]  # reference-only: runs in this session
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200
-    )
-    assert done.returncode == 0 and "ok" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    logs = [tmp_path / "stages.log", tmp_path / "whole.log"]
+    runs = []
+    for command, log in zip((stages, [sys.executable, "-c", script]), logs):
+        with log.open("w") as out:  # files, not pipes: neither run can block on a full pipe
+            runs.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT))
+    for run in runs:
+        run.wait(timeout=1200)
+    stage_out, whole_out = (log.read_text() for log in logs)
+    summary = [line for line in stage_out.splitlines() if " passed" in line or " failed" in line][-1:]
+    assert runs[0].returncode == 0 and summary and "skipped" not in summary[0], stage_out[-3000:]
+    assert runs[1].returncode == 0 and "ok" in whole_out.split(), whole_out[-3000:]
 
 
 # --- CPU: lowering for the GPU with torch.compile's argument types ---------------------------------
@@ -101,8 +116,6 @@ def test_kernels_match_reference_interpreted():
 def _captured_launches(monkeypatch, mesh):
     """Every kernel launch of the four ops (sphere, ray, box, fused tick) on small CPU inputs, caught
     before Triton runs it: (kernel, {argument: value}, launch options)."""
-    from nitro.envs.soccar import arena, kernels
-
     launches = []
 
     class Catch:
@@ -116,13 +129,18 @@ def _captured_launches(monkeypatch, mesh):
 
             return launch
 
-    monkeypatch.setattr(kernels, "wrap_triton", Catch)
+    for module in (manifold_kernels, ray_cast_kernels, box_kernels, arena_kernels):
+        monkeypatch.setattr(module, "wrap_triton", Catch)
     c = torch.zeros(64, 3)
-    kernels.sphere_manifolds(mesh, c, R, GAP)
-    kernels.ray_cast(mesh, c, c + 1.0)
-    kernels.box_contacts(mesh, c, torch.eye(3).expand(64, 3, 3), torch.tensor([60.0, 40.0, 20.0]), 2.0, 8)
-    balls = arena.Arena(64, blue=0, orange=0)
-    kernels.ball_ticks_(balls.state, arena.ArenaEvents.none(64, 0, balls.device), balls.world, 8)
+    manifold_kernels.launch_sphere_manifolds(mesh, c, R, GAP)
+    ray_cast_kernels.launch_ray_cast(mesh, c, c + 1.0)
+    box_kernels.launch_box_contacts(
+        mesh, c, torch.eye(3).expand(64, 3, 3), torch.tensor([60.0, 40.0, 20.0]), 2.0, 8
+    )
+    for blue, orange in ((0, 0), (1, 0), (1, 1)):  # ball-only, 1v0 and 1v1 arenas
+        a = Arena(64, blue=blue, orange=orange)
+        controls = torch.zeros(64, a.num_cars, 8)
+        arena_kernels.launch_step_ticks_(a.state, ArenaEvents.none(64, a.num_cars, a.device), controls, a.world, 8)
     return launches
 
 
@@ -161,10 +179,10 @@ def test_kernels_lower_for_the_gpu_with_compile_argument_types(mesh, monkeypatch
     backend = make_backend(target)
     launches = _captured_launches(monkeypatch, mesh)
     assert {fn.__name__ for fn, _, _ in launches} == {
-        "_sphere_manifolds_kernel",
-        "_ray_cast_kernel",
-        "_box_contacts_kernel",
-        "_ball_ticks_kernel",
+        "sphere_manifolds_kernel",
+        "ray_cast_kernel",
+        "box_contacts_kernel",
+        "step_ticks_kernel",
     }
     for fn, values, options in launches:
         signature, constants = _signature(fn, values, float_type)
@@ -200,11 +218,6 @@ def test_fused_ticks_match_pipeline_cuda():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("mode", ["compile", "graph"])
 def test_compiled_ball_step_matches_eager_cuda(mode):
-    from nitro.envs.soccar.arena import Arena
-
-    sys.path.insert(0, str(ROOT))
-    from tests.parity.rocketsim_harness import make_throws
-
     throws = make_throws(10, seed=6)
     start = {k: torch.from_numpy(getattr(throws, k)).cuda() for k in ("pos", "vel", "ang_vel")}
     eager, fast = (Arena(len(throws), blue=0, orange=0, device="cuda", mode=m) for m in ("eager", mode))
@@ -222,8 +235,6 @@ def test_compiled_ball_step_matches_eager_cuda(mode):
 @pytest.mark.parametrize("mode", ["eager", "fused"])
 def test_ticks_never_sync_with_the_host_cuda(mode):
     """DESIGN principle 3: stepping launches work and returns; nothing waits for the device."""
-    from nitro.envs.soccar.arena import Arena
-
     arena = Arena(4096, blue=0, orange=0, device="cuda", mode=mode)
     g = torch.Generator().manual_seed(0)
     arena.set_ball(
