@@ -16,9 +16,9 @@ import torch
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.contacts import MAX_NEW_CONTACTS, MAX_PUSH_POINTS, PLANE_OBJECT_BASE
+from nitro.envs.soccar.kernels import car as car_kernels
 from nitro.envs.soccar.kernels import jit, require_triton, tl, triton, triton_op, warps, wrap_triton
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid, grid_args
-from nitro.envs.soccar.kernels import car as car_kernels
 from nitro.envs.soccar.kernels.ball import finish_physics_tick, is_ball_scored, physics_step, update_sleeping
 from nitro.envs.soccar.kernels.car import (
     SOLVER_DEFAULT_TIME_STEP,
@@ -81,6 +81,8 @@ def tick(
     unlimited_flips,
     unlimited_double_jumps,
     flip_z_damp_factor,
+    car_world_friction,
+    car_world_restitution,
     arena,
     grid,
     NUM_CARS: tl.constexpr,
@@ -265,6 +267,8 @@ def step_ticks_kernel(
     unlimited_flips,
     unlimited_double_jumps,
     flip_z_damp_factor,
+    car_world_friction,
+    car_world_restitution,
     # arena
     tri_ptr,
     tri_bounds_ptr,
@@ -423,6 +427,8 @@ def step_ticks_kernel(
             unlimited_flips,
             unlimited_double_jumps,
             flip_z_damp_factor,
+            car_world_friction,
+            car_world_restitution,
             arena,
             arena_grid,
             NUM_CARS,
