@@ -701,14 +701,17 @@ def pre_tick_update(
 def physics_step(car, force, torque, inv_inertia_local, tick_time, gravity_z):
     """The car's part of btDiscreteDynamicsWorld::stepSimulation (one substep of dt): gravity joins the
     forces; the body's arena contacts give the solve's deltas and split-impulse pushes; the
-    write-back and integration follow. Demolished cars are not simulated."""
+    write-back and integration follow. Demolished cars are not simulated.
+
+    The body's contacts (the reference's `car_world.collide_and_solve`) have no kernel twin yet: here
+    the car meets the arena through its wheels alone."""
     pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
     is_demoed = car[28]
     force = apply_gravity(force, gravity_z)
     inv_inertia = inv_inertia_world(rot_mat, inv_inertia_local)
     ext_v, ext_w = external_impulses(force, torque, inv_inertia, tick_time)
     zero = (vel[0] * 0.0, vel[1] * 0.0, vel[2] * 0.0)
-    dv, dw, push_v, push_w = zero, zero, zero, zero  # car_world: the body-arena contacts and their solve
+    dv, dw, push_v, push_w = zero, zero, zero, zero  # car_world.collide_and_solve's twin goes here
     new_pos, new_rot_mat, new_vel, new_ang_vel = integrate(
         pos, rot_mat, vel, ang_vel, ext_v, ext_w, dv, dw, push_v, push_w, tick_time
     )

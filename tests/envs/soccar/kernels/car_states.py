@@ -60,6 +60,11 @@ def assert_cars_close(kernel: CarState, expected: CarState) -> None:
             assert_same(k.reshape(len(k), -1), r.reshape(len(r), -1))
 
 
+def rows_of(cars: CarState, rows: torch.Tensor) -> CarState:
+    """The cars of the selected rows (a mask or indices over the first axis)."""
+    return CarState(**{name: getattr(cars, name)[rows.to(getattr(cars, name).device)] for name in CarState.FIELDS})
+
+
 @dataclasses.dataclass
 class Sample:
     """Cars [n, 1, ...] of one preset with one tick's controls, and the arena they were stepped in."""
