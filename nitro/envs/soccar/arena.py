@@ -21,9 +21,10 @@ import torch
 
 from nitro.core import fast, tree
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import ball, car
+from nitro.envs.soccar import ball, car, island_manager
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
+from nitro.envs.soccar.arena_mesh.broadphase import arena_bullet
 from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.car_config import PRESETS, CarParams
 from nitro.envs.soccar.kernels import arena as arena_kernels
@@ -52,7 +53,10 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
     #    contacts come with their stage), solved and integrated
     ball_state = ball.physics_step(state.ball, sleeping, world.mesh, params)
     if world.cars.num_cars:
-        cars = car.physics_step(cars, forces, world.cars, params)
+        ball_manifolds = island_manager.ball_manifold_count(
+            world.bullet, state.ball.pos, ball.apply_damping(state.ball.vel, params), sleeping, params
+        )
+        cars = car.physics_step(cars, forces, world.cars, params, world.mesh, world.bullet, ball_manifolds)
         cars = car.post_tick_update(cars, car_controls, params)  # 6. cars' post-tick and finish
         cars = car.finish_physics_tick(cars)  # (then each car's boost pad pickup, with the pads)
     # 7. boost pads give boost (with the boost pads)
@@ -98,6 +102,10 @@ class Arena:
     `nitro.envs.soccar.arena_mesh.find_soccar_meshes` for where they are looked for; there is no
     substitute arena) and RocketSim's four planes.
 
+    ``mem_weight_mode`` (keyword-only) is RocketSim's ArenaMemWeightMode, "heavy" (its default) or
+    "light": the broadphase cell size, which decides which empty contact manifolds a car has and so
+    the order Bullet solves its body contacts in.
+
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
     whole K-tick step in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
@@ -118,6 +126,7 @@ class Arena:
         mutators: MutatorConfig | None = None,
         mode: str = "eager",
         debug: bool | None = None,
+        mem_weight_mode: str = "heavy",
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -144,11 +153,6 @@ class Arena:
         self.device = concrete_device(torch.device(device) if device is not None else torch.device("cpu"))
         if mode in ("graph", "fused") and self.device.type != "cuda" and not _triton_interpreted(mode):
             raise ValueError(f"mode={mode!r} needs a CUDA device; use mode='compile' or 'eager' on CPU")
-        if mode == "fused" and blue + orange:
-            raise ValueError(
-                f"mode='fused' runs ball-only arenas so far; use mode='graph' or 'compile' for cars "
-                f"(got blue={blue}, orange={orange})"
-            )
         self.num_envs, self.num_cars, self.car, self.seed = num_envs, blue + orange, tuple(presets), seed
         self.blue, self.orange = blue, orange
         self.tick_rate = float(tick_rate)
@@ -157,11 +161,13 @@ class Arena:
         """Check values (NaN/inf) of controls in `step` and of `set_ball` / `set_car` values; a host sync,
         so off by default on CUDA (auto-resetting RL envs set cars every step)."""
         self.mutators = mutators or MutatorConfig()
+        mesh = load_arena_mesh(meshes, self.device)
         self.world = World(
-            mesh=load_arena_mesh(meshes, self.device),
+            mesh=mesh,
             mutators=self.mutators,
             params=TickParams.from_mutators(self.mutators, _float32(1.0 / _float32(self.tick_rate))),
             cars=CarParams.build(presets, self.device),
+            bullet=arena_bullet(mesh, mem_weight_mode),
         )
         self.state = GameState(
             ball=BallState.rest(num_envs, self.device),

@@ -44,6 +44,10 @@ class MutatorConfig:
     """Boost burnt per second of boosting (of 100)."""
     car_spawn_boost_amount: float = C.BOOST_SPAWN_AMOUNT
     """Boost of a fresh or respawned car."""
+    car_world_friction: float = C.CARWORLD_COLLISION_FRICTION
+    """Friction of every car body contact with the arena (RocketSim's contact callback sets it)."""
+    car_world_restitution: float = C.CARWORLD_COLLISION_RESTITUTION
+    """Restitution of every car body contact with the arena (likewise)."""
     unlimited_flips: bool = False
     """Flips are possible after a flip or double jump (within the 1.25 s window)."""
     unlimited_double_jumps: bool = False
@@ -136,6 +140,10 @@ class TickParams:
     """Double jumps likewise."""
     flip_z_damp_factor: float
     """A flip's z-velocity damping per tick, (1 - FLIP_Z_DAMP_120)^(dt x 120), in float32 as powf."""
+    car_world_friction: float
+    """Friction of every car body contact with the arena."""
+    car_world_restitution: float
+    """Restitution of every car body contact with the arena."""
 
     @staticmethod
     def from_mutators(mutators: MutatorConfig, tick_time: float) -> TickParams:
@@ -165,4 +173,6 @@ class TickParams:
             unlimited_flips=m.unlimited_flips,
             unlimited_double_jumps=m.unlimited_double_jumps,
             flip_z_damp_factor=flip_z_damp_factor(dt),
+            car_world_friction=m.car_world_friction,
+            car_world_restitution=m.car_world_restitution,
         )

@@ -16,6 +16,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh
+from nitro.envs.soccar.arena_mesh.broadphase import ArenaBullet
 from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 
@@ -269,3 +270,5 @@ class World:
     """Built from ``mutators`` and the tick length (`TickParams.from_mutators`)."""
     cars: CarParams
     """The presets of the C car slots (blue cars first)."""
+    bullet: ArenaBullet
+    """The arena as Bullet holds it for the car bodies' contacts (Bullet units, broadphase cells)."""
