@@ -317,6 +317,7 @@ class Arena:
         pads = BoostPadState(
             is_active=_scatter(self.state.pads.is_active, rows, fresh.is_active),
             cooldown=_scatter(self.state.pads.cooldown, rows, fresh.cooldown),
+            prev_locked_car_id=_scatter(self.state.pads.prev_locked_car_id, rows, fresh.prev_locked_car_id),
         )
         self.state = dataclasses.replace(self.state, pads=pads)
 

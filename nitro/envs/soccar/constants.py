@@ -148,6 +148,16 @@ BOOST_PADS_SMALL = (
     (0.0, 4240.0, 70.0),
 )
 BOOST_PAD_COUNT = len(BOOST_PADS_BIG) + len(BOOST_PADS_SMALL)  # 34
+BOOST_PAD_CYL_HEIGHT = 95.0  # pickup cylinder half-height about the pad, UU
+BOOST_PAD_CYL_RAD_BIG = 208.0
+BOOST_PAD_CYL_RAD_SMALL = 144.0
+BOOST_PAD_BOX_HEIGHT = 64.0  # lock box (the car that held the pad last tick), UU above the pad
+BOOST_PAD_BOX_RAD_BIG = 160.0
+BOOST_PAD_BOX_RAD_SMALL = 120.0
+BOOST_PAD_COOLDOWN_BIG = 10.0  # s
+BOOST_PAD_COOLDOWN_SMALL = 4.0
+BOOST_PAD_AMOUNT_BIG = 100.0
+BOOST_PAD_AMOUNT_SMALL = 12.0
 
 # --- Soccar collision meshes (rlgym-rocket-league 2.0.1 sdist) ------------------------------------
 SOCCAR_MESH_COUNT = 16

@@ -39,6 +39,10 @@ class MutatorConfig:
     """Boost burnt per second of boosting (of 100)."""
     car_spawn_boost_amount: float = C.BOOST_SPAWN_AMOUNT
     """Boost of a fresh or respawned car."""
+    boost_pad_cooldown_big: float = C.BOOST_PAD_COOLDOWN_BIG
+    """Seconds a big pad stays inactive after a pickup."""
+    boost_pad_cooldown_small: float = C.BOOST_PAD_COOLDOWN_SMALL
+    """Seconds a small pad stays inactive after a pickup."""
     unlimited_flips: bool = False
     """Flips are possible after a flip or double jump (within the 1.25 s window)."""
     unlimited_double_jumps: bool = False

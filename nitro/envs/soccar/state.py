@@ -192,12 +192,15 @@ class BoostPadState:
     """The pad can be picked up [N, 34] bool."""
     cooldown: torch.Tensor
     """Seconds until the pad is active again [N, 34]."""
+    prev_locked_car_id: torch.Tensor
+    """Id (car index + 1) of the car the pad was locked to on the previous tick, 0: none [N, 34] int32."""
 
     @staticmethod
     def fresh(num_envs: int, device: torch.device) -> BoostPadState:
         return BoostPadState(
             is_active=torch.ones(num_envs, C.BOOST_PAD_COUNT, dtype=torch.bool, device=device),
             cooldown=torch.zeros(num_envs, C.BOOST_PAD_COUNT, device=device),
+            prev_locked_car_id=torch.zeros(num_envs, C.BOOST_PAD_COUNT, dtype=torch.int32, device=device),
         )
 
 
