@@ -11,7 +11,7 @@ or a crash costs only its section), most important first:
 2. ``query``: each query kernel's own rate at 1M queries (queries/s): sphere manifolds, ray casts,
    box contacts.
 3. ``checks``: every query kernel against its PyTorch reference at 98,304 random queries, classified
-   by `nitro.envs.soccar.kernel_checks` (agree / tie decided by the rounding / unexplained), and the
+   by `tests/envs/soccar/kernels/kernel_checks.py` (agree / tie decided by the rounding / unexplained), and the
    fused tick against the PyTorch tick pipeline.
 4. ``eager``: ball-ticks/s of the PyTorch pipeline (with the query kernel), eager.
 5. ``compile``: the same pipeline under torch.compile (one tick compiled once for every batch size),
@@ -259,8 +259,8 @@ def _release() -> None:
 
 
 def section_fused(rec: Recorder, args) -> None:
-    from nitro.envs.soccar import kernels
-    from nitro.envs.soccar.arena import ArenaEvents
+    from nitro.envs.soccar.kernels.arena import launch_step_ticks_
+    from nitro.envs.soccar.state import ArenaEvents
 
     rec.data["compile_seconds"] = {}
     for i, config in enumerate(args.fused_configs):
@@ -273,7 +273,7 @@ def section_fused(rec: Recorder, args) -> None:
             arena = _arena(min(1024, max(args.sizes)), "fused", args.meshes)
             events = ArenaEvents.none(arena.num_envs, 0, arena.device)
             t0 = time.perf_counter()
-            kernels.ball_ticks_(arena.state, events, arena.world, 1, block, cap)
+            launch_step_ticks_(arena.state, events, arena.world, 1, block, cap)
             _sync()
             rec.data["compile_seconds"][name] = time.perf_counter() - t0
             rec.say(f"  {name} compiled and ran in {time.perf_counter() - t0:.1f} s")
@@ -294,7 +294,7 @@ def section_fused(rec: Recorder, args) -> None:
                     args,
                     name,
                     n,
-                    lambda: kernels.ball_ticks_(arena.state, events, arena.world, args.ticks, block, cap),
+                    lambda: launch_step_ticks_(arena.state, events, arena.world, args.ticks, block, cap),
                     block=block,
                     maxnreg=cap,
                 )
@@ -307,8 +307,11 @@ def section_query(rec: Recorder, args) -> None:
     import torch
 
     from nitro.envs.soccar import constants as C
-    from nitro.envs.soccar import kernel_checks, kernels
-    from nitro.envs.soccar.mesh import load_arena_mesh
+    from nitro.envs.soccar.arena_mesh import load_arena_mesh
+    from nitro.envs.soccar.kernels.box_contacts import launch_box_contacts
+    from nitro.envs.soccar.kernels.manifolds import launch_sphere_manifolds
+    from nitro.envs.soccar.kernels.ray_cast import launch_ray_cast
+    from tests.envs.soccar.kernels import kernel_checks
 
     mesh = load_arena_mesh(args.meshes, DEVICE)
     n = min(1 << 20, max(args.sizes))
@@ -321,9 +324,9 @@ def section_query(rec: Recorder, args) -> None:
     half = torch.tensor(kernel_checks.OCTANE_HALF_EXTENTS, device=DEVICE)
     rec.data["queries"] = n
     cases = {
-        "sphere_manifolds": lambda: kernels.sphere_manifolds(mesh, centers, r, gap),
-        "ray_cast": lambda: kernels.ray_cast(mesh, centers, ends),
-        "box_contacts": lambda: kernels.box_contacts(mesh, centers, axes, half, 2.0, 8),
+        "sphere_manifolds": lambda: launch_sphere_manifolds(mesh, centers, r, gap),
+        "ray_cast": lambda: launch_ray_cast(mesh, centers, ends),
+        "box_contacts": lambda: launch_box_contacts(mesh, centers, axes, half, 2.0, 8),
     }
     for name, fn in cases.items():
 
@@ -339,8 +342,8 @@ def section_query(rec: Recorder, args) -> None:
 def section_checks(rec: Recorder, args) -> None:
     import torch
 
-    from nitro.envs.soccar import kernel_checks
-    from nitro.envs.soccar.mesh import load_arena_mesh
+    from nitro.envs.soccar.arena_mesh import load_arena_mesh
+    from tests.envs.soccar.kernels import kernel_checks
 
     mesh = load_arena_mesh(args.meshes, DEVICE)
     checks = {
@@ -394,7 +397,8 @@ def section_compile(rec: Recorder, args) -> None:
     import torch
 
     from nitro.core import tree
-    from nitro.envs.soccar.arena import ArenaEvents, fold_tick
+    from nitro.envs.soccar.arena import fold_tick
+    from nitro.envs.soccar.state import ArenaEvents
 
     def body(state, events, world):  # ball-only arenas: no car controls
         no_controls = torch.zeros(state.tick_count.shape[0], 0, 8, device=state.tick_count.device)

@@ -1,4 +1,5 @@
-"""The env core: functional protocol, auto-reset, spaces, random keys, registry and fast path."""
+"""The env core: functional protocol (single- and multi-agent), auto-reset, spaces, random keys, registry and
+fast path."""
 
 from nitro.core.env import Env, Transition, autoreset_step
 from nitro.core.registry import make, make_env, register, registered, spec

@@ -9,11 +9,17 @@ Episode state is a dataclass of batched tensors (env axis first) passed in and o
 ``env.step`` is the raw transition and never resets. ``autoreset_step`` below adds same-step auto-reset
 with a ``where`` over the state tree and returns the pre-reset observation as ``final_obs`` so a
 trainer can bootstrap truncated episodes. Branches are masks; nothing syncs with the host.
+
+Multi-agent envs set ``num_agents`` (A) and ``agent_team``. Their per-agent tensors are rows, env-major:
+agent ``i`` of env ``e`` is row ``e * A + i``, so observations, actions, rewards and action masks are
+``[N * A, ...]`` while the state, ``terminated`` and ``truncated`` stay per env (``[N]``: all of an env's
+agents end together). Turn-based envs say which rows act each step with ``acting``. The spaces describe
+one agent. ``nitro.core.agents`` has the helpers (per-row keys and flags, team checks).
 """
 
 from __future__ import annotations
 
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Callable, Generic, NamedTuple, TypeVar
 
 import torch
 
@@ -26,12 +32,23 @@ P = TypeVar("P")
 
 class Env(Generic[S, P]):
     """Base class of batched, functional envs. Subclasses set the class attributes and implement
-    ``reset``, ``step`` and ``observe`` (and ``action_mask`` if some actions can be illegal)."""
+    ``reset``, ``step`` and ``observe`` (and ``action_mask`` if some actions can be illegal).
+
+    Multi-agent envs also set ``num_agents`` and ``agent_team`` (as class attributes, or in ``__init__``
+    where they depend on params), implement ``acting`` if turn-based, and may offer ``result`` (what
+    ratings rank) and ``bots`` (scripted players)."""
 
     Params: type[P]
     """The params dataclass; ``nitro.make(id, **overrides)`` fills it."""
     observation_space: Space
+    """One agent's observation space."""
     action_space: Space
+    """One agent's action space."""
+    num_agents: int = 1
+    """Agents per env (A >= 1). Per-agent tensors have N * A rows, agent i of env e at row e * A + i."""
+    agent_team: tuple[int, ...] = (0,)
+    """The team of each seat (length A), numbered 0, 1, ... in order of first appearance; agents of one
+    team play together. A free-for-all gives every seat its own team."""
 
     def __init__(self, params: P | None = None):
         self.params: P = params if params is not None else self.Params()
@@ -49,15 +66,33 @@ class Env(Generic[S, P]):
         raise NotImplementedError
 
     def action_mask(self, state: S) -> torch.Tensor | None:
-        """Legal actions as a bool tensor (Discrete: [N, n]; MultiDiscrete: [N, sum(nvec)]), or None."""
+        """Legal actions as a bool tensor (Discrete: [N * A, n]; MultiDiscrete: [N * A, sum(nvec)]), or
+        None."""
         return None
+
+    def acting(self, state: S) -> torch.Tensor | None:
+        """[N * A] bool: the agents whose actions this step uses (turn-based games), or None when all
+        act. The env ignores the other rows' actions; a trainer stores no transition for them, and their
+        rewards accrue to the agent's next acting step."""
+        return None
+
+    def result(self, state: S) -> torch.Tensor | None:
+        """[N * A] float: each agent's standing in the game so far (goals, points, 1 for a win), read on
+        the final state of an episode; ratings rank teams by its sum over their agents. None: teams are
+        ranked by their episode return."""
+        return None
+
+    def bots(self) -> dict[str, Callable[[S, torch.Tensor], torch.Tensor]]:
+        """Scripted players by name: ``bot(state, key [N]) -> actions [N * A]`` (a league's fixed pool
+        members; only the rows the bot is given are used)."""
+        return {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params})"
 
 
 class Transition(NamedTuple):
-    """What ``autoreset_step`` returns; tensors have the env axis first."""
+    """What ``autoreset_step`` returns; tensors have the env axis first (per-agent ones: N * A rows)."""
 
     state: Any
     """State after the step, already reset where the episode ended."""
@@ -69,16 +104,20 @@ class Transition(NamedTuple):
     final_obs: torch.Tensor
     """Observation before the reset (equals ``obs`` where the episode goes on); bootstrap truncated
     episodes from it."""
+    final_state: Any
+    """State before the reset (equals ``state`` where the episode goes on), e.g. for ``env.result``."""
 
 
 def autoreset_step(env: Env, state, action: torch.Tensor, key: torch.Tensor) -> Transition:
     """Step every env, then start a new episode in those that terminated or were truncated.
 
-    ``key`` [N] holds each env's stream for this step (the caller advances it)."""
+    ``key`` [N] holds each env's stream for this step (the caller advances it). Multi-agent envs need
+    nothing else: the state and the done flags are per env, observations and rewards per agent row."""
     k_step, k_reset = rng.split(key)
-    next_state, final_obs, reward, terminated, truncated = env.step(state, action, k_step)
+    final_state, final_obs, reward, terminated, truncated = env.step(state, action, k_step)
     done = terminated | truncated
     num_envs = done.shape[0]
     fresh = env.reset(k_reset, num_envs, done.device)
-    next_state = tree.where(done, fresh, next_state)
-    return Transition(next_state, env.observe(next_state), reward, terminated, truncated, final_obs)
+    next_state = tree.where(done, fresh, final_state)
+    return Transition(next_state, env.observe(next_state), reward, terminated, truncated, final_obs,
+                      final_state)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import torch
 
+from nitro.core.errors import as_count
+
 _M1 = 0x7FEB352D
 _M2 = 0x846CA68B - (1 << 32)  # as int32
 _GOLDEN = 0x9E3779B9 - (1 << 32)
@@ -47,8 +49,7 @@ def _mix_int(x: int) -> int:
 
 def key(seed: int, device: torch.device | str | None = None) -> torch.Tensor:
     """The 0-d key of ``seed`` (any Python int; reduced to 32 bits)."""
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed = as_count("seed", seed, minimum=None)
     return _mix(torch.tensor(_as_i32(seed), dtype=torch.int32, device=device) ^ 0x2545F491)
 
 

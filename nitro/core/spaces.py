@@ -28,8 +28,8 @@ def _check_meta(name: str, actions, num_envs: int, shape: tuple[int, ...], kinds
         raise TypeError(f"{name} actions must be a torch.Tensor, got {type(actions).__name__}")
     want = (num_envs, *shape)
     if tuple(actions.shape) != want:
-        raise ValueError(f"{name} actions must have shape {list(want)} (num_envs, *action_shape), "
-                         f"got {list(actions.shape)}")
+        raise ValueError(f"{name} actions must have shape {list(want)} (num_envs * num_agents, "
+                         f"*action_shape), got {list(actions.shape)}")
     kind = "float" if actions.dtype.is_floating_point else ("bool" if actions.dtype == torch.bool else "integer")
     if kind not in kinds:
         raise TypeError(f"{name} actions must have an {' or '.join(kinds)} dtype, got {actions.dtype}")

@@ -1,15 +1,18 @@
 """The stateful handle users hold: ``reset()`` and ``step(actions)`` over a functional env.
 
 It owns the batched state and the random key, checks actions (shape, dtype, device, range, NaN),
-and returns tensors on the env's device. Nothing in ``step`` waits on the host.
+and returns tensors on the env's device. Nothing in ``step`` waits on the host. For a multi-agent env
+actions, observations, rewards and masks have ``num_envs * num_agents`` rows (env-major) and the done
+flags ``num_envs``.
 """
 
 from __future__ import annotations
 
 import torch
 
-from nitro.core import rng
+from nitro.core import agents, rng
 from nitro.core.env import Env, autoreset_step
+from nitro.core.errors import as_count
 
 
 class VecEnv:
@@ -17,10 +20,13 @@ class VecEnv:
 
     def __init__(self, env: Env, num_envs: int, device: torch.device | str | None = None,
                  seed: int = 0, check_actions: bool = True):
-        if not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        num_envs = as_count("num_envs", num_envs)
+        agents.check(env)
         self.env = env
         self.num_envs = num_envs
+        self.num_agents = env.num_agents
+        self.num_rows = num_envs * env.num_agents
+        """Rows of per-agent tensors: num_envs * num_agents."""
         self.device = concrete_device(torch.device(device) if device is not None else default_device())
         self.check_actions = check_actions
         self.single_observation_space = env.observation_space
@@ -39,7 +45,7 @@ class VecEnv:
         return use
 
     def reset(self, seed: int | None = None):
-        """Start every env afresh; returns (obs [N, ...], info)."""
+        """Start every env afresh; returns (obs [N * A, ...], info)."""
         if seed is not None:
             self.seed, self._keys = seed, rng.env_keys(rng.key(seed, self.device), self.num_envs)
         self.state = self.env.reset(self._next_key(), self.num_envs, self.device)
@@ -54,7 +60,7 @@ class VecEnv:
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         if self.check_actions:
-            self.env.action_space.check(actions, self.num_envs, self.device)
+            self.env.action_space.check(actions, self.num_rows, self.device)
         t = autoreset_step(self.env, self.state, actions, self._next_key())
         self.state = t.state
         return t.obs, t.reward, t.terminated, t.truncated, {"final_obs": t.final_obs}
@@ -62,9 +68,14 @@ class VecEnv:
     def action_mask(self) -> torch.Tensor | None:
         return self.env.action_mask(self.state)
 
+    def acting(self) -> torch.Tensor | None:
+        """[N * A] bool: the agents whose actions the next step uses, or None when all act."""
+        return self.env.acting(self.state)
+
     def sample_actions(self) -> torch.Tensor:
-        """Uniform random legal actions for every env."""
-        return self.env.action_space.sample(self._next_key(), self.num_envs, self.action_mask())
+        """Uniform random legal actions for every agent row."""
+        keys = agents.row_keys(self._next_key(), self.num_agents)
+        return self.env.action_space.sample(keys, self.num_rows, self.action_mask())
 
     def __repr__(self) -> str:
         return f"VecEnv({self.env!r}, num_envs={self.num_envs}, device={self.device})"

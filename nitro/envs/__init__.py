@@ -8,3 +8,4 @@ register("MountainCarContinuous-v0", "nitro.envs.classic.continuous_mountain_car
          aliases=("mountaincarcontinuous",))
 register("Pendulum-v1", "nitro.envs.classic.pendulum:Pendulum", aliases=("pendulum",))
 register("Acrobot-v1", "nitro.envs.classic.acrobot:Acrobot", aliases=("acrobot",))
+register("SkullKing-v0", "nitro.envs.skullking.env:SkullKing", aliases=("skullking",))

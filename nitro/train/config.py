@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
+import types
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import torch
 import yaml
 
+from nitro.core.errors import NitroError
 from nitro.core.fields import field_docs
 
 
@@ -64,7 +68,11 @@ class PPOConfig:
     reward_scale: bool = False
     """Divide rewards by the running std of the discounted return."""
     target_return: float | None = None
-    """Stop once the mean return of recent episodes reaches this (checked at each log)."""
+    """Stop once the mean return of the last ppo.target_episodes episodes reaches this (judged at each
+    log over whole log intervals, newest first, until they hold that many episodes)."""
+    target_episodes: int = 100
+    """How many of the most recent finished episodes target_return is judged on (Gymnasium's "solved"
+    criteria average 100 consecutive episodes)."""
 
 
 @dataclass
@@ -101,17 +109,23 @@ class RunConfig:
     precision: str = "fp32"
     """fp32 | bf16 (autocast for inference and update, fp32 master weights)."""
     compile: str = "auto"
-    """Compile the rollout step: auto (on CUDA) | true | false."""
+    """Compile the rollout step and loss: auto | true | false. auto compiles on CUDA for runs of at least
+    1,000 updates, where compiling (seconds, cached across runs) pays for itself."""
     graph: str = "auto"
-    """Capture rollout and update in CUDA graphs: auto (on CUDA) | true | false."""
+    """Capture rollout and update in one CUDA graph: auto (on CUDA) | true | false."""
+    threads: int = 0
+    """CPU threads of PyTorch's intra-op pool; 0 keeps PyTorch's default. The run records the count it
+    used (resumes use it again): results are bit-identical at a fixed thread count, not across counts."""
     dir: str = "runs"
     """Parent folder of run directories."""
     name: str = ""
-    """Run directory name (default: <env>-<time>)."""
+    """Run directory name (default: <env>-<time>, made unique); a name that holds a run is refused."""
     log_every: int = 1
     """Updates between logs (the only host syncs of the loop happen at a log)."""
     checkpoint_every: int = 50
-    """Updates between checkpoints (and one at the end)."""
+    """Updates between checkpoints (and one at the end, and one on Ctrl-C / SIGTERM)."""
+    checkpoint_seconds: float = 120.0
+    """Also checkpoint once this many seconds have passed since the last checkpoint; 0 turns it off."""
     keep_last: int = 3
     """Checkpoints to keep besides best."""
     tensorboard: bool = True
@@ -128,24 +142,54 @@ class TrainConfig:
     run: RunConfig = field(default_factory=RunConfig)
 
 
-class ConfigError(ValueError):
-    pass
+class ConfigError(NitroError, ValueError):
+    """A config value, key or file that cannot be used; the message names the field, the value and a fix."""
 
 
 def _fields(cls) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(cls)}
 
 
+def _yaml_value(text: str, where: str) -> Any:
+    """One value written on the command line, read as YAML (``3e-4``, ``[64, 64]``, ``none``)."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{where}={text!r} is not a valid value ({_yaml_problem(e)})") from None
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    return " ".join(str(getattr(e, "problem", None) or e).split())
+
+
+def read_yaml(path: str | Path) -> dict:
+    """A YAML config file as a dict; syntax errors name the file, line and column in one line."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{at}: invalid YAML: {_yaml_problem(e)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold sections (env:, ppo:, policy:, run:), got a {type(data).__name__}")
+    return data
+
+
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     """Convert ``value`` (from YAML or the command line) to the field type ``tp``."""
     origin = typing.get_origin(tp)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
             return None
         return _coerce(value, args[0], where)
     if isinstance(value, str) and tp is not str:
-        value = yaml.safe_load(value)
+        value = _yaml_value(value, where)
     try:
         if tp is bool:
             if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
@@ -185,7 +229,7 @@ def apply(cfg: Any, updates: dict, prefix: str = "") -> None:
     for k, v in updates.items():
         where = f"{prefix}{k}"
         if k not in known:
-            close = difflib.get_close_matches(k, list(known), n=1)
+            close = difflib.get_close_matches(str(k), list(known), n=1)
             hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
             raise ConfigError(f"unknown config key {where!r}{hint}; valid keys under "
                               f"{prefix.rstrip('.') or 'the top level'}: {', '.join(sorted(known))}")
@@ -195,7 +239,10 @@ def apply(cfg: Any, updates: dict, prefix: str = "") -> None:
                 raise ConfigError(f"{where} is a section; give keys like {where}.{next(iter(_fields(type(current))))}")
             apply(current, v, f"{where}.")
         elif k == "params" and isinstance(current, dict):
-            current.update(v if isinstance(v, dict) else {})
+            if not isinstance(v, dict):
+                raise ConfigError(f"{where}={v!r} must be a mapping of env parameters, e.g. "
+                                  f"{where}.max_episode_steps=1000")
+            current.update(v)
         else:
             setattr(cfg, k, _coerce(v, hints[k], where))
 
@@ -211,7 +258,8 @@ def parse_override(text: str) -> dict:
     for p in parts[:-1]:
         node = node.setdefault(p, {})
     # env params keep YAML typing since their schema belongs to the env
-    node[parts[-1]] = yaml.safe_load(value) if len(parts) > 2 and parts[-2] == "params" else value
+    params = len(parts) > 2 and parts[-2] == "params"
+    node[parts[-1]] = _yaml_value(value, path) if params else value
     return out
 
 
@@ -227,42 +275,118 @@ def presets() -> dict[str, Path]:
     return {Path(p.name).stem: Path(str(p)) for p in root.iterdir() if p.name.endswith(".yaml")}
 
 
+ON_CUDA = "on_cuda"
+"""A preset's block of overrides used when the run's device is CUDA (presets are sized per device)."""
+
+
 def load(target: str | None = None, overrides: list[str] = (), config_file: str | None = None) -> TrainConfig:
-    """Defaults <- preset (if ``target`` names one, else env.id=target) <- config file <- overrides."""
-    cfg = TrainConfig()
+    """Defaults <- preset (if ``target`` names one, else env.id=target; with its ``on_cuda`` block on a
+    CUDA device) <- config file <- overrides."""
+    layers: list[dict] = []
     if target:
         known = presets()
         if target.lower() in known:
-            apply(cfg, yaml.safe_load(known[target.lower()].read_text()) or {})
+            layers.append(read_yaml(known[target.lower()]))
         else:
             from nitro.core.registry import spec
 
-            cfg.env.id = spec(target).id  # raises with the list of known ids
+            layers.append({"env": {"id": spec(target).id}})  # raises with the list of known ids
     if config_file:
-        path = Path(config_file)
-        if not path.exists():
-            raise FileNotFoundError(f"config file {config_file} does not exist")
-        apply(cfg, yaml.safe_load(path.read_text()) or {})
+        layers.append(read_yaml(config_file))
     updates: dict = {}
     for o in overrides:
         merge(updates, parse_override(o))
-    apply(cfg, updates)
+    layers.append(updates)
+    sized = [{k: v for k, v in layer.items() if k != ON_CUDA} for layer in layers]
+    cfg = _build(sized)
+    device_layers = [layer[ON_CUDA] for layer in layers[:1] if ON_CUDA in layer]
+    if device_layers and resolve_device(cfg.run.device).type == "cuda":
+        cfg = _build(sized[:1] + device_layers + sized[1:])
     validate(cfg)
     return cfg
 
 
+def _build(layers: list[dict]) -> TrainConfig:
+    cfg = TrainConfig()
+    for layer in layers:
+        apply(cfg, layer)
+    return cfg
+
+
+def resolve_device(device: str) -> torch.device:
+    """``run.device`` as a torch device (auto: CUDA if present, else CPU); a device this machine lacks
+    raises a ``ConfigError`` saying what is there."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"run.device={device!r} is not a device; use auto, cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"run.device={device!r} but PyTorch sees no CUDA GPU here (a CPU-only build of "
+                              "PyTorch, or no driver); use run.device=cpu or run.device=auto")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(f"run.device={device!r} but this machine has {torch.cuda.device_count()} CUDA "
+                              f"device(s), cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+    elif dev.type != "cpu":
+        backend = getattr(torch, dev.type, None)
+        if backend is None or not backend.is_available():
+            raise ConfigError(f"run.device={device!r} is not available here; use run.device=cpu or auto")
+    return dev
+
+
+def _minibatch_fix(n: int, minibatches: int, what: str) -> str:
+    divisors = [d for d in range(1, min(n, 64) + 1) if n % d == 0]
+    near = sorted(divisors, key=lambda d: abs(d - minibatches))[:2]
+    return f"use ppo.minibatches={' or '.join(map(str, sorted(near)))} or change {what}"
+
+
 def validate(cfg: TrainConfig) -> None:
-    """Fail fast on inconsistent settings, saying how to fix them."""
-    p, pol, r = cfg.ppo, cfg.policy, cfg.run
-    batch = p.num_steps * cfg.env.num_envs
-    if batch % p.minibatches:
-        raise ConfigError(f"ppo.num_steps * env.num_envs = {batch} is not divisible by ppo.minibatches="
-                          f"{p.minibatches}")
-    if pol.lstm and p.num_steps % pol.bptt:
-        raise ConfigError(f"policy.bptt={pol.bptt} must divide ppo.num_steps={p.num_steps}")
-    if pol.lstm and (cfg.env.num_envs * (p.num_steps // pol.bptt)) % p.minibatches:
-        raise ConfigError("with an LSTM, minibatches split sequences: env.num_envs * (num_steps / bptt) must "
-                          f"be divisible by ppo.minibatches={p.minibatches}")
+    """Check every field up front; the first bad one raises a ``ConfigError`` naming it, its value and
+    a fix. (Devices are checked where the run starts, by ``resolve_device``: a saved config stays
+    loadable on a machine without the run's GPU.)"""
+    _check_types(cfg)
+    e, p, pol, r = cfg.env, cfg.ppo, cfg.policy, cfg.run
+    finite = math.isfinite
+    rules = [
+        ("env.id", e.id, bool(e.id), "a registered env id (nitro envs lists them)"),
+        ("env.num_envs", e.num_envs, e.num_envs >= 1, "an int >= 1"),
+        ("ppo.total_steps", p.total_steps, p.total_steps >= 1, "an int >= 1 (env steps to train for)"),
+        ("ppo.num_steps", p.num_steps, p.num_steps >= 1, "an int >= 1 (rollout length, e.g. 32)"),
+        ("ppo.epochs", p.epochs, p.epochs >= 1, "an int >= 1 (e.g. 4)"),
+        ("ppo.minibatches", p.minibatches, p.minibatches >= 1, "an int >= 1 (e.g. 4)"),
+        ("ppo.lr", p.lr, finite(p.lr) and p.lr > 0, "a number > 0 (e.g. 3e-4)"),
+        ("ppo.adam_eps", p.adam_eps, finite(p.adam_eps) and p.adam_eps > 0, "a number > 0 (e.g. 1e-5)"),
+        ("ppo.gamma", p.gamma, 0 <= p.gamma <= 1, "in [0, 1] (e.g. 0.99)"),
+        ("ppo.gae_lambda", p.gae_lambda, 0 <= p.gae_lambda <= 1, "in [0, 1] (e.g. 0.95)"),
+        ("ppo.clip_coef", p.clip_coef, finite(p.clip_coef) and p.clip_coef > 0, "a number > 0 (e.g. 0.2)"),
+        ("ppo.vf_coef", p.vf_coef, finite(p.vf_coef) and p.vf_coef >= 0, "a number >= 0 (e.g. 0.5)"),
+        ("ppo.ent_coef", p.ent_coef, finite(p.ent_coef) and p.ent_coef >= 0, "a number >= 0 (e.g. 0.01)"),
+        ("ppo.max_grad_norm", p.max_grad_norm, finite(p.max_grad_norm) and p.max_grad_norm > 0,
+         "a number > 0 (e.g. 0.5)"),
+        ("ppo.target_return", p.target_return, p.target_return is None or finite(p.target_return),
+         "a finite number or none"),
+        ("ppo.target_episodes", p.target_episodes, p.target_episodes >= 1, "an int >= 1 (e.g. 100)"),
+        ("policy.hidden", pol.hidden, all(isinstance(w, int) and not isinstance(w, bool) and w >= 1
+                                          for w in pol.hidden), "a list of layer widths >= 1, e.g. [64, 64]"),
+        ("policy.lstm", pol.lstm, pol.lstm >= 0, "an int >= 0 (0: no LSTM)"),
+        ("policy.bptt", pol.bptt, pol.bptt >= 1, "an int >= 1 (e.g. 16)"),
+        ("policy.init_log_std", pol.init_log_std, finite(pol.init_log_std), "a finite number (e.g. 0.0)"),
+        ("run.dir", r.dir, bool(r.dir), "a folder, e.g. runs"),
+        ("run.name", r.name, "/" not in r.name and "\\" not in r.name and r.name not in (".", ".."),
+         "a plain folder name (no path separators), or empty for <env>-<time>"),
+        ("run.log_every", r.log_every, r.log_every >= 1, "an int >= 1 (updates between logs)"),
+        ("run.checkpoint_every", r.checkpoint_every, r.checkpoint_every >= 1,
+         "an int >= 1 (updates between checkpoints; a large number checkpoints rarely)"),
+        ("run.checkpoint_seconds", r.checkpoint_seconds, finite(r.checkpoint_seconds) and r.checkpoint_seconds >= 0,
+         "a number of seconds >= 0 (0: no time-based checkpoints)"),
+        ("run.keep_last", r.keep_last, r.keep_last >= 1, "an int >= 1 (checkpoints kept besides best)"),
+        ("run.threads", r.threads, r.threads >= 0, "an int >= 0 (0: PyTorch's default)"),
+    ]
+    for key, value, ok, want in rules:
+        if not ok:
+            raise ConfigError(f"{key}={value!r}: must be {want}")
     choices = {"ppo.lr_schedule": (p.lr_schedule, ("linear", "constant")),
                "policy.activation": (pol.activation, ("tanh", "relu", "elu", "gelu", "silu")),
                "policy.log_std": (pol.log_std, ("state_independent", "state_dependent")),
@@ -273,11 +397,42 @@ def validate(cfg: TrainConfig) -> None:
     for name, (value, allowed) in choices.items():
         if value not in allowed:
             raise ConfigError(f"{name}={value!r}; choose one of {', '.join(allowed)}")
-    for name in ("num_envs",):
-        if getattr(cfg.env, name) < 1:
-            raise ConfigError(f"env.{name} must be >= 1")
-    if not 0 <= p.gamma <= 1 or not 0 <= p.gae_lambda <= 1:
-        raise ConfigError("ppo.gamma and ppo.gae_lambda must lie in [0, 1]")
+    if pol.lstm and p.num_steps % pol.bptt:
+        raise ConfigError(f"policy.bptt={pol.bptt} must divide ppo.num_steps={p.num_steps}")
+    # minibatches are sets of whole sequences: env columns of length T, or BPTT chunks with an LSTM
+    sequences = e.num_envs * (p.num_steps // pol.bptt) if pol.lstm else e.num_envs
+    if sequences % p.minibatches:
+        what = "env.num_envs * (ppo.num_steps / policy.bptt)" if pol.lstm else "env.num_envs"
+        raise ConfigError(f"{what} = {sequences} is not divisible by ppo.minibatches={p.minibatches} (a "
+                          f"minibatch is a set of whole {'BPTT chunks' if pol.lstm else 'env rollouts'}); "
+                          f"{_minibatch_fix(sequences, p.minibatches, what)}")
+    per_update = e.num_envs * p.num_steps
+    if p.total_steps < per_update:
+        raise ConfigError(f"ppo.total_steps={p.total_steps} is less than one update (env.num_envs * "
+                          f"ppo.num_steps = {per_update}); use ppo.total_steps={per_update} or more")
+    from nitro.core.registry import make_env
+
+    make_env(e.id, **e.params)  # unknown ids and params raise here, listing the valid ones
+
+
+def _check_types(cfg: TrainConfig) -> None:
+    """Every field holds its declared type (configs built in Python skip ``apply``'s conversion)."""
+    for section in dataclasses.fields(cfg):
+        sub = getattr(cfg, section.name)
+        for name, tp in typing.get_type_hints(type(sub)).items():
+            value = getattr(sub, name)
+            if not _is_instance(value, tp):
+                raise ConfigError(f"{section.name}.{name}: expected {getattr(tp, '__name__', tp)}, got {value!r}")
+
+
+def _is_instance(value: Any, tp: Any) -> bool:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return any(_is_instance(value, a) for a in typing.get_args(tp))
+    if tp is type(None):
+        return value is None
+    if tp in (int, float):  # an int is a valid float; a bool is neither
+        return isinstance(value, (int, float) if tp is float else int) and not isinstance(value, bool)
+    return isinstance(value, typing.get_origin(tp) or tp)
 
 
 def to_dict(cfg: Any) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -74,9 +75,22 @@ def test_seeding_is_reproducible():
     assert not torch.equal(env.reset()[0], rollout(5)[0])  # a later unseeded reset draws new states
 
 
-def test_errors():
-    with pytest.raises(ValueError, match="num_envs must be a positive int"):
+def test_counts_take_integer_scalars_and_refuse_bools():
+    """num_envs and seed accept any integer scalar (numpy's too) and refuse bools and floats."""
+    env = nitro.make("CartPole-v1", num_envs=np.int64(8), device="cpu", seed=np.int32(3))
+    assert env.num_envs == 8 and type(env.num_envs) is int
+    assert torch.equal(env.reset()[0], nitro.make("CartPole-v1", num_envs=8, device="cpu", seed=3).reset()[0])
+    with pytest.raises(TypeError, match="num_envs must be an int >= 1, got the bool True"):
+        nitro.make("CartPole-v1", num_envs=True)
+    with pytest.raises(TypeError, match=r"num_envs must be an int >= 1, got 8.0 \(float\)"):
+        nitro.make("CartPole-v1", num_envs=8.0)
+    with pytest.raises(ValueError, match="num_envs must be an int >= 1, got 0"):
         nitro.make("CartPole-v1", num_envs=0)
+    with pytest.raises(TypeError, match="seed must be an int, got the bool"):
+        nitro.make("CartPole-v1", num_envs=2, seed=False)
+
+
+def test_errors():
     env = nitro.make("CartPole-v1", num_envs=4, device="cpu")
     with pytest.raises(RuntimeError, match="reset"):
         env.step(torch.zeros(4, dtype=torch.int64))

@@ -1,7 +1,7 @@
 """Car parity harness: the real RocketSim and nitro's cars, started from identical car states.
 
 Every rollout is one car with a scripted control sequence. It runs in a fresh RocketSim arena
-(``rocketsim==2.2.1`` on the real soccar meshes, `MemoryWeightMode.LIGHT`), where the car is added,
+(``rocketsim==2.2.1`` on the real soccar meshes, `MemoryWeightMode.LIGHT`, no boost pads), where the car is added,
 its state set before the first step, and the ball parked asleep outside the field (behind a corner
 wall, where no car reaches it). nitro runs every rollout of one preset in one `Arena` with the same
 states set through `Arena.set_car` on a never-stepped arena, so both start from a fresh car's hidden
@@ -56,6 +56,10 @@ class Rollouts:
     ang_vel: np.ndarray
     boost: np.ndarray
     """[n]."""
+    has_world_contact: np.ndarray
+    """[n] bool: the body touched the arena on the tick before the start (auto-flip, auto-roll)."""
+    world_contact_normal: np.ndarray
+    """[n, 3]: that contact's normal."""
     controls: np.ndarray
     """[n, ticks, 8]: throttle, steer, pitch, yaw, roll, jump, boost, handbrake."""
 
@@ -73,7 +77,7 @@ class Rollouts:
             preset=[f for p in parts for f in p.preset],
             **{
                 name: np.concatenate([getattr(p, name) for p in parts])
-                for name in ("pos", "rot_mat", "vel", "ang_vel", "boost", "controls")
+                for name in STATE_FIELDS
             },
         )
 
@@ -84,36 +88,56 @@ class Rollouts:
             preset=[self.preset[i] for i in idx],
             **{
                 name: getattr(self, name)[idx]
-                for name in ("pos", "rot_mat", "vel", "ang_vel", "boost", "controls")
+                for name in STATE_FIELDS
             },
         )
 
 
+STATE_FIELDS = ("pos", "rot_mat", "vel", "ang_vel", "boost", "has_world_contact", "world_contact_normal", "controls")
+
+
 @dataclasses.dataclass
 class CarRecording:
-    """States after every tick: pos / vel / ang_vel [n, T, 3], rot_mat [n, T, 3, 3], flags [n, T, 4]
-    (FLAGS order); ``world_contact`` [n, T]: the body touched the arena (RocketSim's side only)."""
+    """States after every tick: pos / vel / ang_vel [n, T, 3], rot_mat [n, T, 3, 3], boost [n, T],
+    flags [n, T, 4] (FLAGS order); ``world_contact`` [n, T]: the body touched the arena."""
 
     pos: np.ndarray
     rot_mat: np.ndarray
     vel: np.ndarray
     ang_vel: np.ndarray
+    boost: np.ndarray
     flags: np.ndarray
     world_contact: np.ndarray
+
+    @staticmethod
+    def zeros(n: int, ticks: int) -> CarRecording:
+        return CarRecording(
+            pos=np.zeros((n, ticks, 3), np.float32),
+            rot_mat=np.zeros((n, ticks, 3, 3), np.float32),
+            vel=np.zeros((n, ticks, 3), np.float32),
+            ang_vel=np.zeros((n, ticks, 3), np.float32),
+            boost=np.zeros((n, ticks), np.float32),
+            flags=np.zeros((n, ticks, len(FLAGS)), bool),
+            world_contact=np.zeros((n, ticks), bool),
+        )
 
 
 # --- RocketSim ------------------------------------------------------------------------------------
 
 
 def rot_mat_from_angles(yaw, pitch, roll) -> np.ndarray:
-    """RocketSim's Angle(yaw, pitch, roll).as_rot_mat(), as [n, 3, 3] with columns forward, right, up."""
-    rs = rocketsim()
-    return np.stack(
-        [
-            np.asarray(rs.Angle(float(y), float(p), float(r)).as_rot_mat().as_numpy(), np.float32).T
-            for y, p, r in zip(yaw, pitch, roll)
-        ]
+    """RocketSim's Angle(yaw, pitch, roll).ToRotMat() (setEulerYPR(yaw, -pitch, -roll)), computed in
+    float64 and rounded to float32, [n, 3, 3] with columns forward, right, up. numpy only, so every
+    machine draws the same starts (both simulators are then given the same matrix)."""
+    ci, cj, ch = np.cos(-np.asarray(roll)), np.cos(-np.asarray(pitch)), np.cos(np.asarray(yaw))
+    si, sj, sh = np.sin(-np.asarray(roll)), np.sin(-np.asarray(pitch)), np.sin(np.asarray(yaw))
+    cc, cs, sc, ss = ci * ch, ci * sh, si * ch, si * sh
+    rows = (
+        (cj * ch, sj * sc - cs, sj * cc + ss),
+        (cj * sh, sj * ss + cc, sj * cs - sc),
+        (-sj, cj * si, cj * ci),
     )
+    return np.stack([np.stack(r, -1) for r in rows], -2).astype(np.float32)
 
 
 def _vec(rs, v):
@@ -123,16 +147,13 @@ def _vec(rs, v):
 def run_rocketsim(rollouts: Rollouts, tick_rate: int = TICK_RATE) -> CarRecording:
     """Each rollout in its own fresh RocketSim arena; record every tick."""
     rs = rocketsim()
-    n, t = len(rollouts), rollouts.ticks
-    out = {k: np.zeros((n, t, 3), np.float32) for k in ("pos", "vel", "ang_vel")}
-    rot = np.zeros((n, t, 3, 3), np.float32)
-    flags = np.zeros((n, t, len(FLAGS)), bool)
-    contact = np.zeros((n, t), bool)
+    rec = CarRecording.zeros(len(rollouts), rollouts.ticks)
     configs = {name: getattr(rs.CarConfig, name.upper()) for name in PRESET_NAMES}
-    for i in range(n):
-        arena = rs.Arena(
-            rs.GameMode.SOCCAR, tick_rate=tick_rate, memory_weight_mode=rs.MemoryWeightMode.LIGHT
-        )
+    for i in range(len(rollouts)):
+        # No boost pads (an empty custom list): nitro's pads come with their own stage, and a car
+        # driving over one in RocketSim would gain boost that nitro's does not.
+        config = rs.ArenaConfig(memory_weight_mode=rs.MemoryWeightMode.LIGHT, custom_boost_pads=[])
+        arena = rs.Arena(rs.GameMode.SOCCAR, config=config, tick_rate=tick_rate)
         arena.ball.set_state(rs.BallState(pos=rs.Vec(*BALL_PARK)))
         car = arena.add_car(rs.Team.BLUE, rs.CarConfig(configs[rollouts.preset[i]]))
         m = rollouts.rot_mat[i]
@@ -143,9 +164,11 @@ def run_rocketsim(rollouts: Rollouts, tick_rate: int = TICK_RATE) -> CarRecordin
                 vel=_vec(rs, rollouts.vel[i]),
                 ang_vel=_vec(rs, rollouts.ang_vel[i]),
                 boost=float(rollouts.boost[i]),
+                has_world_contact=bool(rollouts.has_world_contact[i]),
+                world_contact_normal=_vec(rs, rollouts.world_contact_normal[i]),
             )
         )
-        for k in range(t):
+        for k in range(rollouts.ticks):
             c = rollouts.controls[i, k]
             car.set_controls(
                 rs.CarControls(
@@ -161,15 +184,16 @@ def run_rocketsim(rollouts: Rollouts, tick_rate: int = TICK_RATE) -> CarRecordin
             )
             arena.step(1)
             s = car.get_state()
-            out["pos"][i, k], out["vel"][i, k], out["ang_vel"][i, k] = (
+            rec.pos[i, k], rec.vel[i, k], rec.ang_vel[i, k] = (
                 s.pos.as_numpy(),
                 s.vel.as_numpy(),
                 s.ang_vel.as_numpy(),
             )
-            rot[i, k] = np.asarray(s.rot_mat.as_numpy()).T
-            flags[i, k] = [getattr(s, f) for f in FLAGS]
-            contact[i, k] = s.has_world_contact
-    return CarRecording(rot_mat=rot, flags=flags, world_contact=contact, **out)
+            rec.rot_mat[i, k] = np.asarray(s.rot_mat.as_numpy()).T
+            rec.boost[i, k] = s.boost
+            rec.flags[i, k] = [getattr(s, f) for f in FLAGS]
+            rec.world_contact[i, k] = s.has_world_contact
+    return rec
 
 
 # --- nitro ----------------------------------------------------------------------------------------
@@ -177,15 +201,7 @@ def run_rocketsim(rollouts: Rollouts, tick_rate: int = TICK_RATE) -> CarRecordin
 
 def run_nitro(rollouts: Rollouts, device: str = "cpu", mode: str = "eager") -> CarRecording:
     """The rollouts of each preset together in one nitro Arena (one car per env); every tick recorded."""
-    n, t = len(rollouts), rollouts.ticks
-    rec = CarRecording(
-        pos=np.zeros((n, t, 3), np.float32),
-        rot_mat=np.zeros((n, t, 3, 3), np.float32),
-        vel=np.zeros((n, t, 3), np.float32),
-        ang_vel=np.zeros((n, t, 3), np.float32),
-        flags=np.zeros((n, t, len(FLAGS)), bool),
-        world_contact=np.zeros((n, t), bool),
-    )
+    rec = CarRecording.zeros(len(rollouts), rollouts.ticks)
     presets = np.array(rollouts.preset)
     for preset in dict.fromkeys(rollouts.preset):
         rows = np.flatnonzero(presets == preset)
@@ -196,30 +212,18 @@ def run_nitro(rollouts: Rollouts, device: str = "cpu", mode: str = "eager") -> C
         def dev(x):
             return torch.from_numpy(np.ascontiguousarray(x)).to(device)
 
-        arena.set_car(
-            0,
-            pos=dev(part.pos),
-            rot_mat=dev(part.rot_mat),
-            vel=dev(part.vel),
-            ang_vel=dev(part.ang_vel),
-            boost=dev(part.boost),
-        )
+        arena.set_car(0, **{name: dev(getattr(part, name)) for name in STATE_FIELDS if name != "controls"})
         controls = dev(part.controls)
-        pos, rot, vel, ang = [], [], [], []
-        flags = []
-        for k in range(t):
+        recorded = {name: [] for name in ("pos", "rot_mat", "vel", "ang_vel", "boost", "flags", "world_contact")}
+        for k in range(rollouts.ticks):
             arena.step(controls[:, k, None].contiguous())
-            cars = arena.cars
-            pos.append(cars.pos[:, 0].clone())
-            rot.append(cars.rot_mat[:, 0].clone())
-            vel.append(cars.vel[:, 0].clone())
-            ang.append(cars.ang_vel[:, 0].clone())
-            flags.append(torch.stack([getattr(cars, f)[:, 0] for f in FLAGS], -1))
-        rec.pos[rows] = torch.stack(pos, 1).cpu().numpy()
-        rec.rot_mat[rows] = torch.stack(rot, 1).cpu().numpy()
-        rec.vel[rows] = torch.stack(vel, 1).cpu().numpy()
-        rec.ang_vel[rows] = torch.stack(ang, 1).cpu().numpy()
-        rec.flags[rows] = torch.stack(flags, 1).cpu().numpy()
+            cars = arena.cars  # cloned below: the fused mode updates the state in place
+            values = (cars.pos, cars.rot_mat, cars.vel, cars.ang_vel, cars.boost)
+            values += (torch.stack([getattr(cars, f) for f in FLAGS], -1), cars.has_world_contact)
+            for name, value in zip(recorded, values):
+                recorded[name].append(value[:, 0].clone())
+        for name, values in recorded.items():
+            getattr(rec, name)[rows] = torch.stack(values, 1).cpu().numpy()
     return rec
 
 
@@ -256,7 +260,7 @@ def flag_agreement(reference: CarRecording, port: CarRecording, ticks: int | Non
 # --- Scenario families ----------------------------------------------------------------------------
 
 
-def _presets(family_rng, n, every: bool) -> list[str]:
+def _presets(n, every: bool) -> list[str]:
     """Every preset in turn (drive, jump and landing families), else the Octane."""
     return [PRESET_NAMES[i % len(PRESET_NAMES)] for i in range(n)] if every else ["octane"] * n
 
@@ -273,7 +277,7 @@ def _ground_start(rng, n, presets, half_x=1000.0, half_y=1500.0, speed=(0.0, 0.0
     return pos, rot, vel
 
 
-def _pack(family, presets, pos, rot, vel, controls, ang_vel=None, boost=None):
+def _pack(family, presets, pos, rot, vel, controls, ang_vel=None, boost=None, world_contact_normal=None):
     n = len(pos)
     return Rollouts(
         family=[family] * n,
@@ -283,6 +287,10 @@ def _pack(family, presets, pos, rot, vel, controls, ang_vel=None, boost=None):
         vel=vel.astype(np.float32),
         ang_vel=(np.zeros((n, 3)) if ang_vel is None else ang_vel).astype(np.float32),
         boost=(np.full(n, 100.0 / 3.0) if boost is None else boost).astype(np.float32),
+        has_world_contact=np.full(n, world_contact_normal is not None),
+        world_contact_normal=(
+            np.zeros((n, 3)) if world_contact_normal is None else world_contact_normal
+        ).astype(np.float32),
         controls=controls.astype(np.float32),
     )
 
@@ -293,7 +301,7 @@ def _controls(n, ticks):
 
 def drive(throttle: float, name: str):
     def family(rng, n, ticks):
-        presets = _presets(rng, n, every=True)
+        presets = _presets(n, every=True)
         pos, rot, vel = _ground_start(rng, n, presets, speed=(-400.0, 1400.0))
         c = _controls(n, ticks)
         c[..., THROTTLE] = throttle
@@ -304,7 +312,7 @@ def drive(throttle: float, name: str):
 
 def turns(rng, n, ticks):
     """Steering at 0-2000 UU/s, throttle 0, 0.5 or 1."""
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     pos, rot, vel = _ground_start(rng, n, presets, speed=(0.0, 2000.0))
     c = _controls(n, ticks)
     c[..., THROTTLE] = rng.choice([0.0, 0.5, 1.0], n)[:, None]
@@ -313,7 +321,7 @@ def turns(rng, n, ticks):
 
 
 def boost_to_supersonic(rng, n, ticks):
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     pos, rot, vel = _ground_start(rng, n, presets, half_x=600, half_y=800, speed=(1200.0, 1900.0))
     c = _controls(n, ticks)
     c[..., THROTTLE] = 1.0
@@ -323,7 +331,7 @@ def boost_to_supersonic(rng, n, ticks):
 
 
 def powerslides(rng, n, ticks):
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     pos, rot, vel = _ground_start(rng, n, presets, speed=(600.0, 1800.0))
     c = _controls(n, ticks)
     held = rng.integers(40, ticks, n)
@@ -336,7 +344,7 @@ def powerslides(rng, n, ticks):
 
 def onto_side_wall(rng, n, ticks):
     """Driving into the side wall's curved transition at 800-1800 UU/s, 20-70 degrees off its normal."""
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     side = rng.choice([-1.0, 1.0], n)
     off = np.radians(rng.uniform(20, 70, n)) * rng.choice([-1.0, 1.0], n)
     yaw = np.where(side > 0, 0.0, math.pi) + off
@@ -354,7 +362,7 @@ def onto_side_wall(rng, n, ticks):
 
 def up_a_corner(rng, n, ticks):
     """Driving into a 45-degree corner wall from 400-800 UU away."""
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     sx, sy = rng.choice([-1.0, 1.0], n), rng.choice([-1.0, 1.0], n)
     u = rng.uniform(3300, 3700, n)
     wall = np.stack([sx * u, sy * (8064.0 - u)], 1)
@@ -372,7 +380,7 @@ def up_a_corner(rng, n, ticks):
 
 def onto_ceiling(rng, n, ticks):
     """On a side wall at 1100-1500 UU, driving up over the wall-ceiling curve onto the ceiling."""
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     side = rng.choice([-1.0, 1.0], n)
     # On the wall x = side * 4096: up = -side x; forward mostly +z (pitch up 90 deg, tilted along y).
     tilt = np.radians(rng.uniform(-25, 25, n))
@@ -396,7 +404,7 @@ def onto_ceiling(rng, n, ticks):
 
 def jumps(rng, n, ticks):
     """A jump held 1-30 ticks (short and held jumps), from rest or driving."""
-    presets = _presets(rng, n, every=True)
+    presets = _presets(n, every=True)
     pos, rot, vel = _ground_start(rng, n, presets, speed=(0.0, 1500.0))
     c = _controls(n, ticks)
     held = rng.integers(1, 31, n)
@@ -417,7 +425,7 @@ def _second_press(rng, n, ticks):
 
 
 def double_jumps(rng, n, ticks):
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     pos, rot, vel = _ground_start(rng, n, presets, speed=(0.0, 1500.0))
     c, _ = _second_press(rng, n, ticks)
     c[..., THROTTLE] = rng.choice([0.0, 1.0], n)[:, None]
@@ -439,7 +447,7 @@ FLIP_DIRECTIONS = {  # (pitch, yaw): forward, backward, left, right and the diag
 def flips(rng, n, ticks):
     """A jump, then a flip in one of 8 directions (stick held from the second press on, for
     10-100 ticks; roll sometimes stands in for yaw)."""
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     pos, rot, vel = _ground_start(rng, n, presets, speed=(0.0, 1500.0))
     c, after = _second_press(rng, n, ticks)
     names = list(FLIP_DIRECTIONS)
@@ -455,7 +463,7 @@ def flips(rng, n, ticks):
 
 def flip_cancels(rng, n, ticks):
     """A forward (or diagonal forward) flip, then the stick pulled back 2-20 ticks later."""
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     pos, rot, vel = _ground_start(rng, n, presets, speed=(0.0, 1500.0))
     c, after = _second_press(rng, n, ticks)
     start = np.argmax(after, 1)
@@ -469,7 +477,7 @@ def flip_cancels(rng, n, ticks):
 def air_control(rng, n, ticks):
     """High in the air, any orientation, random pitch / yaw / roll / throttle inputs changed every
     15 ticks."""
-    presets = _presets(rng, n, every=False)
+    presets = _presets(n, every=False)
     pos = np.stack([rng.uniform(-2500, 2500, n), rng.uniform(-3000, 3000, n), rng.uniform(800, 1300, n)], 1)
     rot = rot_mat_from_angles(
         rng.uniform(-math.pi, math.pi, n), rng.uniform(-1.4, 1.4, n), rng.uniform(-math.pi, math.pi, n)
@@ -486,7 +494,7 @@ def air_control(rng, n, ticks):
 
 def landings(rng, n, ticks):
     """Falling onto the floor on the wheels: 60-300 UU up, tilted up to 12 degrees, 0-500 UU/s down."""
-    presets = _presets(rng, n, every=True)
+    presets = _presets(n, every=True)
     pos = np.stack([rng.uniform(-1500, 1500, n), rng.uniform(-2000, 2000, n), rng.uniform(60, 300, n)], 1)
     tilt = np.radians(12)
     rot = rot_mat_from_angles(
@@ -498,6 +506,37 @@ def landings(rng, n, ticks):
     c[..., THROTTLE] = rng.choice([0.0, 1.0], n)[:, None]
     c[..., STEER] = rng.uniform(-1, 1, n)[:, None] * (rng.random(n) < 0.5)[:, None]
     return _pack("landings on wheels", presets, pos, rot, vel, c, ang_vel=ang_vel)
+
+
+def landings_any_orientation(rng, n, ticks):
+    """Falling onto the floor from 150-400 UU in any orientation, spinning: roof, side and nose
+    landings (the car body against the arena)."""
+    presets = _presets(n, every=True)
+    pos = np.stack([rng.uniform(-1500, 1500, n), rng.uniform(-2000, 2000, n), rng.uniform(150, 400, n)], 1)
+    rot = rot_mat_from_angles(
+        rng.uniform(-math.pi, math.pi, n), rng.uniform(-1.5, 1.5, n), rng.uniform(-math.pi, math.pi, n)
+    )
+    vel = np.stack([rng.uniform(-800, 800, n), rng.uniform(-800, 800, n), rng.uniform(-600, 0, n)], 1)
+    ang_vel = rng.normal(size=(n, 3)) * 2.0
+    c = _controls(n, ticks)
+    c[..., THROTTLE] = rng.choice([0.0, 1.0], n)[:, None]
+    return _pack("landings, any orientation", presets, pos, rot, vel, c, ang_vel=ang_vel)
+
+
+def auto_flip(rng, n, ticks):
+    """Upside down (|roll| > 2.8 rad) just above the floor after a roof contact, jump pressed: the
+    auto-flip pushes the car off and rolls it over (RocketSim's worldContact is set in the start
+    state, so the body need not touch on the first tick)."""
+    presets = _presets(n, every=False)
+    pos = np.stack([rng.uniform(-1500, 1500, n), rng.uniform(-2000, 2000, n), rng.uniform(50, 70, n)], 1)
+    roll = rng.choice([-1.0, 1.0], n) * rng.uniform(2.85, math.pi, n)
+    rot = rot_mat_from_angles(rng.uniform(-math.pi, math.pi, n), rng.uniform(-0.2, 0.2, n), roll)
+    vel = np.zeros((n, 3))
+    c = _controls(n, ticks)
+    c[..., JUMP] = np.arange(ticks)[None, :] < rng.integers(1, 20, n)[:, None]
+    c[..., THROTTLE] = rng.choice([0.0, 1.0], n)[:, None]
+    up = np.tile([0.0, 0.0, 1.0], (n, 1))
+    return _pack("auto-flip", presets, pos, rot, vel, c, world_contact_normal=up)
 
 
 FAMILIES: dict[str, Callable[[np.random.Generator, int, int], Rollouts]] = {
@@ -516,6 +555,8 @@ FAMILIES: dict[str, Callable[[np.random.Generator, int, int], Rollouts]] = {
     "flip cancel": flip_cancels,
     "air pitch/yaw/roll": air_control,
     "landings on wheels": landings,
+    "landings, any orientation": landings_any_orientation,
+    "auto-flip": auto_flip,
 }
 PER_PRESET = (
     "drive, throttle 1",
@@ -523,6 +564,7 @@ PER_PRESET = (
     "drive, throttle 0",
     "jump / held jump",
     "landings on wheels",
+    "landings, any orientation",
 )
 
 

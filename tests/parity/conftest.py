@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nitro.envs.soccar.mesh import MeshesNotFoundError, load_arena_mesh
+from nitro.envs.soccar.arena_mesh import MeshesNotFoundError, load_arena_mesh
 from tests.envs.soccar.conftest import one_thread  # noqa: F401  (autouse here too)
 
 

@@ -22,7 +22,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
-from nitro.envs.soccar.mesh import find_soccar_meshes
+from nitro.envs.soccar.arena_mesh import find_soccar_meshes
 
 TICK_RATE = 120
 R = C.BALL_COLLISION_RADIUS_SOCCAR

@@ -33,7 +33,8 @@ import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.mesh import load_arena_mesh, sphere_contacts_reference
+from nitro.envs.soccar.arena_mesh import load_arena_mesh
+from nitro.envs.soccar.sphere_contacts import sphere_contacts
 
 from .rocketsim_harness import (
     FAMILIES,
@@ -66,7 +67,7 @@ def touched_surfaces(positions: np.ndarray, chunk: int = 8192) -> np.ndarray:
     flat = torch.from_numpy(positions.reshape(-1, 3))
     objects = []
     for i in range(0, len(flat), chunk):
-        c = sphere_contacts_reference(
+        c = sphere_contacts(
             mesh,
             flat[i : i + chunk],
             C.BALL_COLLISION_RADIUS_SOCCAR,

@@ -1,77 +1,38 @@
 """`Arena`: N soccar arenas stepped together, and `tick`, the per-tick pipeline in Arena::Step order.
 
 Reference: RocketSim (ZealanL/RocketSim, MIT) `src/Sim/Arena/Arena.cpp`. The functional core is
-`tick(state, controls, world) -> (state, goal)`; `Arena` is the thin stateful shell users hold (the
-contract in docs DESIGN.md, "Soccar Arena contract"). Cars drive, jump, flip, boost and fly against
-the arena through their wheels; their bodies' contacts with the arena (`car_world`), car-ball and
-car-car collisions and boost pads come with the next soccar stages.
+`tick(state, controls, world) -> (state, goal)`; `Arena` is the thin stateful shell users hold (the contract in
+docs DESIGN.md, "Soccar Arena contract"), and the one place that picks how ticks run: eager, compiled,
+captured in a CUDA graph, or fused into one Triton kernel (`kernels/arena.py`, the twin of this
+module's tick). Cars drive, jump, flip, boost and fly against the arena through their wheels; their
+bodies' contacts with the arena (`car_world`), car-ball and car-car collisions and boost pads come
+with the next soccar stages.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
-from nitro.core import tree
+from nitro.core import fast, tree
 from nitro.core.vector import concrete_device
 from nitro.envs.soccar import ball, car
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.car_config import PRESETS, CarParams
-from nitro.envs.soccar.mesh import ArenaMesh, load_arena_mesh
-from nitro.envs.soccar.mutators import MutatorConfig
+from nitro.envs.soccar.kernels import arena as arena_kernels
+from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 from nitro.envs.soccar.rigid_body import angle_to_rot_mat
-from nitro.envs.soccar.state import BallState, BoostPadState, CarState, GameState
+from nitro.envs.soccar.state import ArenaEvents, BallState, BoostPadState, CarState, GameState, World
 
 NUM_CONTROLS = 8  # throttle, steer, pitch, yaw, roll, jump, boost, handbrake
 MODES = ("eager", "compile", "graph", "fused")
-
-
-@dataclasses.dataclass(frozen=True)
-class World:
-    """What every tick reads and never writes: the geometry, the mutators and the tick length."""
-
-    mesh: ArenaMesh
-    mutators: MutatorConfig
-    tick_time: float
-    """Seconds per tick, 1 / tick_rate (RocketSim computes it in float32)."""
-    cars: CarParams
-    """The presets of the C car slots (blue cars first)."""
-
-
-@dataclasses.dataclass
-class ArenaEvents:
-    """What happened during the ticks of one `Arena.step` call, per env."""
-
-    goal_blue: torch.Tensor
-    """Blue scored (the ball went into the +y goal) on at least one stepped tick [N] bool."""
-    goal_orange: torch.Tensor
-    """Orange scored (the ball went into the -y goal) on at least one stepped tick [N] bool."""
-    goal_tick: torch.Tensor
-    """Arena tick count right after the first scoring tick of this call, -1 if none [N] int64."""
-    ball_touch: torch.Tensor
-    """Car touched the ball [N, C] bool."""
-    demo: torch.Tensor
-    """Car was demolished [N, C] bool."""
-    boost_pickup: torch.Tensor
-    """Car picked up a pad [N, C] bool."""
-
-    @staticmethod
-    def none(num_envs: int, num_cars: int, device: torch.device) -> ArenaEvents:
-        no = torch.zeros(num_envs, dtype=torch.bool, device=device)
-        no_car = torch.zeros(num_envs, num_cars, dtype=torch.bool, device=device)
-        return ArenaEvents(
-            goal_blue=no,
-            goal_orange=no.clone(),
-            goal_tick=torch.full((num_envs,), -1, dtype=torch.int64, device=device),
-            ball_touch=no_car,
-            demo=no_car.clone(),
-            boost_pickup=no_car.clone(),
-        )
 
 
 def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameState, torch.Tensor]:
@@ -80,24 +41,23 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
     Returns (state, goal [N] int8: 0, 1 blue, 2 orange). Stages that are not simulated yet are noted
     in their place; ball-only arenas skip the car stages, as RocketSim does.
     """
-    dt, mutators, cars = world.tick_time, world.mutators, state.cars
+    params, cars = world.params, state.cars
     sleeping = ball.update_sleeping(state.ball)  # 1. ball zero-velocity sleeping
     if world.cars.num_cars:  # 2. cars' pre-tick (suspension, controls, jump, flip, air control, boost)
         car_controls = CarControls.from_tensor(controls)
-        solver_dt = torch.where(state.tick_count == 0, C.SOLVER_DEFAULT_TIME_STEP, dt)  # before the 1st step
-        cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, dt, solver_dt, mutators)
+        cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, state.tick_count, params)
     # 3. boost pad cooldowns (with the boost pads)
     # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
     # 5. Bullet step: each body at its tick-start transform against the arena (car-ball and car-car
     #    contacts come with their stage), solved and integrated
-    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, dt, mutators)
+    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, params)
     if world.cars.num_cars:
-        cars = car.physics_step(cars, forces, world.cars, dt, mutators)
-        cars = car.post_tick_update(cars, car_controls, dt)  # 6. cars' post-tick and finish
+        cars = car.physics_step(cars, forces, world.cars, params)
+        cars = car.post_tick_update(cars, car_controls, params)  # 6. cars' post-tick and finish
         cars = car.finish_physics_tick(cars)  # (then each car's boost pad pickup, with the pads)
     # 7. boost pads give boost (with the boost pads)
-    ball_state = ball.finish_physics_tick(ball_state, mutators)  # 8. ball finish
-    scored = ball.is_ball_scored(ball_state.pos, mutators)  # 9. goal (RocketSim fires every tick)
+    ball_state = ball.finish_physics_tick(ball_state, params)  # 8. ball finish
+    scored = ball.is_ball_scored(ball_state.pos, params)  # 9. goal (RocketSim fires every tick)
     goal = torch.where(scored, torch.where(ball_state.pos[:, 1] > 0, 1, 2), 0).to(torch.int8)
     state = dataclasses.replace(state, ball=ball_state, cars=cars, tick_count=state.tick_count + 1)  # 10.
     return state, goal
@@ -134,13 +94,14 @@ class Arena:
     preset ``car`` (one name, or one per car: "octane", "dominus", "plank", "breakout", "hybrid",
     "merc"); ``Arena(num_envs, blue=0, orange=0)`` is ball-only. A fresh arena's cars are fresh
     RocketSim cars: each at one of RocketSim's respawn spots (drawn from ``seed``), boost 100/3, on
-    the ground. The geometry is the real soccar arena: the 16 collision meshes (see `nitro.envs.soccar.mesh.find_soccar_meshes` for where
-    they are looked for; there is no substitute arena) and RocketSim's four planes.
+    the ground. The geometry is the real soccar arena: the 16 collision meshes (see
+    `nitro.envs.soccar.arena_mesh.find_soccar_meshes` for where they are looked for; there is no
+    substitute arena) and RocketSim's four planes.
 
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
-    whole K-tick step in one Triton kernel, `kernels.ball_ticks_`; CUDA only, ball-only arenas so far;
-    it updates the state tensors in place).
+    whole K-tick step in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
+    the state tensors in place).
     """
 
     def __init__(
@@ -194,10 +155,11 @@ class Arena:
         self.mode = mode
         self.debug = (self.device.type == "cpu") if debug is None else debug
         """Check values (NaN/inf) of controls in `step`; a host sync, so off by default on CUDA."""
+        self.mutators = mutators or MutatorConfig()
         self.world = World(
             mesh=load_arena_mesh(meshes, self.device),
-            mutators=mutators or MutatorConfig(),
-            tick_time=_float32(1.0 / _float32(self.tick_rate)),
+            mutators=self.mutators,
+            params=TickParams.from_mutators(self.mutators, _float32(1.0 / _float32(self.tick_rate))),
             cars=CarParams.build(presets, self.device),
         )
         self.state = GameState(
@@ -206,6 +168,15 @@ class Arena:
             pads=BoostPadState.fresh(num_envs, self.device),
             tick_count=torch.zeros(num_envs, dtype=torch.int64, device=self.device),
         )
+        self._generator = torch.Generator(device=self.device)
+        if seed is None:
+            self._generator.seed()
+        else:
+            self._generator.manual_seed(seed)
+        self.kickoff_spawns = torch.full((num_envs, self.num_cars), -1, dtype=torch.int64, device=self.device)
+        """Each car's spot from the last `reset_kickoff`, -1 before one: 0-4 index RocketSim's
+        CAR_SPAWN_LOCATIONS_SOCCAR (blue's; orange's are mirrored), 5 and up the respawn spots of a
+        team's sixth and later cars."""
         self._runners: dict[int, object] = {}
 
     # --- views -----------------------------------------------------------------------------------
@@ -230,7 +201,7 @@ class Arena:
 
     @property
     def tick_time(self) -> float:
-        return self.world.tick_time
+        return self.world.params.tick_time
 
     # --- setting state ---------------------------------------------------------------------------
 
@@ -272,18 +243,22 @@ class Arena:
         """
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < self.num_cars:
             raise ValueError(f"car index must be an int in [0, {self.num_cars}), got {index!r}")
-        settable = [name for name in CarState.FIELDS if name not in CarState.HIDDEN]
         for name in fields:
-            if name not in settable:
+            if name not in CarState.SETTABLE:
                 raise ValueError(
                     f"set_car got {name!r}, which is not a settable CarState field; expected any of "
-                    f"{settable}"
+                    f"{list(CarState.SETTABLE)}"
                 )
         rows = self._env_rows(env_ids)
         count = self.num_envs if rows is None else rows.numel()
+        self._write_car(index, rows, {name: self._car_field(name, value, count) for name, value in fields.items()})
+
+    def _write_car(self, index: int, rows: torch.Tensor | None, values: dict[str, torch.Tensor]) -> None:
+        """Car::SetState of car ``index`` in ``rows`` (all when None): the checked ``values`` [M, ...],
+        the hidden state of a fresh car, ``tick_count_since_update`` 0. No host synchronisation."""
+        count = self.num_envs if rows is None else rows.numel()
         fresh = CarState.fresh(count, 1, self.device)
-        values = {name: getattr(fresh, name)[:, 0] for name in CarState.HIDDEN + ("tick_count_since_update",)}
-        values.update({name: self._car_field(name, value, count) for name, value in fields.items()})
+        values = {name: getattr(fresh, name)[:, 0] for name in CarState.HIDDEN + ("tick_count_since_update",)} | values
         cars = self.state.cars
         new = dataclasses.replace(cars)
         for name, value in values.items():
@@ -308,11 +283,19 @@ class Arena:
         return cars
 
     def reset_kickoff(self, env_ids=None) -> None:
-        """RocketSim's reset_kickoff for ball-only arenas: ball at rest at (0, 0, BALL_REST_Z), pads fresh."""
+        """RocketSim's `Arena::ResetToRandomKickoff` for the selected envs (all when None).
+
+        The ball at rest at (0, 0, BALL_REST_Z) (so it sleeps until touched); each env shuffles the
+        five kickoff spots from its own random stream (from ``seed``), and the i-th car of each team
+        takes spot i (orange mirrored through (-x, -y), facing the other way); cars past the fifth
+        per team go to the respawn spots, 250 UU further back for each car already there. Cars are
+        set as fresh RocketSim cars at z = 17 on the ground with the spawn boost (flags, timers and
+        hidden state cleared); pads are active. The chosen spots are in `kickoff_spawns`.
+        """
         rows = self._env_rows(env_ids)
         count = self.num_envs if rows is None else rows.numel()
         rest = BallState.rest(count, self.device)
-        self.set_ball(pos=rest.pos, vel=rest.vel, ang_vel=rest.ang_vel, env_ids=env_ids)
+        self.set_ball(pos=rest.pos, vel=rest.vel, ang_vel=rest.ang_vel, env_ids=rows)
         fresh = BoostPadState.fresh(count, self.device)
         pads = BoostPadState(
             is_active=_scatter(self.state.pads.is_active, rows, fresh.is_active),
@@ -320,6 +303,22 @@ class Arena:
             prev_locked_car_id=_scatter(self.state.pads.prev_locked_car_id, rows, fresh.prev_locked_car_id),
         )
         self.state = dataclasses.replace(self.state, pads=pads)
+        if not self.num_cars:
+            return
+        order = torch.rand(count, len(C.CAR_SPAWN_LOCATIONS_SOCCAR), generator=self._generator, device=self.device)
+        spots = _kickoff_spots(order.argsort(-1), self.blue, self.orange)  # [count, C]
+        self.kickoff_spawns = _scatter(self.kickoff_spawns, rows, spots)
+        table = torch.tensor(_kickoff_table(max(self.blue, self.orange)), dtype=torch.float32, device=self.device)
+        x, y, yaw = table[spots].unbind(-1)
+        orange = torch.arange(self.num_cars, device=self.device) >= self.blue
+        pos = torch.stack((torch.where(orange, -x, x), torch.where(orange, -y, y), torch.full_like(x, C.CAR_SPAWN_REST_Z)), -1)
+        yaw = torch.where(orange, (yaw.double() + math.pi).float(), yaw)  # Angle::yaw += M_PI
+        rot_mat = angle_to_rot_mat(yaw, torch.zeros_like(yaw), torch.zeros_like(yaw))
+        cars = CarState.fresh(count, self.num_cars, self.device)  # flags, timers: a fresh CarState's
+        cars.pos, cars.rot_mat = pos, rot_mat
+        cars.boost = torch.full_like(x, self.world.mutators.car_spawn_boost_amount)
+        for index in range(self.num_cars):
+            self._write_car(index, rows, {name: getattr(cars, name)[:, index] for name in CarState.SETTABLE})
 
     # --- stepping --------------------------------------------------------------------------------
 
@@ -334,13 +333,11 @@ class Arena:
             raise ValueError(f"ticks must be a positive int, got {ticks!r}")
         self._check_controls(controls)
         events = ArenaEvents.none(self.num_envs, self.num_cars, self.device)
-        if self.mode == "fused":
-            from nitro.envs.soccar import kernels
-
-            kernels.ball_ticks_(self.state, events, self.world, ticks)
-            return events
         if controls is None:
             controls = torch.zeros(self.num_envs, 0, NUM_CONTROLS, device=self.device)
+        if self.mode == "fused":
+            arena_kernels.launch_step_ticks_(self.state, events, controls, self.world, ticks)
+            return events
         if self.mode == "eager":
             self.state, events = step_ticks(self.state, events, controls, self.world, ticks)
             return events
@@ -456,8 +453,6 @@ class _Runner:
     one CUDA graph), through nitro's fast path (`nitro.core.fast.Loop`)."""
 
     def __init__(self, world, ticks: int, mode: str, state: GameState, events: ArenaEvents, controls):
-        from nitro.core import fast  # the package's one owner of compile / capture
-
         self.loop = fast.Loop(
             lambda carry: (*fold_tick(carry[0], carry[1], carry[2], world), carry[2]),
             (state, events, controls),
@@ -496,6 +491,33 @@ def _set_column(base: torch.Tensor, index: int, column: torch.Tensor) -> torch.T
     out = base.clone()
     out[:, index] = column
     return out
+
+
+def _kickoff_table(team_size: int) -> list[tuple[float, float, float]]:
+    """(x, y, yaw) of blue's kickoff spots: the five of CAR_SPAWN_LOCATIONS_SOCCAR, then one row per
+    car past the fifth of a team (Arena::ResetToRandomKickoff: the respawn spots in turn, each taken
+    again CAR_SPAWN_EXTRA_OFFSET_Y further along y). Values are RocketSim's float32 table entries."""
+    spawns = len(C.CAR_SPAWN_LOCATIONS_SOCCAR)
+    rows = [tuple(float(np.float32(v)) for v in spot) for spot in C.CAR_SPAWN_LOCATIONS_SOCCAR]
+    taken = [0] * len(C.CAR_RESPAWN_LOCATIONS_SOCCAR)
+    for i in range(spawns, team_size):
+        # RocketSim takes (i - 5) % 5 over its 4 respawn spots (out of bounds from the tenth car on);
+        # we wrap over the 4.
+        k = (i - spawns) % len(taken)
+        x, y, yaw = C.CAR_RESPAWN_LOCATIONS_SOCCAR[k]
+        rows.append((x, y + C.CAR_SPAWN_EXTRA_OFFSET_Y * taken[k], float(np.float32(yaw))))
+        taken[k] += 1
+    return rows
+
+
+def _kickoff_spots(order: torch.Tensor, blue: int, orange: int) -> torch.Tensor:
+    """Each car's row of `_kickoff_table` [M, C]: the i-th car of each team takes the env's shuffled
+    kickoff spot ``order[:, i]`` [M, 5], or past the fifth its own respawn row."""
+    spawns = order.shape[1]
+    columns = []
+    for i in list(range(blue)) + list(range(orange)):
+        columns.append(order[:, i] if i < spawns else torch.full_like(order[:, 0], i))
+    return torch.stack(columns, -1)
 
 
 def _float32(x: float) -> float:

@@ -7,14 +7,15 @@ changes). Per tick, for the ball alone:
 1. `update_sleeping`: a ball with exactly zero linear and angular velocity sleeps (the kickoff freeze).
 2. Bullet step: gravity is queued as a force, `apply_damping` scales the velocity by (1 - drag)^dt,
    `world_contacts` finds the arena features within the contact gap of the ball *where it is now*
-   and files them into Bullet's 4-point manifolds (one per arena object), `solve_world_contact` solves RocketSim's single averaged
-   ball-world contact over all held points (restitution, friction, 10 sequential-impulse
-   iterations), `split_impulse_push` moves penetrating balls back out (position only), and
+   and files them into Bullet's 4-point manifolds (one per arena object), `solve_world_contact`
+   solves RocketSim's single averaged ball-world contact over all held points (restitution,
+   friction, 10 sequential-impulse iterations), `split_impulse_push` moves penetrating balls back out (position only), and
    `integrate` writes the velocities back (gravity enters here) and advances the position.
 3. `finish_physics_tick`: the cached hit impulse is added and the speeds are clamped.
 4. `is_ball_scored`: the goal test.
 
-All functions are pure, over [N, ...] tensors, with no host synchronisation.
+All functions are pure, over [N, ...] tensors, with no host synchronisation; they read the tick's
+numbers from `TickParams` by name. The kernels' twin is `kernels/ball.py` (the same stages, per lane).
 """
 
 from __future__ import annotations
@@ -22,23 +23,15 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.collide import MANIFOLD_POINTS, ContactManifolds, sphere_manifolds
-from nitro.envs.soccar.mesh import ArenaMesh, cross, dot, eager_cpu_width
-from nitro.envs.soccar.mutators import MutatorConfig
+from nitro.envs.soccar.arena_mesh import ArenaMesh
+from nitro.envs.soccar.contacts import MAX_PUSH_POINTS, ContactManifolds
+from nitro.envs.soccar.manifolds import sphere_manifolds
+from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import BallState
-
-# Penetrating points that take part in the split-impulse recovery, in manifold order. Points of one
-# manifold mostly share a normal, and Gauss-Seidel resolves a repeated normal on its first point.
-MAX_PUSH_POINTS = 8
-
-
-def damping_factor(drag: float, dt: float) -> float:
-    """btRigidBody::applyDamping's per-tick factor, (1 - drag)^dt, computed as Bullet does in float32."""
-    return float(np.float32(math.pow(float(np.float32(1.0) - np.float32(drag)), float(np.float32(dt)))))
+from nitro.envs.soccar.vec import cross, dot, eager_cpu_width
 
 
 def update_sleeping(ball: BallState) -> torch.Tensor:
@@ -46,21 +39,21 @@ def update_sleeping(ball: BallState) -> torch.Tensor:
     return (dot(ball.vel, ball.vel) == 0) & (dot(ball.ang_vel, ball.ang_vel) == 0)
 
 
-def apply_damping(vel: torch.Tensor, factor: float) -> torch.Tensor:
+def apply_damping(vel: torch.Tensor, params: TickParams) -> torch.Tensor:
     """btRigidBody::applyDamping: v *= (1 - drag)^dt, before gravity (angular damping is 0)."""
-    return vel * factor
+    return vel * params.ball_damping
 
 
-def world_contacts(mesh: ArenaMesh, pos: torch.Tensor, mutators: MutatorConfig) -> ContactManifolds:
+def world_contacts(mesh: ArenaMesh, pos: torch.Tensor, params: TickParams) -> ContactManifolds:
     """The ball's contact manifolds with the arena at the tick's starting position.
 
     Bullet detects contacts before it integrates, against every feature within the contact gap, and
-    files them into one 4-point manifold per arena object (see `collide.sphere_manifolds`).
+    files them into one 4-point manifold per arena object (see `manifolds.sphere_manifolds`).
     """
-    return sphere_manifolds(mesh, pos, mutators.ball_radius, mutators.ball_contact_gap)
+    return sphere_manifolds(mesh, pos, params.ball_radius, params.ball_contact_gap)
 
 
-def _plane_space(n: torch.Tensor) -> torch.Tensor:
+def plane_space(n: torch.Tensor) -> torch.Tensor:
     """btPlaneSpace1's first tangent of ``n`` [N, 3] (used when there is no sliding direction)."""
     nx, ny, nz = n.unbind(-1)
     use_yz = nz.abs() > math.sqrt(0.5)
@@ -73,7 +66,7 @@ def _plane_space(n: torch.Tensor) -> torch.Tensor:
 
 
 def solve_world_contact(
-    vel: torch.Tensor, ang_vel: torch.Tensor, manifolds: ContactManifolds, dt: float, mutators: MutatorConfig
+    vel: torch.Tensor, ang_vel: torch.Tensor, manifolds: ContactManifolds, params: TickParams
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """RocketSim's "special" ball-world contact, solved as Bullet's sequential-impulse solver does.
 
@@ -89,9 +82,9 @@ def solve_world_contact(
     ``vel`` is the damped velocity before gravity. Returns the velocity deltas (dv [N, 3] UU/s,
     dw [N, 3] rad/s), zero where the ball touches nothing.
     """
-    inv_mass = 1.0 / mutators.ball_mass
-    inv_inertia = mutators.ball_inv_inertia
-    held = torch.arange(MANIFOLD_POINTS, device=vel.device) < manifolds.count[..., None]  # [N, S, 4]
+    inv_mass = params.ball_inv_mass
+    inv_inertia = params.ball_inv_inertia
+    held = manifolds.held()  # [N, S, 4]
     total = held.sum((1, 2))
     touching = total > 0
     per_point = total.clamp(min=1).to(vel.dtype)[:, None]
@@ -102,15 +95,15 @@ def solve_world_contact(
     )
     arm = normal * -arm_length[:, None]  # rel_pos1 of the averaged point
     gravity_dv = torch.zeros_like(vel)
-    gravity_dv[:, 2] = mutators.gravity_z * dt
+    gravity_dv[:, 2] = params.gravity_dv
     vel_ext = vel + gravity_dv  # Bullet's solver sees v + gravity impulse (m_externalForceImpulse)
 
     # Normal row (setupContactConstraint). Restitution uses the body's velocity without gravity.
     approach = dot(normal, vel + cross(ang_vel, arm))
     restitution = torch.where(
-        approach.abs() < C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD,
+        approach.abs() < params.restitution_velocity_threshold,
         0.0,
-        -mutators.ball_world_contact_restitution * approach,
+        -params.ball_restitution * approach,
     ).clamp(min=0)
     torque_n = cross(arm, normal)
     ang_n = torque_n * inv_inertia
@@ -121,17 +114,17 @@ def solve_world_contact(
     vel_at = vel_ext + cross(ang_vel, arm)
     lateral = vel_at - normal * dot(normal, vel_at)[:, None]
     lateral2 = dot(lateral, lateral)
-    sliding = lateral2 > C.FRICTION_DIRECTION_EPSILON_SQ
+    sliding = lateral2 > params.friction_direction_epsilon_sq
     tangent = torch.where(
         sliding[:, None],
         lateral * torch.rsqrt(torch.where(sliding, lateral2, 1))[:, None],
-        _plane_space(normal),
+        plane_space(normal),
     )
     torque_t = cross(arm, tangent)
     ang_t = torque_t * inv_inertia
     jac_t = 1.0 / (inv_mass + dot(tangent, cross(ang_t, arm)))
     rhs_t = -(dot(tangent, vel_ext) + dot(torque_t, ang_vel)) * jac_t
-    friction = mutators.ball_world_contact_friction
+    friction = params.ball_friction
 
     dv = torch.zeros_like(vel)
     dw = torch.zeros_like(ang_vel)
@@ -156,7 +149,7 @@ def solve_world_contact(
     return torch.where(touching[:, None], dv, 0.0), torch.where(touching[:, None], dw, 0.0)
 
 
-def split_impulse_push(manifolds: ContactManifolds, dt: float, mutators: MutatorConfig) -> torch.Tensor:
+def split_impulse_push(manifolds: ContactManifolds, params: TickParams) -> torch.Tensor:
     """Penetration recovery: Bullet's split impulse over the held contact points [N, 3] UU/s.
 
     The averaged constraint never corrects position; the individual points (skipped by the velocity
@@ -164,9 +157,9 @@ def split_impulse_push(manifolds: ContactManifolds, dt: float, mutators: Mutator
     erp2 = 0.8 of each penetration per tick. Points in the gap (depth >= 0) do not push.
     """
     n = manifolds.count.shape[0]
-    inv_mass = 1.0 / mutators.ball_mass
-    inv_inertia = mutators.ball_inv_inertia
-    held = torch.arange(MANIFOLD_POINTS, device=manifolds.depth.device) < manifolds.count[..., None]
+    inv_mass = params.ball_inv_mass
+    inv_inertia = params.ball_inv_inertia
+    held = manifolds.held()
     penetrating = (held & (manifolds.depth < 0)).reshape(n, -1)
     # The first MAX_PUSH_POINTS penetrating points, in manifold order.
     width = eager_cpu_width(penetrating.sum(1), MAX_PUSH_POINTS)
@@ -179,7 +172,7 @@ def split_impulse_push(manifolds: ContactManifolds, dt: float, mutators: Mutator
     torque = cross(arm, normal)
     ang = torque * inv_inertia
     jac = 1.0 / (inv_mass + dot(normal, cross(ang, arm)))
-    rhs = torch.where(active, -depth * (C.SOLVER_ERP2 / dt) * jac, 0.0)  # [N, P]
+    rhs = torch.where(active, -depth * params.erp2_over_dt * jac, 0.0)  # [N, P]
     push = torch.zeros(n, 3, dtype=normal.dtype, device=normal.device)
     turn = torch.zeros_like(push)
     applied = [torch.zeros_like(rhs[:, 0]) for _ in range(normal.shape[1])]
@@ -194,30 +187,29 @@ def split_impulse_push(manifolds: ContactManifolds, dt: float, mutators: Mutator
     return push
 
 
-def integrate(pos, vel, ang_vel, dv, dw, push, dt: float, mutators: MutatorConfig):
+def integrate(pos, vel, ang_vel, dv, dw, push, params: TickParams):
     """Solver write-back then btDiscreteDynamicsWorld::integrateTransforms (semi-implicit Euler).
 
     v <- v + dv + g dt (gravity enters as the solver's external impulse), w <- w + dw, the split
     impulse moves the position by push * dt, then the position advances by the new velocity. The
     orientation is not integrated (noBallRot).
     """
+    dt = params.tick_time
     gravity_dv = torch.zeros_like(vel)
-    gravity_dv[:, 2] = mutators.gravity_z * dt
+    gravity_dv[:, 2] = params.gravity_dv
     vel = (vel + dv) + gravity_dv
     ang_vel = ang_vel + dw
     pos = (pos + push * dt) + vel * dt
     return pos, vel, ang_vel
 
 
-def physics_step(
-    ball: BallState, sleeping: torch.Tensor, mesh: ArenaMesh, dt: float, mutators: MutatorConfig
-) -> BallState:
-    """The ball's part of btDiscreteDynamicsWorld::stepSimulation (one substep of ``dt`` seconds)."""
-    vel = apply_damping(ball.vel, damping_factor(mutators.ball_drag, dt))
-    manifolds = world_contacts(mesh, ball.pos, mutators)
-    dv, dw = solve_world_contact(vel, ball.ang_vel, manifolds, dt, mutators)
-    push = split_impulse_push(manifolds, dt, mutators)
-    pos, vel, ang_vel = integrate(ball.pos, vel, ball.ang_vel, dv, dw, push, dt, mutators)
+def physics_step(ball: BallState, sleeping: torch.Tensor, mesh: ArenaMesh, params: TickParams) -> BallState:
+    """The ball's part of btDiscreteDynamicsWorld::stepSimulation (one substep of a tick)."""
+    vel = apply_damping(ball.vel, params)
+    manifolds = world_contacts(mesh, ball.pos, params)
+    dv, dw = solve_world_contact(vel, ball.ang_vel, manifolds, params)
+    push = split_impulse_push(manifolds, params)
+    pos, vel, ang_vel = integrate(ball.pos, vel, ball.ang_vel, dv, dw, push, params)
     awake = ~sleeping[:, None]  # a sleeping ball is neither collided, solved nor integrated
     return dataclasses.replace(
         ball,
@@ -227,25 +219,25 @@ def physics_step(
     )
 
 
-def _clamp_norm(v: torch.Tensor, limit: float) -> torch.Tensor:
+def clamp_norm(v: torch.Tensor, limit: float) -> torch.Tensor:
     """Scale rows of ``v`` longer than ``limit`` down to it (v.normalized() * limit, as Bullet)."""
     norm2 = dot(v, v)
     over = norm2 > limit * limit
     return torch.where(over[:, None], v * (limit * torch.rsqrt(torch.where(over, norm2, 1)))[:, None], v)
 
 
-def finish_physics_tick(ball: BallState, mutators: MutatorConfig) -> BallState:
+def finish_physics_tick(ball: BallState, params: TickParams) -> BallState:
     """Ball::_FinishPhysicsTick: add the cached hit velocity, clamp speeds, count the tick."""
     vel = ball.vel + ball.velocity_impulse_cache
     return dataclasses.replace(
         ball,
-        vel=_clamp_norm(vel, mutators.ball_max_speed),
-        ang_vel=_clamp_norm(ball.ang_vel, C.BALL_MAX_ANG_SPEED),
+        vel=clamp_norm(vel, params.ball_max_speed),
+        ang_vel=clamp_norm(ball.ang_vel, params.ball_max_ang_speed),
         velocity_impulse_cache=torch.zeros_like(ball.velocity_impulse_cache),
         tick_count_since_update=ball.tick_count_since_update + 1,
     )
 
 
-def is_ball_scored(pos: torch.Tensor, mutators: MutatorConfig) -> torch.Tensor:
+def is_ball_scored(pos: torch.Tensor, params: TickParams) -> torch.Tensor:
     """Arena::IsBallScored (soccar): |y| beyond the goal line by a ball radius [N] bool."""
-    return pos[:, 1].abs() > (mutators.goal_base_threshold_y + mutators.ball_radius)
+    return pos[:, 1].abs() > params.goal_y

@@ -32,8 +32,9 @@ from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body as rb
 from nitro.envs.soccar import vehicle
 from nitro.envs.soccar.car_config import CarParams
-from nitro.envs.soccar.mesh import ArenaMesh, cross, dot
-from nitro.envs.soccar.mutators import MutatorConfig
+from nitro.envs.soccar.arena_mesh import ArenaMesh
+from nitro.envs.soccar.vec import cross, dot
+from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.rigid_body import Forces, where3
 from nitro.envs.soccar.state import CarState
 from nitro.envs.soccar.vehicle import Wheels, piecewise
@@ -101,7 +102,7 @@ def update_wheels(
     controls: CarControls,
     wheels: Wheels,
     forces: Forces,
-    params: CarParams,
+    config: CarParams,
     num_wheels_in_contact: torch.Tensor,
     forward_speed: torch.Tensor,
     dt: float,
@@ -243,12 +244,11 @@ def update_jump(
     controls: CarControls,
     jump_pressed: torch.Tensor,
     forces: Forces,
-    dt: float,
-    mutators: MutatorConfig,
+    params: TickParams,
 ) -> tuple[CarState, Forces]:
     """Car::_UpdateJump: the jump's impulse, its hold force (0.62 x before JUMP_MIN_TIME), its timer,
     and the reset of has_jumped on the ground once the jump is at least 0.05 s old."""
-    up = car.rot_mat[..., :, 2]
+    dt, up = params.tick_time, car.rot_mat[..., :, 2]
     grounded = car.is_on_ground & ~car.is_jumping
     keep = car.has_jumped & (car.jump_time < _f32(C.JUMP_MIN_TIME) + _f32(C.JUMP_RESET_TIME_PAD))
     reset = grounded & ~keep
@@ -259,9 +259,9 @@ def update_jump(
     starting = ~car.is_jumping & car.is_on_ground & jump_pressed
     is_jumping = torch.where(car.is_jumping, continuing, starting)
     jump_time = torch.where(starting, 0.0, jump_time)
-    vel = car.vel + where3(starting, up * mutators.jump_immediate_force, 0.0)
+    vel = car.vel + where3(starting, up * params.jump_immediate_force, 0.0)
 
-    hold = up * mutators.jump_accel
+    hold = up * params.jump_accel
     hold = where3(jump_time < C.JUMP_MIN_TIME, hold * C.JUMP_PRE_MIN_ACCEL_SCALE, hold)
     force = forces.force + where3(is_jumping, hold * C.CAR_MASS_BT, 0.0)
     has_jumped = has_jumped | is_jumping
@@ -313,23 +313,22 @@ def update_double_jump_or_flip(
     controls: CarControls,
     jump_pressed: torch.Tensor,
     forward_speed: torch.Tensor,
-    params: CarParams,
-    dt: float,
-    mutators: MutatorConfig,
+    config: CarParams,
+    params: TickParams,
 ) -> CarState:
     """Car::_UpdateDoubleJumpOrFlip: air timers; a jump pressed within 1.25 s of the jump's end is a
     flip (with stick input past the dodge deadzone: impulse in the yaw-only heading frame and a flip
     torque) or a double jump; the flip's z-velocity damping; the flip timer."""
-    forward, _, up = _axes(car)
+    dt, (forward, _, up) = params.tick_time, _axes(car)
     ground = car.is_on_ground
     air_time = torch.where(ground, 0.0, car.air_time + dt)
     counting = car.has_jumped & ~car.is_jumping
     air_time_since_jump = torch.where(ground | ~counting, 0.0, car.air_time_since_jump + dt)
     input_magnitude = (controls.yaw.abs() + controls.pitch.abs()) + controls.roll.abs()
-    is_flip_input = input_magnitude >= params.dodge_deadzone
+    is_flip_input = input_magnitude >= config.dodge_deadzone
     unused = ~car.has_double_jumped & ~car.has_flipped
     can_use = torch.where(
-        is_flip_input, unused | mutators.unlimited_flips, unused | mutators.unlimited_double_jumps
+        is_flip_input, unused | params.unlimited_flips, unused | params.unlimited_double_jumps
     )
     acting = (
         ~ground
@@ -379,8 +378,8 @@ def update_double_jump_or_flip(
         & (flip_time >= C.FLIP_Z_DAMP_START)
         & ((vel[..., 2] < 0) | (flip_time < C.FLIP_Z_DAMP_END))
     )
-    z_factor = float((_f32(1) - _f32(C.FLIP_Z_DAMP_120)) ** (_f32(dt) / (_f32(1) / _f32(120))))  # powf
-    vel = torch.cat((vel[..., :2], torch.where(damp_z, vel[..., 2] * z_factor, vel[..., 2])[..., None]), -1)
+    damped_z = torch.where(damp_z, vel[..., 2] * params.flip_z_damp_factor, vel[..., 2])
+    vel = torch.cat((vel[..., :2], damped_z[..., None]), -1)
     return dataclasses.replace(
         car,
         vel=vel,
@@ -419,18 +418,18 @@ def update_auto_roll(
     return Forces(force=forces.force + force, torque=forces.torque + torque)
 
 
-def update_boost(car: CarState, controls: CarControls, forces: Forces, dt: float, mutators: MutatorConfig):
+def update_boost(car: CarState, controls: CarControls, forces: Forces, params: TickParams):
     """Car::_UpdateBoost: boosting lasts at least BOOST_MIN_TIME once started and needs boost left;
     it burns boost and pushes forward (harder on the ground). (Recharge is a dropshot mutator.)"""
-    has_boost = car.boost > 0
+    dt, has_boost = params.tick_time, car.boost > 0
     is_boosting = has_boost & torch.where(
         car.is_boosting, controls.boost | (car.boosting_time < C.BOOST_MIN_TIME), controls.boost
     )
     boosting_time = torch.where(is_boosting, car.boosting_time + dt, 0.0)
     boost = torch.where(
-        is_boosting, (car.boost - mutators.boost_used_per_second * dt).clamp(min=0.0), car.boost
+        is_boosting, (car.boost - params.boost_used_per_second * dt).clamp(min=0.0), car.boost
     )
-    accel = torch.where(car.is_on_ground, mutators.boost_accel_ground, mutators.boost_accel_air)
+    accel = torch.where(car.is_on_ground, params.boost_accel_ground, params.boost_accel_air)
     boost_force = (accel[..., None] * car.rot_mat[..., :, 0]) * C.CAR_MASS_BT
     car = dataclasses.replace(
         car,
@@ -445,17 +444,22 @@ def update_boost(car: CarState, controls: CarControls, forces: Forces, dt: float
 def pre_tick_update(
     car: CarState,
     controls: CarControls,
-    params: CarParams,
+    config: CarParams,
     mesh: ArenaMesh,
-    dt: float,
-    solver_dt: torch.Tensor,
-    mutators: MutatorConfig,
+    tick_count: torch.Tensor,
+    params: TickParams,
 ) -> tuple[CarState, Forces]:
     """Car::_PreTickUpdate of every car: the car's stages in RocketSim's order. Returns the cars
-    (impulses already in their velocities) and the forces and torques for Bullet's step."""
-    inv_inertia = rb.inv_inertia_world(car.rot_mat, params.inv_inertia_local)
+    (impulses already in their velocities) and the forces and torques for Bullet's step.
+
+    ``tick_count`` [N]: the arena's ticks so far; Bullet's solver time step, which the wheels' extra
+    pushback reads, is its default 1/60 s before an arena's first step.
+    """
+    dt = params.tick_time
+    solver_dt = torch.where(tick_count == 0, C.SOLVER_DEFAULT_TIME_STEP, dt)
+    inv_inertia = rb.inv_inertia_world(car.rot_mat, config.inv_inertia_local)
     before = car
-    wheels, car = vehicle.update_vehicle_first(car, params, mesh, inv_inertia, dt, solver_dt)
+    wheels, car = vehicle.update_vehicle_first(car, config, mesh, inv_inertia, dt, solver_dt)
     jump_pressed = controls.jump & ~(car.last_controls[..., 5] > 0.5)
     num_wheels_in_contact = wheels.is_in_contact.sum(-1)
     car = dataclasses.replace(
@@ -464,7 +468,7 @@ def pre_tick_update(
     forward_speed = vehicle.get_forward_speed(car)
     forces = Forces.zeros_like(car.vel)
     car, forces = update_wheels(
-        car, controls, wheels, forces, params, num_wheels_in_contact, forward_speed, dt
+        car, controls, wheels, forces, config, num_wheels_in_contact, forward_speed, dt
     )
 
     in_air = num_wheels_in_contact < 3
@@ -472,9 +476,9 @@ def pre_tick_update(
     car = tree.where(in_air, air_car, dataclasses.replace(car, is_flipping=torch.zeros_like(car.is_flipping)))
     forces = tree.where(in_air, air_forces, forces)
 
-    car, forces = update_jump(car, controls, jump_pressed, forces, dt, mutators)
+    car, forces = update_jump(car, controls, jump_pressed, forces, params)
     car = update_auto_flip(car, jump_pressed, dt)
-    car = update_double_jump_or_flip(car, controls, jump_pressed, forward_speed, params, dt, mutators)
+    car = update_double_jump_or_flip(car, controls, jump_pressed, forward_speed, config, params)
     rolls = (controls.throttle != 0) & (
         ((num_wheels_in_contact > 0) & (num_wheels_in_contact < 4)) | car.has_world_contact
     )
@@ -482,8 +486,8 @@ def pre_tick_update(
         rolls, update_auto_roll(car, wheels, forces, inv_inertia, num_wheels_in_contact), forces
     )
     car = dataclasses.replace(car, has_world_contact=torch.zeros_like(car.has_world_contact))
-    car = vehicle.update_vehicle_second(car, params, wheels, inv_inertia, dt)
-    car, forces = update_boost(car, controls, forces, dt, mutators)
+    car = vehicle.update_vehicle_second(car, config, wheels, inv_inertia, dt)
+    car, forces = update_boost(car, controls, forces, params)
 
     # Demolished cars only count down to their respawn (which arrives with the next soccar stage).
     demoed = before.is_demoed
@@ -491,10 +495,8 @@ def pre_tick_update(
     return tree.where(demoed, frozen, car), tree.where(demoed, Forces.zeros_like(car.vel), forces)
 
 
-def physics_step(
-    car: CarState, forces: Forces, params: CarParams, dt: float, mutators: MutatorConfig
-) -> CarState:
-    """The cars' part of btDiscreteDynamicsWorld::stepSimulation (one substep of ``dt``).
+def physics_step(car: CarState, forces: Forces, config: CarParams, params: TickParams) -> CarState:
+    """The cars' part of btDiscreteDynamicsWorld::stepSimulation (one substep of the tick).
 
     Gravity joins the forces; the body's arena contacts (`car_world`, at the tick's starting
     transform) give the solve's deltas and split-impulse pushes; the write-back and integration
@@ -502,8 +504,9 @@ def physics_step(
     pushes are zero and the car meets the arena through its wheels alone. Demolished cars are not
     simulated.
     """
-    forces = rb.apply_gravity(forces, mutators.gravity_z)
-    inv_inertia = rb.inv_inertia_world(car.rot_mat, params.inv_inertia_local)
+    dt = params.tick_time
+    forces = rb.apply_gravity(forces, params.gravity_z)
+    inv_inertia = rb.inv_inertia_world(car.rot_mat, config.inv_inertia_local)
     ext_v, ext_w = rb.external_impulses(forces, inv_inertia, dt)
     zero = torch.zeros_like(car.vel)
     dv, dw, push_v, push_w = zero, zero, zero, zero  # the body-arena contact solve (car_world)
@@ -514,10 +517,10 @@ def physics_step(
     return tree.where(car.is_demoed, car, moved)
 
 
-def post_tick_update(car: CarState, controls: CarControls, dt: float) -> CarState:
+def post_tick_update(car: CarState, controls: CarControls, params: TickParams) -> CarState:
     """Car::_PostTickUpdate: supersonic (from 2200 UU/s, kept above 2100 for up to 1 s), the bump
     cooldown timer, and the controls remembered for the next tick's jump edge."""
-    speed2 = rb.length2(car.vel)
+    dt, speed2 = params.tick_time, rb.length2(car.vel)
     maintaining = car.is_supersonic & (car.supersonic_time < C.SUPERSONIC_MAINTAIN_MAX_TIME)
     threshold = torch.where(maintaining, C.SUPERSONIC_MAINTAIN_MIN_SPEED**2, C.SUPERSONIC_START_SPEED**2)
     is_supersonic = speed2 >= threshold

@@ -95,6 +95,12 @@ INTERNAL_EDGE_PLANAR_EPSILON = 0.0001  # m_planarEpsilon (dimensionless, on unit
 INTERNAL_EDGE_EQUAL_VERTEX_THRESHOLD_SQ = (0.0001 * BT_TO_UU) ** 2  # m_equalVertexThreshold, UU^2
 INTERNAL_EDGE_MAX_ANGLE = 2.0 * math.pi  # m_maxEdgeAngleThreshold; edges without a neighbour keep 2*pi
 
+# SIMD_EPSILON (FLT_EPSILON) as Bullet compares it against squared lengths in BT^2, here in UU^2
+# (SphereTriangleDetector: below it the contact normal is the face normal).
+SIMD_EPSILON_UU2 = float(np.finfo(np.float32).eps) * BT_TO_UU**2
+# SIMD_EPSILON^2 against |(v1 - v0) x (v2 - v0)|^2 (a length^4): degenerate triangles never touch.
+DEGENERATE_TRIANGLE_L2 = float(np.finfo(np.float32).eps) ** 2 * BT_TO_UU**4
+
 # FLT_EPSILON in BT^2/s^2 (btSequentialImpulseConstraintSolver::convertContactInner), in UU^2/s^2:
 # below it the friction direction is not taken from the sliding velocity.
 FRICTION_DIRECTION_EPSILON_SQ = float(np.finfo(np.float32).eps) * BT_TO_UU**2
@@ -248,6 +254,18 @@ LAT_FRICTION_CURVE = ((0.0, 1.0), (1.0, 0.2))
 # LONG_FRICTION_CURVE is empty in RocketSim: its output is the default, 1.
 HANDBRAKE_LAT_FRICTION_FACTOR_CURVE = ((0.0, 0.1),)
 HANDBRAKE_LONG_FRICTION_FACTOR_CURVE = ((0.0, 0.5), (1.0, 0.9))
+
+# Kickoff spots for blue (RLConst::CAR_SPAWN_LOCATIONS_SOCCAR): x, y, yaw; orange is mirrored
+# through (-x, -y) with yaw + pi. Arena::ResetToRandomKickoff shuffles them; cars past the fifth per
+# team go to the respawn spots, CAR_SPAWN_EXTRA_OFFSET_Y further along y for each car already there.
+CAR_SPAWN_LOCATIONS_SOCCAR = (
+    (-2048.0, -2560.0, math.pi / 4),
+    (2048.0, -2560.0, 3 * math.pi / 4),
+    (-256.0, -3840.0, math.pi / 2),
+    (256.0, -3840.0, math.pi / 2),
+    (0.0, -4608.0, math.pi / 2),
+)
+CAR_SPAWN_EXTRA_OFFSET_Y = 250.0
 
 # Respawn spots for blue (RLConst::CAR_RESPAWN_LOCATIONS_SOCCAR): x, y, yaw; orange is mirrored.
 CAR_RESPAWN_LOCATIONS_SOCCAR = (

@@ -1,8 +1,13 @@
-"""Per-arena physics parameters (RocketSim `MutatorConfig`), shared by every env of an Arena."""
+"""Per-arena physics parameters: RocketSim's `MutatorConfig`, and `TickParams`, every number a tick
+reads, built once from the mutators and the tick length and read by name by the reference mechanics
+and the kernels alike."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+
+import numpy as np
 
 from nitro.envs.soccar import constants as C
 
@@ -67,3 +72,101 @@ class MutatorConfig:
     def ball_inv_inertia(self) -> float:
         """1 / (0.4 m r^2) of a solid sphere, with r in UU (so angular impulses come out in rad/s)."""
         return 1.0 / (0.4 * self.ball_mass * self.ball_radius**2)
+
+
+def damping_factor(drag: float, dt: float) -> float:
+    """btRigidBody::applyDamping's per-tick factor, (1 - drag)^dt, computed as Bullet does in float32."""
+    return float(np.float32(math.pow(float(np.float32(1.0) - np.float32(drag)), float(np.float32(dt)))))
+
+
+def flip_z_damp_factor(dt: float) -> float:
+    """Car::_UpdateDoubleJumpOrFlip's per-tick z damping while flipping, (1 - 0.35)^(dt / (1 / 120)),
+    computed as RocketSim's powf does in float32."""
+    f32 = np.float32
+    return float((f32(1) - f32(C.FLIP_Z_DAMP_120)) ** (f32(dt) / (f32(1) / f32(120))))
+
+
+@dataclasses.dataclass(frozen=True)
+class TickParams:
+    """Every number a tick reads (Python floats), from `MutatorConfig`, the tick length and Bullet's
+    solver settings: built once per arena (`from_mutators`), passed whole to the reference mechanics
+    and, field by field under the same names, to the kernels."""
+
+    tick_time: float
+    """Seconds per tick, dt (RocketSim computes 1 / tick_rate in float32)."""
+    gravity_dv: float
+    """Velocity gravity adds along z per tick, g dt, UU/s (the solver's external impulse over mass)."""
+    ball_damping: float
+    """The ball's linear damping factor per tick, (1 - drag)^dt (`damping_factor`)."""
+    ball_radius: float
+    """UU."""
+    ball_contact_gap: float
+    """Bullet's contact breaking threshold of the ball against the arena, UU."""
+    ball_inv_mass: float
+    """1 / ball mass (Bullet mass units)."""
+    ball_inv_inertia: float
+    """1 / (0.4 m r^2), r in UU, so angular impulses come out in rad/s."""
+    ball_restitution: float
+    """Combined ball-arena restitution (max against a static body)."""
+    ball_friction: float
+    """Combined ball-arena friction (min against a static body)."""
+    ball_max_speed: float
+    """Linear speed clamp at the end of each tick, UU/s."""
+    ball_max_ang_speed: float
+    """Angular speed clamp at the end of each tick, rad/s."""
+    goal_y: float
+    """A goal is scored when |ball y| exceeds this (the goal line plus a ball radius), UU."""
+    restitution_velocity_threshold: float
+    """Approach speed below which a contact does not bounce, UU/s (Bullet's restitution threshold)."""
+    friction_direction_epsilon_sq: float
+    """Squared sliding speed below which friction takes btPlaneSpace1's direction, UU^2/s^2."""
+    erp2_over_dt: float
+    """Split-impulse recovery rate: erp2 / dt, 1/s."""
+    gravity_z: float
+    """Gravity along z, UU/s^2 (the cars' weight is this times their mass)."""
+    jump_immediate_force: float
+    """Upward velocity a jump starts with, UU/s."""
+    jump_accel: float
+    """Upward acceleration while a jump is held, UU/s^2."""
+    boost_accel_ground: float
+    """Boost acceleration with 3 or more wheels on the ground, UU/s^2."""
+    boost_accel_air: float
+    """Boost acceleration otherwise, UU/s^2."""
+    boost_used_per_second: float
+    """Boost burnt per second of boosting (of 100)."""
+    unlimited_flips: bool
+    """Flips are possible after a flip or double jump (within the 1.25 s window)."""
+    unlimited_double_jumps: bool
+    """Double jumps likewise."""
+    flip_z_damp_factor: float
+    """A flip's z-velocity damping per tick, (1 - FLIP_Z_DAMP_120)^(dt x 120), in float32 as powf."""
+
+    @staticmethod
+    def from_mutators(mutators: MutatorConfig, tick_time: float) -> TickParams:
+        m, dt = mutators, tick_time
+        return TickParams(
+            tick_time=dt,
+            gravity_dv=m.gravity_z * dt,
+            ball_damping=damping_factor(m.ball_drag, dt),
+            ball_radius=m.ball_radius,
+            ball_contact_gap=m.ball_contact_gap,
+            ball_inv_mass=1.0 / m.ball_mass,
+            ball_inv_inertia=m.ball_inv_inertia,
+            ball_restitution=m.ball_world_contact_restitution,
+            ball_friction=m.ball_world_contact_friction,
+            ball_max_speed=m.ball_max_speed,
+            ball_max_ang_speed=C.BALL_MAX_ANG_SPEED,
+            goal_y=m.goal_base_threshold_y + m.ball_radius,
+            restitution_velocity_threshold=C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD,
+            friction_direction_epsilon_sq=C.FRICTION_DIRECTION_EPSILON_SQ,
+            erp2_over_dt=C.SOLVER_ERP2 / dt,
+            gravity_z=m.gravity_z,
+            jump_immediate_force=m.jump_immediate_force,
+            jump_accel=m.jump_accel,
+            boost_accel_ground=m.boost_accel_ground,
+            boost_accel_air=m.boost_accel_air,
+            boost_used_per_second=m.boost_used_per_second,
+            unlimited_flips=m.unlimited_flips,
+            unlimited_double_jumps=m.unlimited_double_jumps,
+            flip_z_damp_factor=flip_z_damp_factor(dt),
+        )

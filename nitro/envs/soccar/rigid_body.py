@@ -28,7 +28,7 @@ import dataclasses
 import torch
 
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.mesh import cross, dot
+from nitro.envs.soccar.vec import cross, dot
 
 INV_MASS = 1.0 / C.CAR_MASS_BT
 

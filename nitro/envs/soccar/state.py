@@ -1,4 +1,5 @@
-"""Batched soccar state: dataclasses of tensors whose first axis is the env (N).
+"""Batched soccar state: dataclasses of tensors whose first axis is the env (N); what a step
+reports (`ArenaEvents`); and what every tick reads and never writes (`World`).
 
 Field names are RocketSim's (its Python binding's snake_case spelling). Units: UU, UU/s, rad/s,
 seconds. Rotation matrices have columns forward, right, up. Hidden per-tick state that RocketSim does
@@ -14,6 +15,9 @@ from typing import ClassVar
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.arena_mesh import ArenaMesh
+from nitro.envs.soccar.car_config import CarParams
+from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 
 
 @dataclasses.dataclass
@@ -168,6 +172,9 @@ class CarState:
     HIDDEN: ClassVar[tuple[str, ...]] = ("is_boosting", "time_since_boosted", "velocity_impulse_cache", "engine_force", "brake",
               "steer_angle", "lat_friction", "long_friction", "extra_pushback")  # fmt: skip
     """The hidden fields: reset by `Arena.set_car`, not settable through it."""
+    SETTABLE: ClassVar[tuple[str, ...]]  # set below the class
+    """The fields `Arena.set_car` takes: all but the hidden ones and ``tick_count_since_update``
+    (which Car::SetState restarts at 0)."""
 
     @staticmethod
     def fresh(num_envs: int, num_cars: int, device: torch.device) -> CarState:
@@ -182,6 +189,9 @@ class CarState:
         fields["is_on_ground"][:] = True
         fields["boost"][:] = C.BOOST_SPAWN_AMOUNT
         return CarState(**fields)
+
+
+CarState.SETTABLE = tuple(n for n in CarState.FIELDS if n not in CarState.HIDDEN + ("tick_count_since_update",))
 
 
 @dataclasses.dataclass
@@ -213,3 +223,46 @@ class GameState:
     pads: BoostPadState
     tick_count: torch.Tensor
     """Ticks simulated since the arena was made [N] int64 (Arena::tickCount)."""
+
+
+@dataclasses.dataclass
+class ArenaEvents:
+    """What happened during the ticks of one `Arena.step` call, per env."""
+
+    goal_blue: torch.Tensor
+    """Blue scored (the ball went into the +y goal) on at least one stepped tick [N] bool."""
+    goal_orange: torch.Tensor
+    """Orange scored (the ball went into the -y goal) on at least one stepped tick [N] bool."""
+    goal_tick: torch.Tensor
+    """Arena tick count right after the first scoring tick of this call, -1 if none [N] int64."""
+    ball_touch: torch.Tensor
+    """Car touched the ball [N, C] bool."""
+    demo: torch.Tensor
+    """Car was demolished [N, C] bool."""
+    boost_pickup: torch.Tensor
+    """Car picked up a pad [N, C] bool."""
+
+    @staticmethod
+    def none(num_envs: int, num_cars: int, device: torch.device) -> ArenaEvents:
+        no = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        no_car = torch.zeros(num_envs, num_cars, dtype=torch.bool, device=device)
+        return ArenaEvents(
+            goal_blue=no,
+            goal_orange=no.clone(),
+            goal_tick=torch.full((num_envs,), -1, dtype=torch.int64, device=device),
+            ball_touch=no_car,
+            demo=no_car.clone(),
+            boost_pickup=no_car.clone(),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    """What every tick reads and never writes: the geometry, the mutators and the tick parameters."""
+
+    mesh: ArenaMesh
+    mutators: MutatorConfig
+    params: TickParams
+    """Built from ``mutators`` and the tick length (`TickParams.from_mutators`)."""
+    cars: CarParams
+    """The presets of the C car slots (blue cars first)."""

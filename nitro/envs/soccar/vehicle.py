@@ -26,9 +26,10 @@ import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar import mesh as arena
+from nitro.envs.soccar import ray_cast as arena_ray_cast
 from nitro.envs.soccar.car_config import CarParams
-from nitro.envs.soccar.mesh import ArenaMesh, cross, dot
+from nitro.envs.soccar.arena_mesh import ArenaMesh
+from nitro.envs.soccar.vec import cross, dot
 from nitro.envs.soccar.rigid_body import (
     INV_MASS,
     apply_impulse,
@@ -97,15 +98,15 @@ def get_upwards_dir_from_wheel_contacts(wheels: Wheels, up: torch.Tensor) -> tor
     return where3(none, up, safe_normalized(total))
 
 
-def update_wheel_transforms(car: CarState, params: CarParams):
+def update_wheel_transforms(car: CarState, config: CarParams):
     """btVehicleRL::updateWheelTransform for every wheel: (hard_point, axle) [N, C, 4, 3].
 
     The hard point is the connection point in world space; the axle is the chassis' right axis
     turned about its up axis by the wheel's steer angle (front wheels; last tick's angle).
     """
     _, right, up = chassis_axes(car.rot_mat)
-    hard_point = mat_vec(car.rot_mat[..., None, :, :], params.wheel_connection) + car.pos[..., None, :]
-    steer = torch.where(params.is_front, car.steer_angle[..., None], 0.0)
+    hard_point = mat_vec(car.rot_mat[..., None, :, :], config.wheel_connection) + car.pos[..., None, :]
+    steer = torch.where(config.is_front, car.steer_angle[..., None], 0.0)
     steering = basis_from_quat(quat_from_axis_angle(up.expand_as(hard_point), steer))
     axle = mat_vec(steering, right)
     return hard_point, axle
@@ -125,7 +126,7 @@ def resolve_single_collision(car: CarState, inv_inertia, point, normal, distance
     return (positional_error * jac_inv + velocity_error * jac_inv).clamp(min=0)
 
 
-def ray_cast(car: CarState, params: CarParams, hard_point, mesh: ArenaMesh, inv_inertia, solver_dt):
+def ray_cast(car: CarState, config: CarParams, hard_point, mesh: ArenaMesh, inv_inertia, solver_dt):
     """btVehicleRL::rayCast for every wheel: (contact fields, extra_pushback [N, C, 4]).
 
     The ray runs from the hard point down the chassis' up axis for rest + travel + radius - 2.5 UU.
@@ -136,11 +137,11 @@ def ray_cast(car: CarState, params: CarParams, hard_point, mesh: ArenaMesh, inv_
     """
     n, c = car.pos.shape[:2]
     _, _, up = chassis_axes(car.rot_mat)
-    rest = params.suspension_rest_length
-    radius = params.wheel_radius
+    rest = config.suspension_rest_length
+    radius = config.wheel_radius
     ray_length = ((rest + C.MAX_SUSPENSION_TRAVEL) + radius) - C.SUSPENSION_SUBTRACTION
     target = hard_point + -up * ray_length[..., None]
-    hits = arena.ray_cast(mesh, hard_point.reshape(-1, 3), target.reshape(-1, 3))
+    hits = arena_ray_cast.ray_cast(mesh, hard_point.reshape(-1, 3), target.reshape(-1, 3))
     hit = hits.hit.reshape(n, c, 4)
     fraction = hits.fraction.reshape(n, c, 4, 1)
     point = where3(hit, hard_point * (1.0 - fraction) + target * fraction, target)
@@ -172,17 +173,17 @@ def ray_cast(car: CarState, params: CarParams, hard_point, mesh: ArenaMesh, inv_
     return contact, extra_pushback
 
 
-def resolve_single_bilateral(car: CarState, params: CarParams, point, axis):
+def resolve_single_bilateral(car: CarState, config: CarParams, point, axis):
     """Bullet's resolveSingleBilateral against a static object: -0.2 x the velocity along ``axis``
     at ``point`` times the effective mass (the lateral friction impulse) [N, C, 4]."""
     rel_pos = point - car.pos[..., None, :]
     vel = car.vel[..., None, :] + cross(car.ang_vel[..., None, :], rel_pos)
     a_j = mat_vec(car.rot_mat.transpose(-1, -2)[..., None, :, :], cross(rel_pos, axis))
-    jac_diag = INV_MASS + dot(params.inv_inertia_local[:, None, :] * a_j, a_j)
+    jac_diag = INV_MASS + dot(config.inv_inertia_local[:, None, :] * a_j, a_j)
     return (-C.VEHICLE_CONTACT_DAMPING * dot(axis, vel)) * (1.0 / jac_diag)
 
 
-def calc_friction_impulses(car: CarState, params: CarParams, wheels: Wheels, dt: float) -> torch.Tensor:
+def calc_friction_impulses(car: CarState, config: CarParams, wheels: Wheels, dt: float) -> torch.Tensor:
     """btVehicleRL::calcFrictionImpulses: each touching wheel's friction impulse per second [N, C, 4, 3].
 
     Lateral: resolveSingleBilateral along the axle projected onto the contact plane, times the
@@ -193,11 +194,12 @@ def calc_friction_impulses(car: CarState, params: CarParams, wheels: Wheels, dt:
     normal = wheels.contact_normal
     axle = safe_normalized(wheels.axle - normal * dot(wheels.axle, normal)[..., None])
     forward = safe_normalized(cross(normal, axle))
-    side_impulse = resolve_single_bilateral(car, params, wheels.contact_point, axle)
+    side_impulse = resolve_single_bilateral(car, config, wheels.contact_point, axle)
     rel_pos = wheels.contact_point - car.pos[..., None, :]
     rel_vel = dot(car.vel[..., None, :] + cross(car.ang_vel[..., None, :], rel_pos), forward)
-    if dt > 1.0 / 80.0:  # RocketSim rounds small rolling friction off below 80 ticks/s
-        threshold = (-(1.0 / (dt * 150.0)) + 0.8) * C.BT_TO_UU
+    f32 = np.float32
+    if f32(dt) > f32(1) / f32(80):  # RocketSim rounds small rolling friction off below 80 ticks/s
+        threshold = float(-(f32(1) / (f32(dt) * f32(150))) + f32(0.8)) * C.BT_TO_UU  # float32, in BT
         rel_vel = torch.where(rel_vel.abs() < threshold, 0.0, rel_vel)
     brake = car.brake[..., None]
     rolling = torch.minimum(torch.maximum(-rel_vel * C.ROLLING_FRICTION_SCALE_MAGIC, -brake), brake)
@@ -210,7 +212,7 @@ def calc_friction_impulses(car: CarState, params: CarParams, wheels: Wheels, dt:
 
 
 def update_vehicle_first(
-    car: CarState, params: CarParams, mesh: ArenaMesh, inv_inertia, dt: float, solver_dt: torch.Tensor
+    car: CarState, config: CarParams, mesh: ArenaMesh, inv_inertia, dt: float, solver_dt: torch.Tensor
 ) -> tuple[Wheels, CarState]:
     """Wheel transforms, the four rays, and the (lagged) friction impulses. Returns the tick's
     wheels and the car with its updated extra pushback.
@@ -218,14 +220,14 @@ def update_vehicle_first(
     ``solver_dt`` [N] is Bullet's solver time step as the pushback reads it: the tick length, but
     1/60 s before an arena's first step (btContactSolverInfo's default).
     """
-    hard_point, axle = update_wheel_transforms(car, params)
-    contact, extra_pushback = ray_cast(car, params, hard_point, mesh, inv_inertia, solver_dt)
+    hard_point, axle = update_wheel_transforms(car, config)
+    contact, extra_pushback = ray_cast(car, config, hard_point, mesh, inv_inertia, solver_dt)
     wheels = Wheels(hard_point=hard_point, axle=axle, impulse=torch.zeros_like(axle), **contact)
-    wheels = dataclasses.replace(wheels, impulse=calc_friction_impulses(car, params, wheels, dt))
+    wheels = dataclasses.replace(wheels, impulse=calc_friction_impulses(car, config, wheels, dt))
     return wheels, dataclasses.replace(car, extra_pushback=extra_pushback)
 
 
-def update_suspension(car: CarState, params: CarParams, wheels: Wheels, inv_inertia, dt: float):
+def update_suspension(car: CarState, config: CarParams, wheels: Wheels, inv_inertia, dt: float):
     """btVehicleRL::updateSuspension: (vel, ang_vel) after each touching wheel's spring impulse.
 
     Force = (rest - length) x 500 x clipped 1/(n.up) - damping (25 compressing, 40 relaxing) x the
@@ -233,11 +235,11 @@ def update_suspension(car: CarState, params: CarParams, wheels: Wheels, inv_iner
     extra pushback goes along the contact normal at the contact point.
     """
     force = (
-        (params.suspension_rest_length - wheels.suspension_length) * C.SUSPENSION_STIFFNESS
+        (config.suspension_rest_length - wheels.suspension_length) * C.SUSPENSION_STIFFNESS
     ) * wheels.clipped_inv_contact_dot_suspension
     rel_vel = wheels.suspension_relative_velocity
     damping = torch.where(rel_vel < 0, C.WHEELS_DAMPING_COMPRESSION, C.WHEELS_DAMPING_RELAXATION)
-    force = ((force - damping * rel_vel) * params.suspension_force_scale).clamp(min=0)
+    force = ((force - damping * rel_vel) * config.suspension_force_scale).clamp(min=0)
     force = torch.where(wheels.is_in_contact, force, 0.0)
     vel, ang_vel = car.vel, car.ang_vel
     for i in range(4):
@@ -267,10 +269,10 @@ def apply_friction_impulses(car: CarState, wheels: Wheels, inv_inertia, dt: floa
 
 
 def update_vehicle_second(
-    car: CarState, params: CarParams, wheels: Wheels, inv_inertia, dt: float
+    car: CarState, config: CarParams, wheels: Wheels, inv_inertia, dt: float
 ) -> CarState:
     """Suspension impulses, then the friction impulses computed in `update_vehicle_first`."""
-    vel, ang_vel = update_suspension(car, params, wheels, inv_inertia, dt)
+    vel, ang_vel = update_suspension(car, config, wheels, inv_inertia, dt)
     car = dataclasses.replace(car, vel=vel, ang_vel=ang_vel)
     vel, ang_vel = apply_friction_impulses(car, wheels, inv_inertia, dt)
     return dataclasses.replace(car, vel=vel, ang_vel=ang_vel)

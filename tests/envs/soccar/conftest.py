@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nitro.envs.soccar.mesh import MeshesNotFoundError, load_arena_mesh
+from nitro.envs.soccar.arena_mesh import MeshesNotFoundError, load_arena_mesh
 
 
 @pytest.fixture(autouse=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -11,8 +9,8 @@ import torch
 from nitro.envs.soccar import ball
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
-from nitro.envs.soccar.collide import sphere_manifolds
-from nitro.envs.soccar.mutators import MutatorConfig
+from nitro.envs.soccar.manifolds import sphere_manifolds
+from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 
 DT = 1.0 / 120
 # float32 state after 120 ticks: ~120 roundings of values of order 500, each <= 3e-5 UU.
@@ -92,21 +90,21 @@ def test_rolling_spins_up_without_slipping(mesh):
 
 
 def test_speed_clamps(mesh):
-    m = MutatorConfig()
+    params = TickParams.from_mutators(MutatorConfig(), DT)
     state = _arena().ball
     state.vel = torch.tensor([[7000.0, 0.0, 0.0]])
     state.ang_vel = torch.tensor([[0.0, 10.0, 0.0]])
-    out = ball.finish_physics_tick(state, m)
+    out = ball.finish_physics_tick(state, params)
     assert float(out.vel.norm()) == pytest.approx(C.BALL_MAX_SPEED, rel=1e-6)
     assert float(out.ang_vel.norm()) == pytest.approx(C.BALL_MAX_ANG_SPEED, rel=1e-6)
 
 
 def test_goal_line(mesh):
-    m = MutatorConfig()
+    params = TickParams.from_mutators(MutatorConfig(), DT)
     line = C.SOCCAR_GOAL_SCORE_BASE_THRESHOLD_Y + C.BALL_COLLISION_RADIUS_SOCCAR  # 5215.5
     y = torch.tensor([line - 0.01, line + 0.01, -line - 0.01, 0.0])
     pos = torch.stack([torch.zeros(4), y, torch.full((4,), 300.0)], 1)
-    assert ball.is_ball_scored(pos, m).tolist() == [False, True, True, False]
+    assert ball.is_ball_scored(pos, params).tolist() == [False, True, True, False]
 
 
 def test_goal_events(mesh):
@@ -136,6 +134,3 @@ def test_corner_contact_averages_normals(mesh):
     mean = (manifolds.normal * held[..., None]).sum((1, 2)) / held.sum()
     assert float(mean.norm()) < 0.99
 
-
-def test_damping_factor_matches_bullet():
-    assert ball.damping_factor(0.03, DT) == pytest.approx(math.pow(0.97, DT), rel=1e-6)

@@ -2,7 +2,8 @@
 
 On CUDA (`gpu` marker): every query at scale, the fused tick and the compiled / graphed steps.
 On CPU with Triton installed: the same kernels under TRITON_INTERPRET=1 (Triton's numpy interpreter;
-`slow` marker, in a subprocess because the variable must be set before Triton is imported), and each
+`slow` marker, in a subprocess because the variable must be set before Triton is imported), each
+kernel stage against its reference stage (tests/envs/soccar/kernels, likewise in a subprocess), and each
 kernel lowered for an sm_90 GPU with the argument types torch.compile gives it (no GPU needed). CI
 without Triton skips both. Query results are compared through `kernel_checks`, which accepts the
 answers the float32 rounding decides (ties) and nothing else.
@@ -22,6 +23,14 @@ import pytest
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.arena import Arena
+from nitro.envs.soccar.kernels import arena as arena_kernels
+from nitro.envs.soccar.kernels import box_contacts as box_kernels
+from nitro.envs.soccar.kernels import manifolds as manifold_kernels
+from nitro.envs.soccar.kernels import ray_cast as ray_cast_kernels
+from nitro.envs.soccar.state import ArenaEvents
+from tests.envs.soccar.kernels import kernel_checks
+from tests.parity.rocketsim_harness import make_throws
 
 ROOT = Path(__file__).resolve().parents[3]
 HAS_TRITON = importlib.util.find_spec("triton") is not None
@@ -38,8 +47,6 @@ FUSED_DIVERGED_SHARE = 0.02
 
 def compare_queries(mesh, n: int, interpreted: bool) -> None:
     """Every query kernel against its reference on 1.5 n random queries (`kernel_checks`)."""
-    from nitro.envs.soccar import kernel_checks
-
     for row in kernel_checks.check_queries(mesh, n):
         assert row["passed"] and row["unexplained"] == 0, row
         # The interpreter rounds almost as the reference does (numpy float32, no fused multiply-adds):
@@ -51,11 +58,6 @@ def compare_queries(mesh, n: int, interpreted: bool) -> None:
 
 def compare_fused(device, per_family: int, ticks: int) -> None:
     """The fused kernel's ticks equal the PyTorch pipeline's on the parity throws."""
-    from nitro.envs.soccar.arena import Arena
-
-    sys.path.insert(0, str(ROOT))
-    from tests.parity.rocketsim_harness import make_throws
-
     throws = make_throws(per_family, seed=5)
     start = {k: torch.from_numpy(getattr(throws, k)).to(device) for k in ("pos", "vel", "ang_vel")}
     eager, fused = (Arena(len(throws), blue=0, orange=0, device=device, mode=m) for m in ("eager", "fused"))
@@ -82,7 +84,7 @@ def test_kernels_match_reference_interpreted():
     script = textwrap.dedent("""
         import torch
         torch.set_num_threads(1)
-        from nitro.envs.soccar.mesh import load_arena_mesh
+        from nitro.envs.soccar.arena_mesh import load_arena_mesh
         from tests.envs.soccar.test_kernels import compare_fused, compare_queries
         compare_queries(load_arena_mesh(), 21, interpreted=True)  # one program of each kernel
         compare_fused("cpu", 2, 40)
@@ -90,9 +92,29 @@ def test_kernels_match_reference_interpreted():
     """)
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200
+        [sys.executable, "-c", script],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="Triton is not installed (CPU-only PyTorch)")
+def test_kernel_stages_match_reference_interpreted():
+    """Each kernel stage against its reference stage (tests/envs/soccar/kernels), on the interpreter."""
+    folder = ROOT / "tests" / "envs" / "soccar" / "kernels"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)]
+    command += ["--ignore", str(folder / "test_kernel_checks.py")]  # reference-only: runs in this session
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0 and "passed" in summary and "skipped" not in summary, done.stdout[-3000:]
 
 
 # --- CPU: lowering for the GPU with torch.compile's argument types ---------------------------------
@@ -101,8 +123,6 @@ def test_kernels_match_reference_interpreted():
 def _captured_launches(monkeypatch, mesh):
     """Every kernel launch of the four ops (sphere, ray, box, fused tick) on small CPU inputs, caught
     before Triton runs it: (kernel, {argument: value}, launch options)."""
-    from nitro.envs.soccar import arena, kernels
-
     launches = []
 
     class Catch:
@@ -116,13 +136,16 @@ def _captured_launches(monkeypatch, mesh):
 
             return launch
 
-    monkeypatch.setattr(kernels, "wrap_triton", Catch)
+    for module in (manifold_kernels, ray_cast_kernels, box_kernels, arena_kernels):
+        monkeypatch.setattr(module, "wrap_triton", Catch)
     c = torch.zeros(64, 3)
-    kernels.sphere_manifolds(mesh, c, R, GAP)
-    kernels.ray_cast(mesh, c, c + 1.0)
-    kernels.box_contacts(mesh, c, torch.eye(3).expand(64, 3, 3), torch.tensor([60.0, 40.0, 20.0]), 2.0, 8)
-    balls = arena.Arena(64, blue=0, orange=0)
-    kernels.ball_ticks_(balls.state, arena.ArenaEvents.none(64, 0, balls.device), balls.world, 8)
+    manifold_kernels.launch_sphere_manifolds(mesh, c, R, GAP)
+    ray_cast_kernels.launch_ray_cast(mesh, c, c + 1.0)
+    box_kernels.launch_box_contacts(
+        mesh, c, torch.eye(3).expand(64, 3, 3), torch.tensor([60.0, 40.0, 20.0]), 2.0, 8
+    )
+    balls = Arena(64, blue=0, orange=0)
+    arena_kernels.launch_step_ticks_(balls.state, ArenaEvents.none(64, 0, balls.device), balls.world, 8)
     return launches
 
 
@@ -161,10 +184,10 @@ def test_kernels_lower_for_the_gpu_with_compile_argument_types(mesh, monkeypatch
     backend = make_backend(target)
     launches = _captured_launches(monkeypatch, mesh)
     assert {fn.__name__ for fn, _, _ in launches} == {
-        "_sphere_manifolds_kernel",
-        "_ray_cast_kernel",
-        "_box_contacts_kernel",
-        "_ball_ticks_kernel",
+        "sphere_manifolds_kernel",
+        "ray_cast_kernel",
+        "box_contacts_kernel",
+        "step_ticks_kernel",
     }
     for fn, values, options in launches:
         signature, constants = _signature(fn, values, float_type)
@@ -200,11 +223,6 @@ def test_fused_ticks_match_pipeline_cuda():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("mode", ["compile", "graph"])
 def test_compiled_ball_step_matches_eager_cuda(mode):
-    from nitro.envs.soccar.arena import Arena
-
-    sys.path.insert(0, str(ROOT))
-    from tests.parity.rocketsim_harness import make_throws
-
     throws = make_throws(10, seed=6)
     start = {k: torch.from_numpy(getattr(throws, k)).cuda() for k in ("pos", "vel", "ang_vel")}
     eager, fast = (Arena(len(throws), blue=0, orange=0, device="cuda", mode=m) for m in ("eager", mode))
@@ -222,8 +240,6 @@ def test_compiled_ball_step_matches_eager_cuda(mode):
 @pytest.mark.parametrize("mode", ["eager", "fused"])
 def test_ticks_never_sync_with_the_host_cuda(mode):
     """DESIGN principle 3: stepping launches work and returns; nothing waits for the device."""
-    from nitro.envs.soccar.arena import Arena
-
     arena = Arena(4096, blue=0, orange=0, device="cuda", mode=mode)
     g = torch.Generator().manual_seed(0)
     arena.set_ball(

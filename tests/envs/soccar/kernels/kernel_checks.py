@@ -1,6 +1,6 @@
 """Kernel against reference, query by query, telling float ties from bugs.
 
-The Triton kernels (`kernels`) and the PyTorch references (`mesh`, `collide`) evaluate the same
+The Triton kernels (`nitro.envs.soccar.kernels`) and the PyTorch references evaluate the same
 float32 formulas in the same order, but not with the same rounding: on the GPU Triton contracts
 ``a * b + c`` into fused multiply-adds and its ``sqrt`` and ``/`` are the fast approximate ones, so a
 result may differ from the reference by a few ulps. Continuous outputs then agree to a few ulps of
@@ -84,21 +84,17 @@ import math
 import numpy as np
 import torch
 
-from nitro.envs.soccar import collide
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.mesh import (
-    _SIMD_EPSILON_UU2,
-    PLANE_OBJECT_BASE,
-    ArenaMesh,
-    _cell_candidates,
-    adjust_internal_edge_contacts,
-    box_contacts,
-    box_triangle_axes,
-    ray_cast,
-    ray_triangle_fraction,
-    sphere_contacts_reference,
-    sphere_triangle_contact,
-)
+from nitro.envs.soccar.arena_mesh import ArenaMesh, cell_candidates
+from nitro.envs.soccar.box_contacts import box_contacts, box_triangle_axes
+from nitro.envs.soccar.contacts import MAX_NEW_CONTACTS, PLANE_OBJECT_BASE, ContactManifolds
+from nitro.envs.soccar.internal_edge import adjust_internal_edge_contacts
+from nitro.envs.soccar.kernels.box_contacts import launch_box_contacts
+from nitro.envs.soccar.kernels.manifolds import launch_sphere_manifolds
+from nitro.envs.soccar.kernels.ray_cast import launch_ray_cast
+from nitro.envs.soccar.manifolds import sphere_manifolds
+from nitro.envs.soccar.ray_cast import ray_cast, ray_triangle_fraction
+from nitro.envs.soccar.sphere_contacts import sphere_contacts, sphere_triangle_contact
 
 ULP = 2.0**-11
 VALUE_TOL = 16 * ULP
@@ -116,7 +112,7 @@ LEVER = 80.0
 """UU: the distance from a ball's centre to a triangle contact that VALUE_TOL and NORMAL_TOL assume
 (r - 10 UU: a ball sinks 10 UU at most in play). A contact whose centre is closer has its offset,
 point and normal compared within those tolerances times `lever_scale`."""
-_MIN_LEVER = math.sqrt(_SIMD_EPSILON_UU2)  # UU: below it Bullet takes the face normal (no 1 / dist)
+_MIN_LEVER = math.sqrt(C.SIMD_EPSILON_UU2)  # UU: below it Bullet takes the face normal (no 1 / dist)
 
 
 def lever_scale(radius: float, depth: torch.Tensor, on_triangle: torch.Tensor) -> torch.Tensor:
@@ -195,7 +191,9 @@ def _examples(unexplained: torch.Tensor, inputs: dict, ref, ker, limit: int = 3)
     """The first ``limit`` unexplained queries, as plain lists: their inputs and both answers."""
 
     def row(obj, i):
-        return {f.name: getattr(obj, f.name)[i].tolist() for f in dataclasses.fields(obj)}  # sync-ok: verification, off the hot path
+        return {
+            f.name: getattr(obj, f.name)[i].tolist() for f in dataclasses.fields(obj)
+        }  # sync-ok: verification, off the hot path
 
     return [
         {
@@ -216,9 +214,7 @@ def _rows(obj, rows: torch.Tensor):
 # --- sphere manifolds -------------------------------------------------------------------------------
 
 
-def _sphere_match(
-    ref: collide.ContactManifolds, ker: collide.ContactManifolds, radius: float, pos_tol, normal_tol
-):
+def _sphere_match(ref: ContactManifolds, ker: ContactManifolds, radius: float, pos_tol, normal_tol):
     """[N] bool: same objects and counts, every held value within tolerance (offsets, points and
     normals within it times their `lever_scale`); and the per-lane errors (those three divided by
     their lever scale, so they compare with the tolerances)."""
@@ -237,7 +233,7 @@ def _sphere_match(
 
 
 def _replace_choices(held_offset, held_depth, new_offset, new_depth, pos_tol, held_tol, new_tol) -> set[int]:
-    """Every point `collide.sort_cached_points` may drop when its near-equal depths (within
+    """Every point `sort_cached_points` may drop when its near-equal depths (within
     ``pos_tol``) and areas (within what errors of ``held_tol`` / ``new_tol`` per offset coordinate
     allow) go either way. Plain float64 Python (tuples of 3 floats): this runs thousands of times
     per tied query."""
@@ -276,7 +272,7 @@ def _replace_choices(held_offset, held_depth, new_offset, new_depth, pos_tol, he
 
 
 def _manifold_outcomes(obj, offset, depth, count, pos_tol, offset_tol):
-    """Every manifold `collide.build_manifolds` can build from one query's contacts (Bullet's order)
+    """Every manifold `build_manifolds` can build from one query's contacts (Bullet's order)
     when its tied decisions go either way: a set of 4 slots (object, contact indices), or None past
     MAX_OUTCOMES. Contacts of one object with the same offset and depth (within ``offset_tol`` [K],
     each contact's, and ``pos_tol``; several triangles touching at a shared vertex) are
@@ -375,13 +371,15 @@ def _edge_alternatives(mesh, centers, contacts, radius, gap):
 def _search_sphere(mesh, centers, radius, gap, ker, pos_tol, normal_tol):
     """For each query: is the kernel's manifold one of the tied outcomes of the reference's contacts
     at ``centers`` (each contact with any of its `_edge_alternatives`)? ([R] found, [R] capped)."""
-    contacts = sphere_contacts_reference(mesh, centers, radius, gap, collide.MAX_NEW_CONTACTS)
+    contacts = sphere_contacts(mesh, centers, radius, gap, MAX_NEW_CONTACTS)
     alt_normal, alt_point, alt_valid = _edge_alternatives(mesh, centers, contacts, radius, gap)
     on_triangle = (contacts.feature >= 0) & (contacts.feature < mesh.num_triangles)
     scale = lever_scale(radius, contacts.depth, on_triangle)
 
     def host(x):
-        return x.double().cpu().numpy() if x.is_floating_point() else x.cpu().numpy()  # sync-ok: verification, off the hot path
+        return (
+            x.double().cpu().numpy() if x.is_floating_point() else x.cpu().numpy()
+        )  # sync-ok: verification, off the hot path
 
     c_obj, c_count, c_off, c_dep = (
         host(x) for x in (contacts.object, contacts.count, contacts.offset, contacts.depth)
@@ -435,10 +433,10 @@ def _search_sphere(mesh, centers, radius, gap, ker, pos_tol, normal_tol):
 
 
 def compare_sphere_manifolds(
-    mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float, ker: collide.ContactManifolds
+    mesh: ArenaMesh, centers: torch.Tensor, radius: float, gap: float, ker: ContactManifolds
 ) -> Verdict:
     """Classify the kernel's manifolds ``ker`` of spheres at ``centers`` against the reference."""
-    ref = collide.sphere_manifolds(mesh, centers, radius, gap, use_kernels=False)
+    ref = sphere_manifolds(mesh, centers, radius, gap, use_kernels=False)
     agree, err = _sphere_match(ref, ker, radius, VALUE_TOL, NORMAL_TOL)
     tie = torch.zeros_like(agree)
     capped = torch.zeros_like(agree)
@@ -448,7 +446,7 @@ def compare_sphere_manifolds(
         found, cap = _search_sphere(mesh, centers[rows], radius, gap, kin, VALUE_TOL, NORMAL_TOL)
         moves = _neighbour_moves(centers.device)
         for d, move in moves:  # thresholds: the strict answer at a neighbour
-            near = collide.sphere_manifolds(mesh, centers[rows] + move, radius, gap, use_kernels=False)
+            near = sphere_manifolds(mesh, centers[rows] + move, radius, gap, use_kernels=False)
             pos_tol, normal_tol = VALUE_TOL + POSITION_DRIFT * d, NORMAL_TOL + NORMAL_DRIFT * d
             found |= _sphere_match(near, kin, radius, pos_tol, normal_tol)[0]
         for d, move in moves:  # both at once: a tied outcome at a neighbour
@@ -485,7 +483,7 @@ def _ray_equivalent(mesh, start, end, ker, tol, normal_tol):
     one (two coplanar triangles both count a hit on their shared edge within Bullet's tolerance, at
     fractions equal in exact arithmetic), with the kernel's fraction and that feature's normal."""
     r = start.shape[0]
-    ids, valid = _cell_candidates(mesh, start)
+    ids, valid = cell_candidates(mesh, start)
     v = mesh.tri_verts[ids]
     hit, fraction, normal = ray_triangle_fraction(
         start[:, None, :], end[:, None, :], v[..., 0, :], v[..., 1, :], v[..., 2, :]
@@ -512,7 +510,7 @@ def _ray_equivalent(mesh, start, end, ker, tol, normal_tol):
 
 
 def compare_ray_cast(mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, ker) -> Verdict:
-    """Classify the kernel's ray hits ``ker`` (`mesh.RayHits`) against the reference."""
+    """Classify the kernel's ray hits ``ker`` (`contacts.RayHits`) against the reference."""
     ref = ray_cast(mesh, start, end, use_kernels=False)
     length = (end - start).norm(dim=1).clamp(min=1e-6)
     f_err = (ref.fraction - ker.fraction).abs()
@@ -608,7 +606,7 @@ def compare_box_contacts(
     max_contacts: int,
     ker,
 ) -> Verdict:
-    """Classify the kernel's box contacts ``ker`` (`mesh.BoxContacts`) against the reference."""
+    """Classify the kernel's box contacts ``ker`` (`contacts.BoxContacts`) against the reference."""
     ref = box_contacts(mesh, centers, axes, half_extents, gap, max_contacts, use_kernels=False)
     agree, depth, normal = _box_match(ref, ker, VALUE_TOL, NORMAL_TOL)
     tie = torch.zeros_like(agree)
@@ -644,7 +642,9 @@ def query_points(mesh: ArenaMesh, n: int, seed: int, lo: float, hi: float) -> to
     bary = np.where(bary.sum(1, keepdims=True) > 1, 1 - bary, bary)
     v = mesh.tri_verts.cpu()[tri].numpy()  # sync-ok: verification, off the hot path
     on = v[:, 0] + bary[:, :1] * (v[:, 1] - v[:, 0]) + bary[:, 1:] * (v[:, 2] - v[:, 0])
-    near = on + mesh.tri_normals.cpu()[tri].numpy() * rng.uniform(lo, hi, (n, 1))  # sync-ok: verification, off the hot path
+    near = on + mesh.tri_normals.cpu()[tri].numpy() * rng.uniform(
+        lo, hi, (n, 1)
+    )  # sync-ok: verification, off the hot path
     anywhere = rng.uniform((-4200, -6100, -50), (4200, 6100, 2100), (n // 2, 3))
     return torch.from_numpy(np.concatenate([near, anywhere]).astype(np.float32))
 
@@ -653,11 +653,9 @@ def check_sphere_manifolds(mesh: ArenaMesh, n: int, seed: int = 0) -> dict:
     """The sphere kernel on n balls 10 UU deep to 2 UU beyond the gap from random triangles (a ball
     never sinks more than ~10 UU: one tick of travel at 1200 UU/s, less the recovery) and n // 2
     anywhere: its `Verdict.summary`."""
-    from nitro.envs.soccar import kernels
-
     r, gap = C.BALL_COLLISION_RADIUS_SOCCAR, C.BALL_CONTACT_BREAKING_THRESHOLD
     centers = query_points(mesh, n, seed, r - 10.0, r + gap + 2.0).to(mesh.device)
-    ker = kernels.sphere_manifolds(mesh, centers, r, gap)
+    ker = launch_sphere_manifolds(mesh, centers, r, gap)
     verdict = compare_sphere_manifolds(mesh, centers, r, gap, ker)
     return verdict.summary("sphere_manifolds", touching=int((ker.count.sum(1) > 0).sum()))
 
@@ -665,27 +663,23 @@ def check_sphere_manifolds(mesh: ArenaMesh, n: int, seed: int = 0) -> dict:
 def check_ray_cast(mesh: ArenaMesh, n: int, seed: int = 0) -> dict:
     """The ray kernel on n rays from 0-60 UU off random triangles and n // 2 from anywhere, 10 UU
     to the grid's query radius long, in random directions: its `Verdict.summary`."""
-    from nitro.envs.soccar import kernels
-
     rng = np.random.default_rng(seed + 1)
     start = query_points(mesh, n, seed + 1, 0.0, 60.0)
     direction = torch.from_numpy(rng.normal(size=(len(start), 3)).astype(np.float32))
     length = torch.from_numpy(rng.uniform(10, mesh.query_radius, (len(start), 1)).astype(np.float32))
     end = (start + direction / direction.norm(dim=1, keepdim=True) * length).to(mesh.device)
     start = start.to(mesh.device)
-    hits = kernels.ray_cast(mesh, start, end)
+    hits = launch_ray_cast(mesh, start, end)
     return compare_ray_cast(mesh, start, end, hits).summary("ray_cast", hits=int(hits.hit.sum()))
 
 
 def check_box_contacts(mesh: ArenaMesh, n: int, seed: int = 0) -> dict:
     """The box kernel on n car-sized boxes in random orientations 0-40 UU off random triangles and
     n // 2 anywhere: its `Verdict.summary`."""
-    from nitro.envs.soccar import kernels
-
     centers = query_points(mesh, n, seed + 2, 0.0, 40.0).to(mesh.device)
     axes = random_rotations(len(centers), seed + 3).to(mesh.device)
     half = torch.tensor(OCTANE_HALF_EXTENTS, device=mesh.device)
-    boxes = kernels.box_contacts(mesh, centers, axes, half, 2.0, 8)
+    boxes = launch_box_contacts(mesh, centers, axes, half, 2.0, 8)
     verdict = compare_box_contacts(mesh, centers, axes, half, 2.0, 8, boxes)
     return verdict.summary("box_contacts", touching=int((boxes.count > 0).sum()))
 

@@ -1,4 +1,4 @@
-"""The kernel checks (`kernel_checks`): they accept every answer the float32 rounding may give, and
+"""The kernel checks (`kernel_checks`, a test tool): they accept every answer the float32 rounding may give, and
 nothing else.
 
 The stand-in for a kernel with other rounding is the reference evaluated in float64 (a more accurate
@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from nitro.envs.soccar import collide
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar import kernel_checks as K
-from nitro.envs.soccar.mesh import BoxContacts, box_contacts, ray_cast
+from nitro.envs.soccar.box_contacts import box_contacts
+from nitro.envs.soccar.contacts import BoxContacts
+from nitro.envs.soccar.manifolds import sphere_manifolds
+from nitro.envs.soccar.ray_cast import ray_cast
+from tests.envs.soccar.kernels import kernel_checks as K
 
 R, GAP = C.BALL_COLLISION_RADIUS_SOCCAR, C.BALL_CONTACT_BREAKING_THRESHOLD
 HALF = torch.tensor(K.OCTANE_HALF_EXTENTS)
@@ -65,7 +67,7 @@ def _boxes(mesh, n, seed):
 
 
 def _sphere64(mesh64, centers):
-    return _f32(collide.sphere_manifolds(mesh64, centers.double(), R, GAP, use_kernels=False))
+    return _f32(sphere_manifolds(mesh64, centers.double(), R, GAP, use_kernels=False))
 
 
 def _box64(mesh64, centers, axes):
@@ -137,7 +139,7 @@ def test_sphere_contact_close_to_the_centre_is_compared_at_its_conditioning(mesh
     beyond what the answer at a neighbour 16 ulps away can reach ((VALUE_TOL + 3 DELTA) x 50 = 1.6 UU;
     there the normal turns by DELTA / 1.58 UU and the offset moves 0.45 UU)."""
     c = torch.tensor([DEEP_CENTER])
-    ref = collide.sphere_manifolds(mesh, c, R, GAP, use_kernels=False)
+    ref = sphere_manifolds(mesh, c, R, GAP, use_kernels=False)
     assert ref.object[0].tolist() == [2, -1, -1, -1] and ref.count[0].tolist() == [4, 0, 0, 0]
     assert torch.allclose(ref.offset[0, 0, 1], torch.tensor(DEEP_REF_OFFSET_1), rtol=0, atol=1e-3)
     dist = R + float(ref.depth[0, 0, 1])
@@ -228,7 +230,7 @@ def _lanes_with(mask: torch.Tensor, k: int) -> torch.Tensor:
 
 def test_wrong_sphere_manifolds_are_unexplained(mesh):
     centers = _spheres(mesh, 256, 3)
-    ref = collide.sphere_manifolds(mesh, centers, R, GAP, use_kernels=False)
+    ref = sphere_manifolds(mesh, centers, R, GAP, use_kernels=False)
     rows = _lanes_with((ref.count > 0).sum(1) >= 2, 6)
     c = centers[rows]
     good = K._rows(ref, rows)

@@ -1,0 +1,109 @@
+"""What the arena queries return: contacts, contact manifolds and ray hits, as batched dataclasses.
+
+Data only (the queries are `sphere_contacts`, `manifolds`, `ray_cast`, `box_contacts` and their
+kernels). Fields follow Bullet's btManifoldPoint: normals point from the arena into the body.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from nitro.envs.soccar import constants as C
+
+# Contact "objects": what Bullet keeps one contact manifold for. Mesh files 0..15, then the planes.
+PLANE_OBJECT_BASE = C.SOCCAR_MESH_COUNT
+MANIFOLD_SLOTS = 4  # arena objects (mesh files, planes) a body touches at once, at most
+MANIFOLD_POINTS = 4  # points per manifold (Bullet's MANIFOLD_CACHE_SIZE)
+# Contacts a sphere query hands to the manifolds per tick, in Bullet's order. A ball touching a
+# smooth surface finds 1-6; a ball driven hard into the dense goal net has found up to 43.
+MAX_NEW_CONTACTS = 64
+# Penetrating points that take part in the ball's split-impulse recovery, in manifold order. Points of
+# one manifold mostly share a normal, and Gauss-Seidel resolves a repeated normal on its first point.
+MAX_PUSH_POINTS = 8
+
+
+@dataclasses.dataclass
+class SphereContacts:
+    """New contacts of N spheres with the arena: every feature whose gap is below the query's ``gap``.
+
+    Listed in the order Bullet generates them (planes, then each mesh file's triangles in its BVH
+    visiting order); the first ``max_contacts`` are kept. Empty slots have object and feature -1.
+    """
+
+    count: torch.Tensor
+    """Number of contacts found per sphere (may exceed the slots) [N] int32."""
+    object: torch.Tensor
+    """Which contact manifold the point belongs to: mesh file, or PLANE_OBJECT_BASE + plane [N, K] int32."""
+    feature: torch.Tensor
+    """Triangle id, or num_triangles + plane index [N, K] int32."""
+    normal: torch.Tensor
+    """Contact normal into the sphere, after internal-edge smoothing [N, K, 3]."""
+    point: torch.Tensor
+    """Contact point on the feature (m_positionWorldOnB), UU [N, K, 3]."""
+    offset: torch.Tensor
+    """Contact point on the sphere minus its centre (m_positionWorldOnA - centre), UU [N, K, 3]."""
+    depth: torch.Tensor
+    """Signed gap along the normal, negative when penetrating, UU [N, K]."""
+
+
+@dataclasses.dataclass
+class ContactManifolds:
+    """One tick's contact manifolds of N bodies with the arena: up to 4 points per object touched.
+
+    Slots are filled in the order of each object's first contact; -1 marks a free slot.
+    """
+
+    object: torch.Tensor
+    """Arena object of each slot: mesh file, or PLANE_OBJECT_BASE + plane; -1 when free [N, S] int32."""
+    count: torch.Tensor
+    """Points held per slot [N, S] int32."""
+    offset: torch.Tensor
+    """Point on the body minus the body's origin (m_positionWorldOnA - origin), UU [N, S, 4, 3]."""
+    point: torch.Tensor
+    """Point on the arena (m_positionWorldOnB), UU [N, S, 4, 3]."""
+    normal: torch.Tensor
+    """Normal from the arena into the body (m_normalWorldOnB) [N, S, 4, 3]."""
+    depth: torch.Tensor
+    """Gap along the normal, negative when penetrating, UU [N, S, 4]."""
+
+    def held(self) -> torch.Tensor:
+        """Which point slots hold a point [N, S, 4] bool."""
+        return torch.arange(MANIFOLD_POINTS, device=self.count.device) < self.count[..., None]
+
+
+@dataclasses.dataclass
+class RayHits:
+    """Closest hit of each segment start -> end with the arena (btCollisionWorld::rayTest)."""
+
+    hit: torch.Tensor
+    """The segment hits something [N] bool."""
+    fraction: torch.Tensor
+    """Hit position along the segment, 0 at start, 1 at end (1 when no hit) [N]."""
+    normal: torch.Tensor
+    """Unit surface normal facing the segment's start (zero when no hit) [N, 3]."""
+    feature: torch.Tensor
+    """Triangle id, or num_triangles + plane index; -1 when no hit [N] int32."""
+
+
+@dataclasses.dataclass
+class BoxContacts:
+    """Contacts of N oriented boxes with the arena, deepest first; empty slots have feature -1.
+
+    Each triangle or plane in reach is tested by separating axes (the triangle normal, the box's
+    three axes and their nine cross products with the triangle's edges): ``depth`` is the largest
+    separation over those axes (negative: the penetration depth; positive: a lower bound of the gap)
+    and ``normal`` that axis, pointing from the feature into the box.
+    """
+
+    count: torch.Tensor
+    """Features within the gap [N] int32."""
+    normal: torch.Tensor
+    """Separating axis with the least penetration, from the feature into the box [N, K, 3]."""
+    depth: torch.Tensor
+    """Separation along the normal, UU, negative when penetrating [N, K]."""
+    point: torch.Tensor
+    """The box's deepest point along -normal (its support point; face or edge centre on ties), UU [N, K, 3]."""
+    feature: torch.Tensor
+    """Triangle id, or num_triangles + plane index; -1 for an empty slot [N, K] int32."""

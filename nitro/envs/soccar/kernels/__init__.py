@@ -1,0 +1,69 @@
+"""The Triton twins of the soccar mechanics, for CUDA: per-lane code (one env per thread), fused.
+
+Each module here is the twin of the reference module of the same name one level up (`ball.py` and
+`kernels/ball.py`, `manifolds.py` and `kernels/manifolds.py`, ...): the same function names in the
+same order, with the reference's (RocketSim's, Bullet's) variable names, reading the same
+`TickParams` fields under the same names, so the two read side by side. In a kernel module:
+
+- ``name`` (``@jit``): the stage, the twin of the reference's ``name``, over (x, y, z) tuples of
+  [BLOCK] tensors (`vec`); Triton inlines it into every kernel that calls it;
+- ``name_kernel``: a launchable kernel around a stage (loads, the stage, stores), ``name_op`` its
+  registration with ``torch.library.triton_op`` (so ``torch.compile`` traces it and CUDA graphs
+  capture it), ``launch_name`` the host function that launches it and returns the reference's
+  dataclass (`contacts`).
+
+`kernels/arena.py` holds the fused K-tick kernel, `tick` calling the stages in Arena::Step order.
+Kernels import data (constants, contacts, arena_mesh, mutators, state) and each other, never the
+reference mechanics. Tests run each stage under ``TRITON_INTERPRET=1`` against its reference stage
+(tests/envs/soccar/kernels). Triton comes with CUDA builds of PyTorch only: without it these modules
+still import (the decorators below are stand-ins) and `require_triton` says what to install.
+"""
+
+from __future__ import annotations
+
+import torch
+
+try:  # Triton comes with CUDA builds of PyTorch; CPU installs use the PyTorch reference instead.
+    import triton
+    import triton.language as tl
+    from torch.library import triton_op, wrap_triton
+
+    jit = triton.jit
+except ImportError:  # pragma: no cover - exercised on CPU-only installs
+    triton = tl = wrap_triton = None
+
+    def jit(fn):
+        """Stand-in for ``triton.jit`` without Triton: the function is kept, never launched."""
+        return fn
+
+    def triton_op(name, mutates_args):
+        """Stand-in for ``torch.library.triton_op`` without Triton: nothing is registered."""
+        return lambda fn: fn
+
+
+def available() -> bool:
+    """Triton can be imported (a CUDA build of PyTorch, or TRITON_INTERPRET=1 for CPU testing)."""
+    return triton is not None
+
+
+def use_kernels(tensor: torch.Tensor, requested: bool | None) -> bool:
+    """Whether a query runs as a kernel: ``requested`` when given, else on CUDA tensors with Triton."""
+    if requested is None:
+        return tensor.is_cuda and available()
+    return requested
+
+
+def require_triton() -> None:
+    if triton is None:
+        raise RuntimeError(
+            "Triton is not installed: the soccar kernels need a CUDA build of PyTorch "
+            "(which ships Triton), or `pip install triton` with TRITON_INTERPRET=1 for CPU tests"
+        )
+
+
+def warps(block: int) -> int:
+    """One lane per thread: a program of ``block`` lanes runs ``block / 32`` warps (Triton's default of 4
+    warps would run each lane of a 64-lane program on two threads)."""
+    if block < 32 or block & (block - 1):
+        raise ValueError(f"the kernels run 32, 64, 128, ... lanes per program, got {block}")
+    return block // 32

@@ -1,0 +1,98 @@
+"""Vector helpers of the kernels: 3-vectors are (x, y, z) tuples of [BLOCK] tensors (one lane = one
+env) or of scalars. Each does its float operations in the order `vec.py` (the reference) does,
+component by component."""
+
+from __future__ import annotations
+
+from nitro.envs.soccar.kernels import jit, tl
+
+
+@jit
+def add(a, b):
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2]
+
+
+@jit
+def sub(a, b):
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2]
+
+
+@jit
+def scale(a, s):
+    return a[0] * s, a[1] * s, a[2] * s
+
+
+@jit
+def neg(a):
+    return -a[0], -a[1], -a[2]
+
+
+@jit
+def dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@jit
+def cross(a, b):
+    return a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
+
+
+@jit
+def where(c, a, b):
+    return tl.where(c, a[0], b[0]), tl.where(c, a[1], b[1]), tl.where(c, a[2], b[2])
+
+
+@jit
+def rotate(v, axis, angle):
+    """Rotate v about ``axis`` (any length) by angle, right-handed (Rodrigues, as btQuaternion)."""
+    k = scale(axis, 1.0 / tl.sqrt(dot(axis, axis)))
+    c = tl.cos(angle)
+    s = tl.sin(angle)
+    kv = dot(k, v) * (1 - c)
+    return add(add(scale(v, c), scale(cross(k, v), s)), scale(k, kv))
+
+
+@jit
+def atan2(y, x):
+    """atan2 from Cephes atanf (|error| ~1e-7 rad): libdevice's is missing in the interpreter."""
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    big = tl.maximum(ax, ay)
+    small = tl.minimum(ax, ay)
+    t = small / tl.where(big > 0, big, 1.0)
+    hi = t > 0.4142135623730950  # tan(pi / 8)
+    z = tl.where(hi, (t - 1.0) / (t + 1.0), t)
+    base = tl.where(hi, 0.7853981633974483, 0.0)
+    zz = z * z
+    r = base + (
+        (((8.05374449538e-2 * zz - 1.38776856032e-1) * zz + 1.99777106478e-1) * zz - 3.33329491539e-1)
+        * zz
+        * z
+        + z
+    )
+    r = tl.where(ay > ax, 1.5707963267948966 - r, r)
+    r = tl.where(x < 0, 3.141592653589793 - r, r)
+    return tl.where(y < 0, -r, r)
+
+
+@jit
+def load(ptr, mask, other):
+    """ptr[0], ptr[1], ptr[2] per lane; ``other``: the value of each component where masked."""
+    return (
+        tl.load(ptr, mask=mask, other=other[0]),
+        tl.load(ptr + 1, mask=mask, other=other[1]),
+        tl.load(ptr + 2, mask=mask, other=other[2]),
+    )
+
+
+@jit
+def load_uniform(ptr):
+    """ptr[0], ptr[1], ptr[2]: one 3-vector for every lane (as the plane normals)."""
+    return tl.load(ptr), tl.load(ptr + 1), tl.load(ptr + 2)
+
+
+@jit
+def store(ptr, v, mask):
+    tl.store(ptr, v[0], mask=mask)
+    tl.store(ptr + 1, v[1], mask=mask)
+    tl.store(ptr + 2, v[2], mask=mask)
