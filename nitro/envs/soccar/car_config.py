@@ -162,6 +162,8 @@ class CarParams:
     """Full box size, UU [C, 3]."""
     hitbox_pos_offset: torch.Tensor
     """Box centre in the car frame, UU [C, 3]."""
+    hitbox_half_extents_bt: torch.Tensor
+    """btBoxShape's half extents with its margin (`hitbox_half_extents_with_margin`), BT [C, 3]."""
     inv_inertia_local: torch.Tensor
     """1 / principal moments of inertia, in mass-UU^2 units (Bullet's times 1/2500) [C, 3]."""
     wheel_connection: torch.Tensor
@@ -200,6 +202,7 @@ class CarParams:
             names=tuple(names),
             hitbox_size=t([c.hitbox_size for c in configs]),
             hitbox_pos_offset=t([c.hitbox_pos_offset for c in configs]),
+            hitbox_half_extents_bt=t([hitbox_half_extents_with_margin(c.hitbox_size) for c in configs]),
             inv_inertia_local=t([1.0 / np.float32(i) for i in inertia_uu]),
             wheel_connection=t(
                 [
