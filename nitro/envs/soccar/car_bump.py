@@ -37,7 +37,7 @@ from nitro.envs.soccar.ball_hit import normalized
 from nitro.envs.soccar.contacts import CarCarContacts, car_pairs
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import CarState, GameConfig
-from nitro.envs.soccar.vec import dot
+from nitro.envs.soccar.vec import dot, may_be_any
 from nitro.envs.soccar.vehicle import piecewise
 
 DEMO_ON_CONTACT = 1  # `mutators.DEMO_MODES` index
@@ -97,50 +97,46 @@ def on_car_car_collision(
     tick (the first such call's), -1 for none [N, C] int32 each.
     """
     n, num_cars = cars.pos.shape[:2]
-    is_demoed, timer = cars.is_demoed, cars.demo_respawn_timer
-    contact_id, cooldown = cars.car_contact_id, cars.car_contact_cooldown_timer
-    impulse_cache = cars.velocity_impulse_cache
-    bumped_by = torch.full((n, num_cars), -1, dtype=torch.int32, device=cars.pos.device)
-    demoed_by = bumped_by.clone()
+    nobody = torch.full((n, num_cars), -1, dtype=torch.int32, device=cars.pos.device)
+    if not may_be_any(contacts.is_contact):
+        return cars, nobody, nobody.clone()
+    # per car, as lists of [N] columns updated in turn
+    is_demoed, timer = list(cars.is_demoed.unbind(1)), list(cars.demo_respawn_timer.unbind(1))
+    contact_id, cooldown = list(cars.car_contact_id.unbind(1)), list(cars.car_contact_cooldown_timer.unbind(1))
+    impulse_cache = list(cars.velocity_impulse_cache.unbind(1))
+    bumped_by, demoed_by = list(nobody.unbind(1)), list(nobody.clone().unbind(1))
     for p, (a, b) in enumerate(car_pairs(num_cars)):
+        if not may_be_any(contacts.is_contact[:, p]):
+            continue
         directions = [(a, b, contacts.local_point_a[:, p]), (b, a, contacts.local_point_b[:, p])]
         bumps = [bump(bumper, victim, cars, game, params) for bumper, victim, _ in directions]
         for k in range(contacts.is_contact.shape[2]):
-            live = contacts.is_contact[:, p, k] & ~is_demoed[:, a] & ~is_demoed[:, b]
+            live = contacts.is_contact[:, p, k]
             for (bumper, victim, local_point), hit in zip(directions, bumps):
-                live = live & ~is_demoed[:, a] & ~is_demoed[:, b]  # a demolition ends the call
-                in_cooldown = (contact_id[:, bumper] == victim + 1) & (cooldown[:, bumper] > 0)
+                live = live & ~is_demoed[a] & ~is_demoed[b]  # a demolition ends the call
+                in_cooldown = (contact_id[bumper] == victim + 1) & (cooldown[bumper] > 0)
                 with_bumper = local_point[:, k, 0] > C.BUMP_MIN_FORWARD_DIST
                 fires = live & ~in_cooldown & hit.approaching & with_bumper
                 demo = fires & hit.is_demo
-                is_demoed = _set(is_demoed, victim, is_demoed[:, victim] | demo)
-                timer = _set(timer, victim, torch.where(demo, params.respawn_delay, timer[:, victim]))
                 pushed = fires & ~hit.is_demo
-                impulse_cache = _set(
-                    impulse_cache, victim, impulse_cache[:, victim] + torch.where(pushed[:, None], hit.impulse, 0.0)
-                )
-                contact_id = _set(contact_id, bumper, torch.where(fires, victim + 1, contact_id[:, bumper]))
-                cooldown = _set(cooldown, bumper, torch.where(fires, params.bump_cooldown_time, cooldown[:, bumper]))
-                demoed_by = _set(demoed_by, victim, torch.where(demo & (demoed_by[:, victim] < 0), bumper, demoed_by[:, victim]))
-                bumped_by = _set(bumped_by, victim, torch.where(pushed & (bumped_by[:, victim] < 0), bumper, bumped_by[:, victim]))
+                is_demoed[victim] = is_demoed[victim] | demo
+                timer[victim] = torch.where(demo, params.respawn_delay, timer[victim])
+                impulse_cache[victim] = impulse_cache[victim] + torch.where(pushed[:, None], hit.impulse, 0.0)
+                contact_id[bumper] = torch.where(fires, victim + 1, contact_id[bumper])
+                cooldown[bumper] = torch.where(fires, params.bump_cooldown_time, cooldown[bumper])
+                demoed_by[victim] = torch.where(demo & (demoed_by[victim] < 0), bumper, demoed_by[victim])
+                bumped_by[victim] = torch.where(pushed & (bumped_by[victim] < 0), bumper, bumped_by[victim])
     cars = dataclasses.replace(
         cars,
-        is_demoed=is_demoed,
-        demo_respawn_timer=timer,
-        car_contact_id=contact_id,
-        car_contact_cooldown_timer=cooldown,
-        velocity_impulse_cache=impulse_cache,
+        is_demoed=torch.stack(is_demoed, 1),
+        demo_respawn_timer=torch.stack(timer, 1),
+        car_contact_id=torch.stack(contact_id, 1),
+        car_contact_cooldown_timer=torch.stack(cooldown, 1),
+        velocity_impulse_cache=torch.stack(impulse_cache, 1),
     )
-    return cars, bumped_by, demoed_by
+    return cars, torch.stack(bumped_by, 1), torch.stack(demoed_by, 1)
 
 
 def _car(cars: CarState, index: int) -> CarState:
     """Car ``index`` of every env, as [N, ...] fields."""
     return CarState(**{f.name: getattr(cars, f.name)[:, index] for f in dataclasses.fields(cars)})
-
-
-def _set(column_table: torch.Tensor, index: int, column: torch.Tensor) -> torch.Tensor:
-    """``column_table`` [N, C, ...] with car ``index`` replaced by ``column`` [N, ...] (out of place)."""
-    out = column_table.clone()
-    out[:, index] = column
-    return out

@@ -8,10 +8,11 @@ have no contact response, and RocketSim's callback ignores them: they touch noth
 `car_ball_hits` is Bullet's btSphereBoxCollisionAlgorithm (in Bullet units, with the box's margin),
 so a touch is found on the tick RocketSim finds it. `car_car_contacts` stands in for Bullet's
 btBoxBoxDetector until the car bodies' contact solver provides its points: separating axes decide
-the contact (within the manifold's threshold) and the points are the corners of each box inside the
-other, deepest first (or, when no corner is inside, an edge crossing's midpoint). The bump rule reads
-only which cars touch and how far forward on the bumper the point lies, which these points give
-for front, side and rear hits; the solver's own points replace them with its stage.
+the contact (the boxes, margins included, overlap: btBoxBoxDetector reports nothing for a gap) and
+the points are the corners of each box inside the other, deepest first (or, when no corner is
+inside, the midpoint of the two deepest corners). The bump rule reads only which cars touch and how
+far forward on the bumper each point lies; Bullet's points (the incident face clipped against the
+reference face) and their order replace these with the car body's stage.
 """
 
 from __future__ import annotations
@@ -107,15 +108,13 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
     inner, margin, offset = hitbox_bt(car_params)
     half = (inner + margin[:, None]) * C.BT_TO_UU  # [C, 3] UU, the box with its margin
     center = cars.pos + torch.einsum("ncij,cj->nci", cars.rot_mat, offset * C.BT_TO_UU)
-    threshold = car_breaking_threshold(car_params) * C.BT_TO_UU  # [C]
     signs = torch.tensor(list(itertools.product((-1.0, 1.0), repeat=3)), device=device)  # [8, 3]
     points = []
     for a, b in pairs:
-        gap = torch.minimum(threshold[a], threshold[b])
         ra, rb = cars.rot_mat[:, a], cars.rot_mat[:, b]
         separation = _separation(center[:, a], ra, half[a], center[:, b], rb, half[b])
-        touching = (separation <= gap) & ~frozen[:, a] & ~frozen[:, b]
-        # corners of each box, with how deep each lies inside the other (>= -gap: in reach)
+        touching = (separation < 0) & ~frozen[:, a] & ~frozen[:, b]  # btBoxBoxDetector: overlap only
+        # corners of each box, with how deep each lies inside the other
         corners_a = center[:, a, None] + torch.einsum("nij,kj->nki", ra, signs * half[a])  # [N, 8, 3]
         corners_b = center[:, b, None] + torch.einsum("nij,kj->nki", rb, signs * half[b])
         depth_a = _inside_depth(corners_a, center[:, b], rb, half[b])
@@ -125,7 +124,7 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
         order = torch.sort(depth, dim=-1, descending=True, stable=True).indices[:, :k]
         chosen = world.gather(1, order[..., None].expand(-1, -1, 3))
         chosen_depth = depth.gather(1, order)
-        in_reach = chosen_depth >= -gap
+        in_reach = chosen_depth >= 0
         # no corner inside: one point between the boxes' closest corners
         fallback = 0.5 * (
             corners_a.gather(1, depth_a.argmax(-1)[:, None, None].expand(-1, 1, 3))

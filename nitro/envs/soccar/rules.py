@@ -28,6 +28,7 @@ from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.rigid_body import angle_to_rot_mat
 from nitro.envs.soccar.state import ArenaEvents, BallState, BoostPadState, CarState, GameState, World
+from nitro.envs.soccar.vec import may_be_any
 
 MASK32 = 0xFFFFFFFF
 KICKOFF_STREAM = 0
@@ -119,6 +120,8 @@ def update_demo(cars: CarState, tick_count: torch.Tensor, world: World) -> CarSt
     whose timer reaches 0 respawns (Car::Respawn, then the rest of its pre-tick runs as usual; Bullet
     still skips its body this tick, see `arena.tick`). Each respawn draws its spot from the car's
     stream at the tick's count."""
+    if not may_be_any(cars.is_demoed):
+        return cars
     timer = (cars.demo_respawn_timer - world.params.tick_time).clamp(min=0.0)
     cars = dataclasses.replace(cars, demo_respawn_timer=torch.where(cars.is_demoed, timer, cars.demo_respawn_timer))
     respawning = cars.is_demoed & (timer == 0)

@@ -44,3 +44,12 @@ def eager_cpu_width(values: torch.Tensor, static: int) -> int:
     if values.device.type != "cpu" or torch.compiler.is_compiling() or values.numel() == 0:
         return static
     return min(static, max(1, int(values.max())))
+
+
+def may_be_any(mask: torch.Tensor) -> bool:
+    """Whether a stage masked by ``mask`` must run: on eager CPU runs, whether any entry is set (which
+    there costs no device synchronisation); on CUDA and under compile always True, so nothing syncs
+    or recompiles and the stage's masks do the work."""
+    if mask.device.type != "cpu" or torch.compiler.is_compiling():
+        return True
+    return bool(mask.any())
