@@ -13,8 +13,11 @@ or a crash costs only its section), most important first:
 3. ``checks``: every query kernel against its PyTorch reference at 98,304 random queries, classified
    by `tests/envs/soccar/kernels/kernel_checks.py` (agree / tie decided by the rounding / unexplained), and the
    fused tick against the PyTorch tick pipeline.
-4. ``eager``: ball-ticks/s of the PyTorch pipeline (with the query kernel), eager.
-5. ``compile``: the same pipeline under torch.compile (one tick compiled once for every batch size),
+4. ``stages``: the per-stage twin tests (tests/envs/soccar/kernels: each kernel stage against its
+   reference stage) on the GPU, called directly (no pytest runner needed); the car twins' run in
+   bench/soccar_cars_gpu.py.
+5. ``eager``: ball-ticks/s of the PyTorch pipeline (with the query kernel), eager.
+6. ``compile``: the same pipeline under torch.compile (one tick compiled once for every batch size),
    then K compiled ticks captured in one CUDA graph ("graph"); checked against eager.
 
 Every measurement is printed as one line when it starts and when it ends, and written to
@@ -44,11 +47,11 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("fused", "query", "checks", "eager", "compile")
+SECTIONS = ("fused", "query", "checks", "stages", "eager", "compile")
 # Shares of the time budget. Each section gets its share of what is left when it starts, so time a
 # section does not use goes to the later ones. "compile" pays for Inductor (about a minute), "checks"
 # for the reference at scale and the tie search (CPU), "fused" for up to three kernel compiles.
-SHARES = {"fused": 0.20, "query": 0.10, "checks": 0.22, "eager": 0.12, "compile": 0.36}
+SHARES = {"fused": 0.20, "query": 0.10, "checks": 0.20, "stages": 0.06, "eager": 0.12, "compile": 0.32}
 DEFAULT_SIZES = (1 << 10, 1 << 14, 1 << 18, 1 << 20)
 DEVICE = "cuda"  # --device cpu dry-runs the code paths on Triton's interpreter
 WRAP_UP_S = 8.0  # a worker stops starting measurements this long before its limit
@@ -157,6 +160,11 @@ class Recorder:
 
 
 def _row_text(row: dict) -> str:
+    if "car_ticks_per_s" in row:
+        return (
+            f"{row['mode']} {row['num_envs']} envs: {row['car_ticks_per_s']:.3e} car-ticks/s "
+            f"({row['median_s'] * 1e3:.3f} ms per {row['ticks_per_call']} ticks)"
+        )
     if "ball_ticks_per_s" in row:
         return (
             f"{row['mode']} {row['num_envs']} envs: {row['ball_ticks_per_s']:.3e} ball-ticks/s "
@@ -165,7 +173,7 @@ def _row_text(row: dict) -> str:
     if "queries_per_s" in row:
         return f"{row['query']}: {row['queries_per_s']:.3e} queries/s at {row['queries']} queries"
     if "check" in row:
-        keep = ("ties", "tie_fraction", "unexplained", "median_pos_error_uu", "max_pos_error_uu")
+        keep = ("ties", "tie_fraction", "unexplained", "median_pos_error_uu", "max_pos_error_uu", "seconds")
         return f"{row['check']} {'PASS' if row.get('passed') else 'FAIL'} " + ", ".join(
             f"{k}={row[k]:.3g}" if isinstance(row[k], float) else f"{k}={row[k]}" for k in keep if k in row
         )
@@ -259,6 +267,8 @@ def _release() -> None:
 
 
 def section_fused(rec: Recorder, args) -> None:
+    import torch
+
     from nitro.envs.soccar.kernels.arena import launch_step_ticks_
     from nitro.envs.soccar.state import ArenaEvents
 
@@ -272,8 +282,9 @@ def section_fused(rec: Recorder, args) -> None:
         def compile_once(block=block, cap=cap, name=name):
             arena = _arena(min(1024, max(args.sizes)), "fused", args.meshes)
             events = ArenaEvents.none(arena.num_envs, 0, arena.device)
+            no_cars = torch.zeros(arena.num_envs, 0, 8, device=arena.device)
             t0 = time.perf_counter()
-            launch_step_ticks_(arena.state, events, arena.world, 1, block, cap)
+            launch_step_ticks_(arena.state, events, no_cars, arena.world, 1, block, cap)
             _sync()
             rec.data["compile_seconds"][name] = time.perf_counter() - t0
             rec.say(f"  {name} compiled and ran in {time.perf_counter() - t0:.1f} s")
@@ -289,12 +300,13 @@ def section_fused(rec: Recorder, args) -> None:
             def one(n=n, block=block, cap=cap, name=name):
                 arena = _arena(n, "fused", args.meshes)
                 events = ArenaEvents.none(n, 0, arena.device)
+                no_cars = torch.zeros(n, 0, 8, device=arena.device)
                 _tick_rate(
                     rec,
                     args,
                     name,
                     n,
-                    lambda: launch_step_ticks_(arena.state, events, arena.world, args.ticks, block, cap),
+                    lambda: launch_step_ticks_(arena.state, events, no_cars, arena.world, args.ticks, block, cap),
                     block=block,
                     maxnreg=cap,
                 )
@@ -379,6 +391,55 @@ def section_checks(rec: Recorder, args) -> None:
         )
 
     rec.measure("check fused tick vs PyTorch tick", fused_vs_eager, needs_s=25)
+
+
+CAR_STAGE_TESTS = ("test_arena", "test_car", "test_rigid_body", "test_vehicle")
+"""The car twins' stage tests: bench/soccar_cars_gpu.py runs them."""
+
+
+def run_stage_tests(rec: Recorder, meshes, stems) -> None:
+    """The stage tests of tests/envs/soccar/kernels named by ``stems`` (file names without .py), called
+    directly, one call per parametrized case (no pytest runner needed)."""
+    import importlib
+    import inspect
+
+    from nitro.envs.soccar.arena_mesh import load_arena_mesh
+
+    mesh = load_arena_mesh(meshes)  # on the CPU, as the tests' fixture: they move what they need
+    for stem in stems:
+        module = importlib.import_module(f"tests.envs.soccar.kernels.{stem}")
+        for name, test in inspect.getmembers(module, inspect.isfunction):
+            if not name.startswith("test_") or test.__module__ != module.__name__:
+                continue
+            for case in _parametrized(test):
+                what = f"{stem}.{name}" + (f"[{','.join(map(str, case.values()))}]" if case else "")
+
+                def one(test=test, case=case, what=what):
+                    t0 = time.perf_counter()
+                    fixture = {"mesh": mesh} if "mesh" in inspect.signature(test).parameters else {}
+                    test(**fixture, **case)
+                    rec.add(check=f"stage {what}", passed=True, seconds=time.perf_counter() - t0)
+
+                rec.measure(f"stage {what}", one, needs_s=5)
+
+
+def _parametrized(test) -> list[dict]:
+    """A test's ``pytest.mark.parametrize`` cases as keyword dicts ([{}] without any)."""
+    cases = [{}]
+    for mark in getattr(test, "pytestmark", []):
+        if mark.name == "parametrize":
+            names, values = mark.args[0], mark.args[1]
+            names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+            rows = [v if len(names) > 1 else (v,) for v in values]
+            cases = [case | dict(zip(names, row)) for case in cases for row in rows]
+    return cases
+
+
+def section_stages(rec: Recorder, args) -> None:
+    folder = ROOT / "tests" / "envs" / "soccar" / "kernels"
+    # the classifier's own tests are reference only; the car twins run in bench/soccar_cars_gpu.py
+    skip = ("test_kernel_checks", *CAR_STAGE_TESTS)
+    run_stage_tests(rec, args.meshes, [p.stem for p in sorted(folder.glob("test_*.py")) if p.stem not in skip])
 
 
 def section_eager(rec: Recorder, args) -> None:
@@ -519,6 +580,7 @@ def _worker(section: str, args) -> None:
         "fused": section_fused,
         "query": section_query,
         "checks": section_checks,
+        "stages": section_stages,
         "eager": section_eager,
         "compile": section_compile,
     }[section](rec, args)

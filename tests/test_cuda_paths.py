@@ -44,12 +44,15 @@ def test_training_iteration_never_syncs():
 
     cfg = load("cartpole", ["env.num_envs=4096", "run.compile=false", "run.graph=false",
                             "run.console=false", "run.tensorboard=false"])
-    trainer = Trainer(cfg)
-    trainer.iteration()  # first call allocates; the checked one must not sync
+    _second_call_never_syncs(Trainer(cfg).iteration)
+
+
+def _second_call_never_syncs(fn) -> None:
+    fn()  # the first call allocates; the checked one must not sync
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        trainer.iteration()
+        fn()
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
@@ -90,3 +93,33 @@ def test_graphed_training_matches_eager():
     torch.testing.assert_close(g.opt.flat, e.opt.flat, rtol=0, atol=1e-6)
     torch.testing.assert_close(g.carry.obs, e.carry.obs, rtol=0, atol=1e-6)
     assert torch.equal(g.ep_stats, e.ep_stats)
+
+
+def _league_trainer(graph: str, num_envs: int = 2048):
+    from nitro.train.config import load
+    from nitro.train.ppo import Trainer
+
+    cfg = load("ConnectFour-v3", [f"env.num_envs={num_envs}", "run.compile=false", f"run.graph={graph}",
+                                  "run.console=false", "run.tensorboard=false", "league.pool_size=4",
+                                  "league.bots=[random,tactical]", "league.mix={self: 0.3, pool: 0.5, tactical: 0.2}"])
+    return Trainer(cfg)
+
+
+def test_league_iteration_never_syncs():
+    """Multi-agent PPO with opponents in the batch (stacked snapshots, bots, self): no host sync."""
+    _second_call_never_syncs(_league_trainer("false", 1024).iteration)
+
+
+def test_graphed_league_training_matches_eager():
+    trainers = []
+    for graph in ("true", "false"):
+        t = _league_trainer(graph)
+        if t.graphed:
+            t._capture()
+        for _ in range(3):
+            t.graph.replay() if t.graphed else t.iteration()
+        trainers.append(t)
+    g, e = trainers
+    torch.cuda.synchronize()
+    torch.testing.assert_close(g.opt.flat, e.opt.flat, rtol=0, atol=1e-6)  # as the CartPole test above
+    assert torch.equal(g.outcomes, e.outcomes) and torch.equal(g.carry.opponent, e.carry.opponent)

@@ -1,9 +1,10 @@
-"""Adapters from nitro envs to other RL APIs: Gymnasium's ``VectorEnv`` and Stable-Baselines3's ``VecEnv``.
+"""Adapters from nitro envs to other RL APIs: Gymnasium's ``VectorEnv`` and Stable-Baselines3's ``VecEnv``
+(single-agent envs), PettingZoo's ``ParallelEnv`` (multi-agent envs).
 
-Each adapter imports its framework only when first used; both come with the ``adapters`` extra
+Each adapter imports its framework only when first used; all come with the ``adapters`` extra
 (``pip install "nitro-rl[adapters]"``).
 
-    from nitro.adapters import GymnasiumVectorEnv, SB3VecEnv
+    from nitro.adapters import GymnasiumVectorEnv, PettingZooParallelEnv, SB3VecEnv
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 _LAZY = {
     "GymnasiumVectorEnv": "nitro.adapters.gymnasium",
     "SB3VecEnv": "nitro.adapters.sb3",
+    "PettingZooParallelEnv": "nitro.adapters.pettingzoo",
 }
 
 __all__ = list(_LAZY)

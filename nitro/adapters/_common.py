@@ -13,8 +13,20 @@ from nitro.core.vector import VecEnv
 
 
 def as_vec_env(env: str | VecEnv, num_envs: int | None, device, seed: int | None,
-               params: dict[str, Any]) -> VecEnv:
-    """``env`` itself if it is a nitro ``VecEnv``, else ``nitro.make(env, ...)``."""
+               params: dict[str, Any], multi_agent: bool = False) -> VecEnv:
+    """``env`` itself if it is a nitro ``VecEnv``, else ``nitro.make(env, ...)``; single-agent adapters
+    refuse multi-agent envs and the multi-agent one single-agent envs."""
+    venv = _vec_env(env, num_envs, device, seed, params)
+    if multi_agent != (venv.num_agents > 1):
+        name = type(venv.env).__name__
+        if multi_agent:
+            raise ValueError(f"{name} has one agent per env; use nitro.adapters.GymnasiumVectorEnv or SB3VecEnv")
+        raise ValueError(f"{name} has {venv.num_agents} agents per env; single-agent adapters cannot drive it: "
+                         "use nitro.adapters.PettingZooParallelEnv (or train it with nitro train)")
+    return venv
+
+
+def _vec_env(env: str | VecEnv, num_envs: int | None, device, seed: int | None, params: dict[str, Any]) -> VecEnv:
     if isinstance(env, VecEnv):
         if params:
             raise TypeError(f"params {sorted(params)} apply only when env is an id; pass them to nitro.make")

@@ -49,12 +49,13 @@ def row_keys(key: torch.Tensor, num_agents: int) -> torch.Tensor:
 
 
 def team_matrix(agent_team: tuple[int, ...], device=None) -> torch.Tensor:
-    """[A, T] float one-hot of each seat's team: ``x.view(N, A) @ team_matrix`` sums rows per team."""
+    """[A, T] float one-hot of each seat's team: ``x.view(N, A) @ team_matrix`` sums rows per team. It is
+    copied from the host: make it once, outside loops that CUDA graphs capture."""
     team = torch.tensor(agent_team, device=device)
     return torch.nn.functional.one_hot(team, max(agent_team) + 1).float()
 
 
 def team_sums(x: torch.Tensor, agent_team: tuple[int, ...]) -> torch.Tensor:
-    """Per-agent values [N * A] summed over each team's agents: [N, T]."""
+    """Per-agent values [N * A] summed over each team's agents: [N, T] (builds ``team_matrix`` each call)."""
     a = len(agent_team)
     return x.float().view(-1, a) @ team_matrix(agent_team, x.device)

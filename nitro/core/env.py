@@ -82,6 +82,11 @@ class Env(Generic[S, P]):
         ranked by their episode return."""
         return None
 
+    def episode_stats(self, state: S) -> dict[str, torch.Tensor]:
+        """Per-agent statistics [N * A] of an episode, read on its final state by evaluations (e.g. a
+        card game's bid accuracy); none by default."""
+        return {}
+
     def bots(self) -> dict[str, Callable[[S, torch.Tensor], torch.Tensor]]:
         """Scripted players by name: ``bot(state, key [N]) -> actions [N * A]`` (a league's fixed pool
         members; only the rows the bot is given are used)."""

@@ -8,4 +8,5 @@ register("MountainCarContinuous-v0", "nitro.envs.classic.continuous_mountain_car
          aliases=("mountaincarcontinuous",))
 register("Pendulum-v1", "nitro.envs.classic.pendulum:Pendulum", aliases=("pendulum",))
 register("Acrobot-v1", "nitro.envs.classic.acrobot:Acrobot", aliases=("acrobot",))
+register("ConnectFour-v3", "nitro.envs.connect_four:ConnectFour", aliases=("connect_four", "connect4"))
 register("SkullKing-v0", "nitro.envs.skullking.env:SkullKing", aliases=("skullking",))

@@ -74,6 +74,15 @@ class Console:
         else:
             print(f"[update {m['update']}] " + self.line(m), flush=True)
 
+    def note(self, text: str) -> None:
+        """A one-off line (a curriculum stage change, ...)."""
+        if not self.enabled:
+            return
+        if self.progress is not None:
+            self.progress.console.print(text)
+        else:
+            print(text, flush=True)
+
     def close(self) -> None:
         if self.progress is not None:
             self.progress.stop()

@@ -1,4 +1,4 @@
-"""``nitro train | eval | export``."""
+"""``nitro train | eval | league | tournament | export``."""
 
 from __future__ import annotations
 
@@ -17,14 +17,42 @@ def add_commands(sub) -> None:
     p.add_argument("--help-config", action="store_true", help="list every config key with its doc")
     p.set_defaults(fn=_train)
 
-    p = sub.add_parser("eval", help="returns of a trained run over N episodes")
+    p = sub.add_parser("eval", help="returns of a trained run over N episodes; multi-agent: its results against "
+                                    "the env's bots",
+                       description="Single-agent envs: returns over N episodes. Multi-agent envs: the policy in one "
+                                   "seat and a bot in every other, N games per bot: win rate, mean result and "
+                                   "return, the env's episode statistics, with 95%% confidence intervals.")
     p.add_argument("run", help="run directory")
-    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--episodes", type=int, default=100, help="episodes (multi-agent: games per bot)")
+    p.add_argument("--vs", nargs="*", help="multi-agent: the bots to play (default: every bot of the env)")
+    p.add_argument("--params", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="env params to change, e.g. episode=game round_weights=none (whole Skull King games)")
     p.add_argument("--sample", action="store_true", help="sample actions (default: deterministic mode)")
-    p.add_argument("--checkpoint", default="best", help="best | latest | a .safetensors path")
+    p.add_argument("--checkpoint", default="auto",
+                   help="best | latest | a .safetensors path (auto: best, or latest for multi-agent self-play runs)")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=12345)
     p.set_defaults(fn=_eval)
+
+    p = sub.add_parser("league", help="a run's league: rating table and rating-over-time picture")
+    p.add_argument("run", help="run directory of a training run with a league")
+    p.add_argument("--png", help="where to write the picture (default RUN/league.png)")
+    p.set_defaults(fn=_league)
+
+    p = sub.add_parser("tournament", help="round robin of runs, checkpoints and bots on the device",
+                       description="Every pair of players meets in N games (per seat order), all at once on "
+                                   "the device; prints a Bradley-Terry Elo table with 95% bootstrap intervals.")
+    p.add_argument("targets", nargs="*", metavar="RUN_OR_CHECKPOINT",
+                   help="run directories (their latest checkpoint) or .safetensors checkpoints")
+    p.add_argument("--games", type=int, default=256, help="games per ordered pair of players")
+    p.add_argument("--bots", nargs="*", default=[], help="scripted players of the env, e.g. random tactical")
+    p.add_argument("--pool", action="store_true", help="also the league snapshots stored in each checkpoint")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--params", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="env params to change, e.g. episode=game round_weights=none (whole Skull King games)")
+    p.add_argument("--out", help="also write the results as JSON here")
+    p.set_defaults(fn=_tournament)
 
     p = sub.add_parser("export", help="export a run's policy")
     p.add_argument("run", help="run directory")
@@ -87,11 +115,40 @@ def _merged(overrides: list[str]) -> dict:
     return out
 
 
-def _eval(args) -> int:
-    from nitro.train.evaluate import evaluate
+def _env_params(items: list[str]) -> dict:
+    """``KEY=VALUE`` words as env params (values read as YAML: 3, true, none, [1, 2])."""
+    from nitro.train.config import ConfigError, _yaml_value
 
-    result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=args.checkpoint,
-                      device=args.device, seed=args.seed)
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--params takes KEY=VALUE words, e.g. episode=game; got {item!r}")
+        key, value = item.split("=", 1)
+        out[key] = None if value.lower() in ("none", "null") else _yaml_value(value, key)
+    return out
+
+
+def _eval(args) -> int:
+    from pathlib import Path
+
+    import yaml
+
+    from nitro.core.registry import make_env
+    from nitro.train.evaluate import evaluate, evaluate_vs_bots
+
+    config = Path(args.run) / "config.yaml"
+    if not config.exists():
+        raise FileNotFoundError(f"{args.run} is not a run directory (no config.yaml)")
+    env_cfg = yaml.safe_load(config.read_text())["env"]
+    params = _env_params(args.params)
+    multi = make_env(env_cfg["id"], **{**env_cfg["params"], **params}).num_agents > 1
+    which = ("latest" if multi else "best") if args.checkpoint == "auto" else args.checkpoint
+    if multi:
+        result = evaluate_vs_bots(args.run, args.vs, args.episodes, deterministic=not args.sample, checkpoint=which,
+                                  device=args.device, seed=args.seed, env_params=params)
+    else:
+        result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=which,
+                          device=args.device, seed=args.seed, env_params=params)
     print(json.dumps(result))
     return 0
 
@@ -101,4 +158,54 @@ def _export(args) -> int:
 
     path = export_onnx(args.run, args.out, args.checkpoint)
     print(f"wrote {path}")
+    return 0
+
+
+def _league(args) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from nitro.monitor.plots import rating_curve
+    from nitro.train.league import summary
+
+    info = summary(args.run)
+    table = Table(title=f"league of {args.run} at update {info['update']}")
+    for col in ("rank", "player", "Elo", "OpenSkill (mu - 3 sigma)", "games", "joined at update"):
+        table.add_column(col, justify="left" if col == "player" else "right")
+    for i, r in enumerate(info["table"], 1):
+        skill = "-" if r["openskill"] is None else f"{r['openskill']:.2f}"
+        joined = "-" if r["joined"] is None else str(r["joined"])
+        table.add_row(str(i), r["name"], f"{r['elo']:.0f}", skill, str(r["games"]), joined)
+    Console().print(table)
+    if info["history"]:
+        path = rating_curve(info["history"], args.png or Path(args.run) / "league.png", f"league of {Path(args.run).name}")
+        print(f"wrote {path}")
+    return 0
+
+
+def _tournament(args) -> int:
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from nitro.train.tournament import run
+
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    result = run(args.targets, args.games, args.bots, args.pool, _env_params(args.params), device=device,
+                 seed=args.seed)
+    table = Table(title=f"{result['env']}: {result['games']} games ({result['games_per_pair']} per ordered pair), "
+                        f"{result['games_per_second']:.0f} games/s")
+    for col in ("rank", "player", "Elo", "95% interval", "score", "95% interval", "W / D / L"):
+        table.add_column(col, justify="left" if col == "player" else "right")
+    for i, r in enumerate(result["table"], 1):
+        table.add_row(str(i), r["name"], f"{r['elo']:+.0f}", f"[{r['elo_low']:+.0f}, {r['elo_high']:+.0f}]",
+                      f"{r['score']:.3f}", f"[{r['score_low']:.3f}, {r['score_high']:.3f}]",
+                      f"{r['wins']:.0f} / {r['draws']:.0f} / {r['losses']:.0f}")
+    Console().print(table)
+    if args.out:
+        from pathlib import Path
+
+        Path(args.out).write_text(json.dumps(result, indent=1))
     return 0

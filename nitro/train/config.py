@@ -19,6 +19,7 @@ import yaml
 
 from nitro.core.errors import NitroError
 from nitro.core.fields import field_docs
+from nitro.train import curriculum
 
 
 @dataclass
@@ -98,6 +99,11 @@ class PolicyConfig:
     same parameters and checkpoints; 1.2-1.4x PPO steps/s on CartPole, docs/PERFORMANCE.md). They need
     CUDA (or TRITON_INTERPRET=1), tanh/relu, no layer_norm, no LSTM, widths up to 128: auto uses them
     on CUDA where the policy allows, true raises where it does not."""
+    heads: dict = field(default_factory=dict)
+    """Discrete actions: separate actor towers for ranges of actions, {name: [start, stop]}. Each range gets
+    its own MLP (policy.hidden) and head; the other actions share the main tower. With masks that allow one
+    range at a time, each kind of decision then has a network of its own: Skull King's hierarchical preset
+    uses {bid: [75, 86]}, a bid head beside the card-play head. nitro/train/policy.py (towers)."""
 
 
 @dataclass
@@ -135,11 +141,61 @@ class RunConfig:
 
 
 @dataclass
+class LeagueConfig:
+    """Multi-agent envs: who the learner plays. With no pool and no bots the learner drives every seat
+    and learns from all of them (pure self-play); otherwise it drives one team per env and learns from
+    those rows only, while the other seats are driven by opponents evaluated in the same batch."""
+
+    pool_size: int = 0
+    """K: past snapshots of the learner kept as opponents (evaluated together, stacked); 0 for none."""
+    add_every: int = 20
+    """Updates between snapshots added to the pool (the initial policy joins at update 0)."""
+    drop: str = "oldest"
+    """Which snapshot leaves a full pool for a new one: oldest (first in, first out) | weakest (lowest
+    Elo; ties: the oldest)."""
+    bots: list = field(default_factory=list)
+    """Scripted players of the env (its bots(), e.g. [random, tactical]) that join as fixed members."""
+    mix: dict = field(default_factory=lambda: {"self": 0.5, "pool": 0.5})
+    """Shares of new games: self (the learner's current policy), pool (snapshots and bot members, by
+    league.matchmaking) and any bot by name (a fixed share for it). Normalized to sum to 1."""
+    matchmaking: str = "pfsp"
+    """How the pool share is spread: uniform | pfsp (prioritized fictitious self-play: weight (1 - p)^power
+    for p the learner's Elo-expected score against the member) | even (weight p (1 - p): members near the
+    learner's rating)."""
+    pfsp_power: float = 2.0
+    """The exponent of pfsp's weighting (0: uniform; larger: harder opponents more often)."""
+    update_every: int = 5
+    """Updates between league steps: results read from the device, ratings and matchmaking updated."""
+    elo_k: float = 8.0
+    """Elo's K factor per game."""
+    rated_games: int = 512
+    """At most this many of a league step's games update the ratings, one by one in a fixed interleaved
+    order (a proportional subsample when there were more); bounds the cost of OpenSkill on the host."""
+    opponent_eval: str = "bmm"
+    """How the stacked pool is evaluated: bmm (one batched matmul per layer) | vmap (torch.func)."""
+    dense_reward: float = 1.0
+    """Weight of the env's own reward in what the learner is trained on."""
+    outcome_reward: float = 0.0
+    """Weight of the game outcome (+1 win, 0 draw, -1 loss against the other teams) added on an
+    episode's last step; dense_reward=0 with outcome_reward=1 is the sparse-reward mode."""
+
+
+@dataclass
+class CurriculumConfig:
+    stages: list = field(default_factory=list)
+    """Training stages in order, each a mapping with name, until (conditions on logged metrics joined
+    by "and", e.g. "league/win_rate >= 0.6"; the last stage needs none), min_updates, and what it sets:
+    env (env params), reward ({dense: w, outcome: w}) and mix (league.mix). nitro/train/curriculum.py."""
+
+
+@dataclass
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    league: LeagueConfig = field(default_factory=LeagueConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
 
 
 class ConfigError(NitroError, ValueError):
@@ -347,7 +403,7 @@ def validate(cfg: TrainConfig) -> None:
     a fix. (Devices are checked where the run starts, by ``resolve_device``: a saved config stays
     loadable on a machine without the run's GPU.)"""
     _check_types(cfg)
-    e, p, pol, r = cfg.env, cfg.ppo, cfg.policy, cfg.run
+    e, p, pol, r, lg = cfg.env, cfg.ppo, cfg.policy, cfg.run, cfg.league
     finite = math.isfinite
     rules = [
         ("env.id", e.id, bool(e.id), "a registered env id (nitro envs lists them)"),
@@ -383,6 +439,15 @@ def validate(cfg: TrainConfig) -> None:
          "a number of seconds >= 0 (0: no time-based checkpoints)"),
         ("run.keep_last", r.keep_last, r.keep_last >= 1, "an int >= 1 (checkpoints kept besides best)"),
         ("run.threads", r.threads, r.threads >= 0, "an int >= 0 (0: PyTorch's default)"),
+        ("league.pool_size", lg.pool_size, lg.pool_size >= 0, "an int >= 0 (0: no snapshots)"),
+        ("league.add_every", lg.add_every, lg.add_every >= 1, "an int >= 1 (updates between snapshots)"),
+        ("league.update_every", lg.update_every, lg.update_every >= 1, "an int >= 1 (updates between league steps)"),
+        ("league.pfsp_power", lg.pfsp_power, finite(lg.pfsp_power) and lg.pfsp_power >= 0, "a number >= 0 (e.g. 2)"),
+        ("league.elo_k", lg.elo_k, finite(lg.elo_k) and lg.elo_k > 0, "a number > 0 (e.g. 8)"),
+        ("league.rated_games", lg.rated_games, lg.rated_games >= 1, "an int >= 1 (e.g. 512)"),
+        ("league.dense_reward", lg.dense_reward, finite(lg.dense_reward), "a finite number (e.g. 1.0)"),
+        ("league.outcome_reward", lg.outcome_reward, finite(lg.outcome_reward), "a finite number (e.g. 0.0)"),
+        ("league.bots", lg.bots, all(isinstance(b, str) for b in lg.bots), "a list of bot names, e.g. [random]"),
     ]
     for key, value, ok, want in rules:
         if not ok:
@@ -393,10 +458,17 @@ def validate(cfg: TrainConfig) -> None:
                "policy.fused": (pol.fused, ("auto", "true", "false")),
                "run.precision": (r.precision, ("fp32", "bf16")),
                "run.compile": (r.compile, ("auto", "true", "false")),
-               "run.graph": (r.graph, ("auto", "true", "false"))}
+               "run.graph": (r.graph, ("auto", "true", "false")),
+               "league.drop": (cfg.league.drop, ("oldest", "weakest")),
+               "league.matchmaking": (cfg.league.matchmaking, ("uniform", "pfsp", "even")),
+               "league.opponent_eval": (cfg.league.opponent_eval, ("bmm", "vmap"))}
     for name, (value, allowed) in choices.items():
         if value not in allowed:
             raise ConfigError(f"{name}={value!r}; choose one of {', '.join(allowed)}")
+    if lg.add_every % lg.update_every:
+        raise ConfigError(f"league.add_every={lg.add_every} must be a multiple of league.update_every="
+                          f"{lg.update_every} (snapshots join at league steps)")
+    _check_heads(pol)
     if pol.lstm and p.num_steps % pol.bptt:
         raise ConfigError(f"policy.bptt={pol.bptt} must divide ppo.num_steps={p.num_steps}")
     # minibatches are sets of whole sequences: env columns of length T, or BPTT chunks with an LSTM
@@ -412,7 +484,83 @@ def validate(cfg: TrainConfig) -> None:
                           f"ppo.num_steps = {per_update}); use ppo.total_steps={per_update} or more")
     from nitro.core.registry import make_env
 
-    make_env(e.id, **e.params)  # unknown ids and params raise here, listing the valid ones
+    env = make_env(e.id, **e.params)  # unknown ids and params raise here, listing the valid ones
+    n = getattr(env.action_space, "n", None)
+    if pol.heads and n is None:
+        raise ConfigError(f"policy.heads needs Discrete actions; {e.id} acts in {env.action_space}: remove "
+                          "policy.heads")
+    for name, (start, stop) in pol.heads.items():
+        if stop > n:
+            raise ConfigError(f"policy.heads.{name}=[{start}, {stop}] reaches past {e.id}'s {n} actions; use "
+                              f"ranges within [0, {n}]")
+    _check_league(cfg, env, make_env)
+
+
+def _check_heads(pol: PolicyConfig) -> None:
+    """policy.heads: named, disjoint [start, stop) ranges, on a plain feed-forward actor."""
+    spans = []
+    for name, span in pol.heads.items():
+        if not (isinstance(span, list) and len(span) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                  for x in span) and 0 <= span[0] < span[1]):
+            raise ConfigError(f"policy.heads.{name}={span!r} must be [start, stop] with 0 <= start < stop "
+                              "(a range of action ids), e.g. [75, 86]")
+        spans.append((span[0], span[1], name))
+    spans.sort()
+    for (_, stop, a), (start, _, b) in zip(spans, spans[1:]):
+        if start < stop:
+            raise ConfigError(f"policy.heads.{a} and policy.heads.{b} overlap; give each action to one head")
+    clashes = {"policy.layer_norm": (pol.layer_norm, "false"), "policy.lstm": (pol.lstm, "0"),
+               "policy.fused": (pol.fused == "true", "auto")}
+    for key, (bad, fix) in clashes.items():
+        if pol.heads and bad:
+            raise ConfigError(f"{key} does not go with policy.heads (the towers run as one block-diagonal "
+                              f"feed-forward MLP); set {key}={fix} or drop policy.heads")
+
+
+def _check_league(cfg: TrainConfig, env, make_env) -> None:
+    """The league and the curriculum against the env: a multi-agent env, its bots, valid mixes, and every
+    stage's env params."""
+    lg, stages = cfg.league, cfg.curriculum.stages
+    check_mix(lg.mix, "league.mix")
+    used = [(k, v) for k, v in (("league.pool_size", lg.pool_size), ("league.bots", lg.bots),
+                                ("curriculum.stages", stages)) if v]
+    if used and env.num_agents == 1:
+        raise ConfigError(f"{used[0][0]}={used[0][1]!r} needs a multi-agent env, and {cfg.env.id} has one agent "
+                          f"per env; remove {', '.join(k for k, _ in used)}")
+    bots = sorted(env.bots())
+    for b in lg.bots:
+        if b not in bots:
+            raise ConfigError(f"league.bots has {b!r}, which {cfg.env.id} does not offer; its bots: "
+                              f"{', '.join(bots) or 'none'}")
+    try:
+        parsed = curriculum.parse(stages)
+    except curriculum.StageError as err:
+        raise ConfigError(str(err)) from None
+    opponents = lg.pool_size > 0 or bool(lg.bots)
+    for where, mix in [("league.mix", lg.mix)] + [(f"curriculum.stages[{i}].mix", s.mix) for i, s in enumerate(parsed)
+                                                  if s.mix is not None]:
+        check_mix(mix, where, bots)
+        if where != "league.mix" and not opponents:
+            raise ConfigError(f"{where}={mix} sets the opponent mix of a league that has no opponents: set "
+                              "league.pool_size > 0 or league.bots")
+    for i in range(len(parsed)):
+        params = {**cfg.env.params, **curriculum.settings(parsed, i)[0]}
+        try:
+            make_env(cfg.env.id, **params)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"curriculum.stages[{i}].env: {err}") from None
+
+
+def check_mix(mix: dict, where: str, bots: list[str] | None = None) -> None:
+    """An opponent mix: shares >= 0 of self, pool and (when ``bots`` is given) the env's bots."""
+    allowed = ["self", "pool", *(bots or [])]
+    for k, v in mix.items():
+        if bots is not None and k not in allowed:
+            raise ConfigError(f"{where} has {k!r}; its keys are {', '.join(allowed)}")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            raise ConfigError(f"{where}.{k}={v!r} must be a number >= 0 (a share of new games)")
+    if sum(mix.values()) <= 0:
+        raise ConfigError(f"{where}={mix} must give some games a positive share, e.g. {{self: 0.5, pool: 0.5}}")
 
 
 def _check_types(cfg: TrainConfig) -> None:

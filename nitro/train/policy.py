@@ -37,6 +37,44 @@ def mlp(in_dim: int, hidden: list[int], activation: str, layer_norm: bool) -> nn
     return nn.Sequential(*layers)
 
 
+def tower_of_actions(num_actions: int, heads: dict) -> list[int]:
+    """The actor tower of each action: 1 + the index of the ``heads`` range holding it, 0 (main) if none."""
+    tower = [0] * num_actions
+    for i, (start, stop) in enumerate(heads.values()):
+        for a in range(start, stop):
+            tower[a] = i + 1
+    return tower
+
+
+def split_towers(trunk: nn.Sequential, head: nn.Linear, action_tower: list[int], towers: int) -> list[torch.Tensor]:
+    """Make an MLP whose widths are ``towers`` times the tower widths into ``towers`` side-by-side MLPs:
+    every layer after the first and the head become block-diagonal (unit j of a layer belongs to tower
+    j // tower width; action a to tower ``action_tower[a]``), each block freshly orthogonal at the layer's
+    gain, the rest zero. Returns the [out, in] 0/1 masks of those layers, to be applied to their gradients
+    so the zeros stay zero under any optimizer whose update is 0 for a zero gradient (Adam). The towers
+    read the same observation (the first layer is dense) and share nothing else; to every other reader
+    (snapshots, export, checkpoints) the actor is a plain MLP."""
+    cpu = torch.device("cpu")  # also when the module is built on the meta device (a template)
+    masks = []
+    for layer in [m for m in trunk if isinstance(m, nn.Linear)][1:] + [head]:
+        unit_in = torch.arange(layer.in_features, device=cpu) // (layer.in_features // towers)
+        if layer is head:
+            unit_out, gain = torch.tensor(action_tower, device=cpu), 0.01
+        else:
+            unit_out, gain = torch.arange(layer.out_features, device=cpu) // (layer.out_features // towers), math.sqrt(2)
+        masks.append((unit_out[:, None] == unit_in[None, :]).float())
+        if layer.weight.is_meta:
+            continue
+        weight = torch.zeros(layer.weight.shape)
+        for t in range(towers):
+            rows, cols = (unit_out == t).nonzero().flatten(), (unit_in == t).nonzero().flatten()
+            if len(rows):
+                weight[rows[:, None], cols[None, :]] = nn.init.orthogonal_(torch.empty(len(rows), len(cols)), gain)
+        with torch.no_grad():
+            layer.weight.copy_(weight)
+    return masks
+
+
 class ActionDist:
     """The action distribution of a space: head size, sampling, log-prob, entropy, mode."""
 
@@ -125,10 +163,14 @@ class ActorCritic(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.dist = ActionDist(action_space)
-        hidden = list(cfg.hidden)
+        towers = 1 + len(cfg.heads)
+        if towers > 1 and (self.dist.kind != "categorical" or len(self.dist.splits) != 1 or not cfg.hidden):
+            raise ValueError(f"policy.heads needs Discrete actions and a hidden layer (policy.hidden); got "
+                             f"{action_space} with hidden={cfg.hidden}")
+        hidden = [w * towers for w in cfg.hidden]  # the towers side by side (split_towers)
         feat = hidden[-1] if hidden else obs_dim
         trunk = mlp
-        if cfg.fused != "false":
+        if cfg.fused != "false" and towers == 1:
             from nitro.train import fused_mlp
 
             supported = (cfg.hidden, obs_dim, cfg.activation, cfg.layer_norm, cfg.lstm, device)
@@ -137,7 +179,8 @@ class ActorCritic(nn.Module):
             if cfg.fused == "true" or fused_mlp.supported(*supported):
                 trunk = lambda i, h, a, _ln: fused_mlp.FusedMLP(i, h, a)  # noqa: E731
         self.actor_trunk = trunk(obs_dim, hidden, cfg.activation, cfg.layer_norm)
-        self.critic_trunk = None if cfg.shared or cfg.lstm else trunk(obs_dim, hidden, cfg.activation, cfg.layer_norm)
+        self.critic_trunk = None if cfg.shared or cfg.lstm else trunk(obs_dim, list(cfg.hidden), cfg.activation,
+                                                                      cfg.layer_norm)
         self.lstm = None
         if cfg.lstm:
             self.lstm = nn.LSTMCell(feat, cfg.lstm)
@@ -145,7 +188,14 @@ class ActorCritic(nn.Module):
                 nn.init.orthogonal_(p) if "weight" in name else nn.init.zeros_(p)
             feat = cfg.lstm
         self.actor_head = _layer(feat, self.dist.dim, 0.01)
-        self.critic_head = _layer(feat, 1, 1.0)
+        if towers > 1:
+            masks = split_towers(self.actor_trunk, self.actor_head, tower_of_actions(self.dist.dim, cfg.heads), towers)
+            linears = [m for m in self.actor_trunk if isinstance(m, nn.Linear)][1:] + [self.actor_head]
+            for i, (layer, mask) in enumerate(zip(linears, masks)):
+                self.register_buffer(f"tower_mask{i}", mask, persistent=False)
+                layer.weight.register_hook(lambda g, name=f"tower_mask{i}": g * getattr(self, name))
+        critic_feat = feat if self.critic_trunk is None else (cfg.hidden[-1] if cfg.hidden else obs_dim)
+        self.critic_head = _layer(critic_feat, 1, 1.0)
         self.log_std = None
         if self.dist.kind == "gaussian":
             if cfg.log_std == "state_dependent":
@@ -181,6 +231,10 @@ class ActorCritic(nn.Module):
             hidden, feat = (h, c), h
         critic_feat = feat if self.critic_trunk is None else self.critic_trunk(obs)
         return self._head(feat), self.critic_head(critic_feat).squeeze(-1), hidden
+
+    def actor(self, obs: torch.Tensor):
+        """The head output alone (feed-forward policies): how the learner plays as its own opponent."""
+        return self._head(self.actor_trunk(obs))
 
     def value(self, obs: torch.Tensor, hidden: tuple = (), first: torch.Tensor | None = None):
         """Critic only (the actor trunk is skipped where the trunks are separate)."""

@@ -7,6 +7,16 @@ captured in one CUDA graph and replayed; the rollout step is compiled. The host 
 
 Truncated episodes are bootstrapped from their final observation: the step's reward gets
 ``gamma * V(final_obs)`` and the GAE chain is cut there, as for terminations.
+
+Multi-agent envs (docs/API.md): the learner drives every agent row (pure self-play) or, with a league
+(``league.pool_size`` or ``league.bots``), one team per env while opponents drive the other rows in the
+same batch: its own current policy, K stacked past snapshots and scripted bots
+(``nitro.train.opponents``). Who sits where is a per-env tensor re-drawn when an episode ends. The
+rollout stores the learner's rows only: its "env columns" are learner slots (env e, seat j of its team).
+Turn-based envs' rows that do not act stay in the rollout for the critic (their rewards reach the
+last acting step through GAE) and are masked out of the policy loss. The league's host side (ratings,
+snapshots, matchmaking: ``nitro.train.league``) and the curriculum (``nitro.train.curriculum``) run
+between updates.
 """
 
 from __future__ import annotations
@@ -21,12 +31,13 @@ from typing import Any
 import torch
 import yaml
 
-from nitro.core import fast, rng, tree
+from nitro.core import agents, fast, rng, tree
 from nitro.core.env import autoreset_step
 from nitro.core.registry import make_env
 from nitro.core.spaces import Box, Discrete, MultiDiscrete
-from nitro.train import checkpoint, dist
-from nitro.train.config import TrainConfig, to_dict
+from nitro.train import checkpoint, curriculum, dist, league
+from nitro.train.config import ConfigError, TrainConfig, to_dict
+from nitro.train.opponents import Opponents, PolicyStack, Seating
 from nitro.train.optim import FlatAdam, RunningMeanStd
 from nitro.train.policy import ActorCritic
 
@@ -37,21 +48,28 @@ class TrainingDiverged(RuntimeError):
 
 @dataclass
 class Carry:
-    """What a rollout step hands to the next; every tensor has the env axis first."""
+    """What a rollout step hands to the next. Per env: [N]; per agent row: [R] = [N * A]; per learner
+    slot: [L] (= N for single-agent envs)."""
 
     env_state: Any
     obs: torch.Tensor
-    """[N, D] raw observation of env_state."""
+    """[R, D] raw observation of env_state, every agent row."""
     first: torch.Tensor
-    """[N] bool: obs begins an episode (the LSTM state is zeroed there)."""
+    """[L] bool: the slot's observation begins an episode (the LSTM state is zeroed there)."""
     hidden: tuple
-    """LSTM (h, c) before obs, or ()."""
+    """LSTM (h, c) of each learner slot before obs, or ()."""
     key: torch.Tensor
     """[N] per-env random keys of the next step."""
     ep_return: torch.Tensor
+    """[R] env reward summed over the episode so far, every agent row."""
     ep_length: torch.Tensor
+    """[N] steps of the episode so far."""
     disc_return: torch.Tensor
-    """Discounted return so far, whose variance scales rewards."""
+    """[L] discounted return so far, whose variance scales rewards."""
+    learner_team: torch.Tensor
+    """[N] int64 the team the learner drives in each env (0 when it drives every row)."""
+    opponent: torch.Tensor
+    """[N] int64 who drives the other rows: an opponent id (0 self, 1..K pool slots, then bots)."""
 
 
 @dataclass
@@ -68,6 +86,8 @@ class Buffers:
     masks: torch.Tensor | None
     hidden: tuple
     """LSTM state at the start of each BPTT chunk, [T / bptt, N, H] each."""
+    acting: torch.Tensor | None
+    """Turn-based envs: the slot acted at the step (else None: always)."""
     advantages: torch.Tensor
     returns: torch.Tensor
 
@@ -89,7 +109,12 @@ class Trainer:
         self.cfg = cfg
         self.dist, self.device = dist.init(cfg.run.device)
         p, d = cfg.ppo, self.device
-        self.env = make_env(cfg.env.id, **cfg.env.params)
+        self.curriculum = curriculum.Curriculum(curriculum.parse(cfg.curriculum.stages)) \
+            if cfg.curriculum.stages else None
+        stage_env, _, stage_mix = self.curriculum.settings() if self.curriculum else ({}, {}, None)
+        self.env_params = {**cfg.env.params, **stage_env}
+        """The env's params in force (the config's, with the curriculum stage's on top)."""
+        self.env = make_env(cfg.env.id, **self.env_params)
         if not isinstance(self.env.observation_space, Box) or len(self.env.observation_space.shape) != 1:
             raise ValueError(f"PPO needs flat Box observations; {cfg.env.id} has {self.env.observation_space}")
         self.N, self.T = cfg.env.num_envs, p.num_steps
@@ -110,15 +135,22 @@ class Trainer:
         self.ret_rms = RunningMeanStd((), d)
         self.num_updates = max(1, p.total_steps // (self.N * self.T * self.dist.world_size))
 
+        # who the learner plays (multi-agent envs): a league of snapshots and bots, or itself on every seat
+        lg = cfg.league
+        self.league = league.League(lg) if lg.pool_size or lg.bots else None
+        self.stack = PolicyStack(self.policy, lg.pool_size, self.obs_dim, p.obs_norm, lg.opponent_eval) \
+            if lg.pool_size else None
+        if self.league and stage_mix is not None:
+            self.league.mix = dict(stage_mix)
+        self.reward_weights = torch.tensor([lg.dense_reward, lg.outcome_reward], device=d)
+        """[dense, outcome]: what the learner is trained on (multi-agent envs)."""
+
+        self.update, self.global_step = 0, 0
+        if self.stack is not None:
+            self._snapshot()  # the initial policy is the pool's first member
         key = rng.key(self.seed, d)
-        env_keys = rng.env_keys(key, self.N)
-        state = self.env.reset(rng.fold_in(env_keys, 1), self.N, d)
-        zeros = torch.zeros(self.N, device=d)
-        self.carry = Carry(state, self.env.observe(state).float(), torch.ones(self.N, dtype=torch.bool, device=d),
-                           self.policy.initial_hidden(self.N, d), rng.fold_in(env_keys, 2), zeros,
-                           torch.zeros(self.N, dtype=torch.int32, device=d), zeros.clone())
         self.learn_key = rng.fold_in(key, 3)
-        self.buf = self._buffers()
+        self._setup_env(self.env, rng.env_keys(key, self.N))
         # device accumulators, read (and zeroed) only at a log
         self.ep_stats = torch.zeros(3, device=d)  # episodes, return sum, length sum
         self.obs_moments = torch.zeros(2, self.obs_dim, device=d)
@@ -126,7 +158,6 @@ class Trainer:
         self.loss_stats = torch.zeros(7, device=d)  # pg, v, entropy, kl, clipfrac, grad norm, minibatches
         self.update_index = torch.zeros((), dtype=torch.int64, device=d)
         self.first_bad_update = torch.full((), -1, dtype=torch.int64, device=d)
-        self.update, self.global_step = 0, 0
 
         self.rollout_step = fast.compile(self._rollout_step) if self.compiled else self._rollout_step
         self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
@@ -134,25 +165,58 @@ class Trainer:
         self.run_dir = Path(run_dir) if run_dir else None
         self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
         self.last_checkpoint: Path | None = None
+        if self.curriculum:
+            self._enter_stage()  # the first stage's reward weights (its env and mix are in place already)
         if resume:
             self.restore(resume)
         self.graph = None
 
+    def _setup_env(self, env, env_keys: torch.Tensor) -> None:
+        """Seats, opponents, fresh episodes and rollout storage for ``env`` (at start, and when a
+        curriculum stage changes the env's params)."""
+        d, N = self.device, self.N
+        if env.observation_space.shape != (self.obs_dim,) or env.action_space != self.env.action_space:
+            raise ConfigError(f"{env} observes {env.observation_space} and acts in {env.action_space}, but the "
+                              f"policy was built for Box[{self.obs_dim}] and {self.env.action_space}: a "
+                              "curriculum stage may change env params, not the spaces")
+        self.env = env
+        self.seating = Seating(env, N, self.league is not None, d)
+        self.L = self.seating.learner_rows
+        self.opponents = None
+        if self.league:
+            self.opponents = Opponents(self.stack, [env.bots()[b] for b in self.cfg.league.bots], self.dist_head, d)
+            self._matchmaking()
+        state = env.reset(rng.fold_in(env_keys, 1), N, d)
+        match_key = rng.fold_in(env_keys, 4)
+        learner_team = rng.randint(rng.fold_in(match_key, 1), (N,), self.seating.order.shape[0])
+        opponent = self.opponents.draw(rng.fold_in(match_key, 2)) if self.opponents else \
+            torch.zeros(N, dtype=torch.int64, device=d)
+        zeros = torch.zeros(self.L, device=d)
+        self.carry = Carry(state, env.observe(state).float(), torch.ones(self.L, dtype=torch.bool, device=d),
+                           self.policy.initial_hidden(self.L, d), rng.fold_in(env_keys, 2),
+                           torch.zeros(N * env.num_agents, device=d), torch.zeros(N, dtype=torch.int32, device=d),
+                           zeros, learner_team, opponent)
+        self.outcomes = torch.zeros(len(self.league.members) if self.league else 1, 3, device=d)
+        """Per opponent id: the learner's wins, draws and losses since the last league step."""
+        self.buf = self._buffers()
+        self.graph = None
+
     # ------------------------------------------------------------------ storage
     def _buffers(self) -> Buffers:
-        T, N, d = self.T, self.N, self.device
+        T, L, d = self.T, self.L, self.device
         a_shape, a_dtype = _storage_dtype(self.env.action_space)
-        f = lambda *s: torch.zeros(T, N, *s, device=d)
+        f = lambda *s: torch.zeros(T, L, *s, device=d)
         mask_probe = self.env.action_mask(self.carry.env_state)
         chunks = T // self.cfg.policy.bptt if self.policy.recurrent else 0
-        hidden = tuple(torch.zeros(chunks, N, self.cfg.policy.lstm, device=d) for _ in range(2)) \
+        hidden = tuple(torch.zeros(chunks, L, self.cfg.policy.lstm, device=d) for _ in range(2)) \
             if self.policy.recurrent else ()
+        flags = lambda: torch.zeros(T, L, dtype=torch.bool, device=d)  # noqa: E731
         return Buffers(
-            obs=f(self.obs_dim), actions=torch.zeros(T, N, *a_shape, dtype=a_dtype, device=d),
-            logprobs=f(), values=f(), rewards=f(), dones=torch.zeros(T, N, dtype=torch.bool, device=d),
-            firsts=torch.zeros(T, N, dtype=torch.bool, device=d),
-            masks=None if mask_probe is None else torch.zeros(T, *mask_probe.shape, dtype=torch.bool, device=d),
-            hidden=hidden, advantages=f(), returns=f())
+            obs=f(self.obs_dim), actions=torch.zeros(T, L, *a_shape, dtype=a_dtype, device=d),
+            logprobs=f(), values=f(), rewards=f(), dones=flags(), firsts=flags(),
+            masks=None if mask_probe is None else torch.zeros(T, L, mask_probe.shape[-1], dtype=torch.bool, device=d),
+            hidden=hidden, acting=None if self.env.acting(self.carry.env_state) is None else flags(),
+            advantages=f(), returns=f())
 
     # ------------------------------------------------------------------ collect
     def _autocast(self):
@@ -163,11 +227,15 @@ class Trainer:
         return self.obs_rms.normalize(obs) if self.cfg.ppo.obs_norm else obs
 
     def _rollout_step(self, c: Carry):
-        """Policy, env step and bookkeeping for one step of every env; returns (carry, record, stats)."""
-        p = self.cfg.ppo
+        """Policies, env step and bookkeeping for one step of every env; returns (carry, record, stats)."""
+        p, A = self.cfg.ppo, self.env.num_agents
         k_act, k_env, k_next = rng.split(c.key, 3)
-        obs = self._normalize(c.obs)
-        mask = self.env.action_mask(c.env_state)
+        mine, theirs = self.seating.rows(c.learner_team)  # the learner's agent rows, the opponents'
+        pick = (lambda x: x) if self.seating.all_rows else (lambda x: x.index_select(0, mine))
+        row_keys = agents.row_keys(k_act, A)
+        full_mask = self.env.action_mask(c.env_state)
+        obs = self._normalize(pick(c.obs))
+        mask = None if full_mask is None else pick(full_mask)
         with torch.no_grad(), self._autocast():
             out, value, hidden = self.policy(obs, c.hidden, c.first)
         # detach: a view of a parameter made under no_grad (the expanded log-std) still requires grad,
@@ -175,15 +243,32 @@ class Trainer:
         out = tree.tree_map(lambda x: x.detach().float(), out)
         if mask is not None:
             out = self.dist_head.mask_logits(out, mask)
-        action = self.dist_head.sample(out, self.dist_head.noise(k_act, self.N))
+        action = self.dist_head.sample(out, self.dist_head.noise(pick(row_keys), self.L))
         logprob = self.dist_head.log_prob(out, action)
+        env_action = self.dist_head.to_env(action)
+        acting = self.env.acting(c.env_state)
+        k_match = rng.fold_in(c.key, 4)
+        if self.opponents is not None:
+            with torch.no_grad(), self._autocast():
+                their_action = self.opponents.act(
+                    c.env_state, theirs, c.obs.index_select(0, theirs), None if full_mask is None else
+                    full_mask.index_select(0, theirs), c.opponent.repeat_interleave(A - self.seating.per_env),
+                    row_keys.index_select(0, theirs), rng.fold_in(k_match, 3), self._learner_actor)
+            env_action = self.seating.assemble(env_action, their_action, mine, theirs)
 
-        t = autoreset_step(self.env, c.env_state, self.dist_head.to_env(action), k_env)
-        reward = t.reward.float()
+        t = autoreset_step(self.env, c.env_state, env_action, k_env)
         done = t.terminated | t.truncated
-        ep_return, ep_length = c.ep_return + reward, c.ep_length + 1
-        ep_stats = torch.stack([done.sum(), (ep_return * done).sum(), (ep_length * done).sum()]).float()
-        obs_moments = torch.stack([c.obs.sum(0), (c.obs**2).sum(0)])
+        ep_return_rows = c.ep_return + t.reward.float()
+        reward = pick(t.reward.float())
+        ep_length = c.ep_length + 1
+        slot_done = agents.per_agent(done, self.seating.per_env)
+        slot_return = pick(ep_return_rows)
+        ep_stats = torch.stack([slot_done.sum(), (slot_return * slot_done).sum(),
+                                (agents.per_agent(ep_length, self.seating.per_env) * slot_done).sum()]).float()
+        obs_moments = torch.stack([pick(c.obs).sum(0), (pick(c.obs) ** 2).sum(0)])
+        outcomes, learner_team, opponent = self.outcomes, c.learner_team, c.opponent
+        if A > 1:
+            reward, outcomes, learner_team, opponent = self._games(c, t, ep_return_rows, reward, done, k_match)
 
         disc_return = c.disc_return * p.gamma + reward
         ret_moments = torch.stack([disc_return.sum(), (disc_return**2).sum()])
@@ -191,15 +276,38 @@ class Trainer:
             reward = reward / torch.sqrt(self.ret_rms.var + 1e-8)
         # bootstrap truncated (not terminated) episodes from their final observation
         with torch.no_grad(), self._autocast():
-            final_value = self.policy.value(self._normalize(t.final_obs.float()), hidden,
-                                            torch.zeros_like(done)).float()
-        reward = reward + p.gamma * final_value * (t.truncated & ~t.terminated)
+            final_value = self.policy.value(self._normalize(pick(t.final_obs).float()), hidden,
+                                            torch.zeros_like(slot_done)).float()
+        reward = reward + p.gamma * final_value * agents.per_agent(t.truncated & ~t.terminated, self.seating.per_env)
 
-        keep = ~done
-        carry = Carry(t.state, t.obs.float(), done, hidden, k_next, ep_return * keep, ep_length * keep,
-                      disc_return * keep)
-        record = (obs, action, logprob, value.float(), reward, done, c.first, mask)
-        return carry, record, (ep_stats, obs_moments, ret_moments)
+        keep = ~slot_done
+        carry = Carry(t.state, t.obs.float(), slot_done, hidden, k_next, ep_return_rows * ~agents.per_agent(done, A),
+                      ep_length * ~done, disc_return * keep, learner_team, opponent)
+        record = (obs, action, logprob, value.float(), reward, slot_done, c.first, mask,
+                  None if acting is None else pick(acting))
+        return carry, record, (ep_stats, obs_moments, ret_moments, outcomes)
+
+    def _games(self, c: Carry, t, ep_return_rows, reward, done, key):
+        """Multi-agent bookkeeping of finished games: the outcome reward of the learner's rows, the
+        learner's wins, draws and losses per opponent id, and new seats and opponents where a game ended."""
+        standing = self.env.result(t.final_state)
+        scores = self.seating.scores(ep_return_rows if standing is None else standing)  # [N, teams]
+        slot_score = scores.gather(1, self.seating.learner_teams(c.learner_team).view(self.N, -1)).view(-1)
+        slot_done = agents.per_agent(done, self.seating.per_env)
+        reward = self.reward_weights[0] * reward + self.reward_weights[1] * (2 * slot_score - 1) * slot_done
+        if self.opponents is None:
+            return reward, self.outcomes, c.learner_team, c.opponent
+        game = scores.gather(1, c.learner_team[:, None]).squeeze(1)  # the learner team's score
+        wdl = torch.stack([game > 0.5, game == 0.5, game < 0.5], 1).float() * done[:, None]
+        outcomes = torch.zeros_like(self.outcomes).index_add_(0, c.opponent, wdl)
+        new_team = rng.randint(rng.fold_in(key, 1), (self.N,), self.seating.order.shape[0])
+        learner_team = torch.where(done, new_team, c.learner_team)
+        opponent = torch.where(done, self.opponents.draw(rng.fold_in(key, 2)), c.opponent)
+        return reward, outcomes, learner_team, opponent
+
+    def _learner_actor(self, obs: torch.Tensor):
+        """The learner's actor on raw observations (playing as its own opponent)."""
+        return tree.tree_map(lambda x: x.detach(), self.policy.actor(self._normalize(obs)))
 
     def collect(self) -> None:
         """T steps of every env into the buffers. ``self.carry`` is updated in place at the end, so
@@ -211,7 +319,7 @@ class Trainer:
                 for store, h in zip(b.hidden, c.hidden):
                     store[t // chunk].copy_(h * (~c.first).unsqueeze(-1))
             c, rec, stats = self.rollout_step(c)
-            obs, action, logprob, value, reward, done, first, mask = rec
+            obs, action, logprob, value, reward, done, first, mask, acting = rec
             b.obs[t].copy_(obs)
             b.actions[t].copy_(action)
             b.logprobs[t].copy_(logprob)
@@ -221,22 +329,27 @@ class Trainer:
             b.firsts[t].copy_(first)
             if b.masks is not None:
                 b.masks[t].copy_(mask)
+            if b.acting is not None:
+                b.acting[t].copy_(acting)
             self.ep_stats += stats[0]
             self.obs_moments += stats[1]
             self.ret_moments += stats[2]
+            if self.opponents is not None:
+                self.outcomes += stats[3]
         tree.copy_(self.carry, c)
 
     # ------------------------------------------------------------------ advantages
     def compute_advantages(self) -> None:
         """GAE(gamma, lambda) over the rollout, bootstrapped from the value of the last observation."""
         p, b, c = self.cfg.ppo, self.buf, self.carry
+        obs = c.obs if self.seating.all_rows else c.obs.index_select(0, self.seating.rows(c.learner_team)[0])
         with torch.no_grad(), self._autocast():
-            next_value = self.policy.value(self._normalize(c.obs), c.hidden, c.first).float()
+            next_value = self.policy.value(self._normalize(obs), c.hidden, c.first).float()
         b.advantages.copy_(gae(b.rewards, b.values, b.dones, next_value, p.gamma, p.gae_lambda))
         b.returns.copy_(b.advantages + b.values)
 
     def update_normalizers(self) -> None:
-        n = self.T * self.N
+        n = self.T * self.L
         for rms, moments in ((self.obs_rms, self.obs_moments), (self.ret_rms, self.ret_moments)):
             dist.all_reduce_sum_(moments, self.dist)
             total = n * self.dist.world_size
@@ -246,20 +359,21 @@ class Trainer:
 
     # ------------------------------------------------------------------ update
     def learn(self) -> None:
-        """Epochs x minibatches of PPO over the rollout. Minibatches are sets of sequences (env
+        """Epochs x minibatches of PPO over the rollout. Minibatches are sets of sequences (learner-slot
         columns of length T, or BPTT chunks with an LSTM), so one path serves both policies."""
         p, b = self.cfg.ppo, self.buf
         L = self.cfg.policy.bptt if self.policy.recurrent else self.T
-        C, N = self.T // L, self.N
+        C, N = self.T // L, self.L
         S = C * N
         mb = S // p.minibatches
 
-        def sequences(x):  # [T, N, ...] -> [L, C * N, ...], sequence c * N + n = chunk c of env n
+        def sequences(x):  # [T, N, ...] -> [L, C * N, ...], sequence c * N + n = chunk c of slot n
             return x if C == 1 else x.view(C, L, N, *x.shape[2:]).transpose(0, 1).reshape(L, S, *x.shape[2:])
 
         data = [sequences(x) for x in (b.obs, b.actions, b.logprobs, b.values, b.advantages, b.returns,
                                        b.firsts)]
         masks = sequences(b.masks) if b.masks is not None else None
+        acting = sequences(b.acting) if b.acting is not None else None
         hidden = tuple(h.reshape(S, -1) for h in b.hidden)
         for epoch in range(p.epochs):
             perm = torch.argsort(rng.uniform(rng.fold_in(self.learn_key, epoch + 1), (S,)))
@@ -267,11 +381,13 @@ class Trainer:
                 ids = perm[m * mb : (m + 1) * mb]
                 batch = [x.index_select(1, ids) for x in data]
                 mask = masks.index_select(1, ids) if masks is not None else None
-                self._minibatch(batch, mask, tuple(h.index_select(0, ids) for h in hidden))
+                weight = acting.index_select(1, ids).float() if acting is not None else None
+                self._minibatch(batch, mask, tuple(h.index_select(0, ids) for h in hidden), weight)
         self.learn_key.copy_(rng.fold_in(self.learn_key, 0))
 
-    def _losses(self, batch, mask, hidden):
-        """PPO loss of one minibatch and its stats [pg, v, entropy, approx_kl, clipfrac]."""
+    def _losses(self, batch, mask, hidden, weight=None):
+        """PPO loss of one minibatch and its stats [pg, v, entropy, approx_kl, clipfrac]. ``weight``
+        (turn-based envs) is 1 where the slot acted: only those steps enter the policy terms."""
         p = self.cfg.ppo
         obs, actions, old_logprob, old_value, adv, ret, firsts = batch
         with self._autocast():
@@ -280,17 +396,17 @@ class Trainer:
         if mask is not None:
             out = self.dist_head.mask_logits(out, mask)
         logprob = self.dist_head.log_prob(out, actions)
-        entropy = self.dist_head.entropy(out).mean()
+        entropy = masked_mean(self.dist_head.entropy(out), weight)
         if p.norm_adv:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            adv = normalize_advantages(adv, weight)
         pg_loss, v_loss, approx_kl, clipfrac = ppo_losses(logprob, old_logprob, adv, value.float(), old_value,
-                                                          ret, p.clip_coef, p.clip_vloss)
+                                                          ret, p.clip_coef, p.clip_vloss, weight)
         loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
         return loss, torch.stack([pg_loss, v_loss, entropy, approx_kl, clipfrac]).detach()
 
-    def _minibatch(self, batch, mask, hidden) -> None:
+    def _minibatch(self, batch, mask, hidden, weight=None) -> None:
         p = self.cfg.ppo
-        loss, stats = self.loss_fn(batch, mask, hidden)
+        loss, stats = self.loss_fn(batch, mask, hidden, weight)
         self.opt.zero_grad()
         loss.backward()
         grad = dist.all_reduce_mean_(self.opt.grad, self.dist)
@@ -319,6 +435,12 @@ class Trainer:
         out.update({f"ret_rms.{k}": v for k, v in self.ret_rms.state().items()})
         for i, leaf in enumerate(tree.leaves(self.carry)):
             out[f"carry.{i}"] = leaf
+        if self.stack is not None:
+            out.update({f"pool.{k}": v for k, v in self.stack.tensors().items()})
+        if self.opponents is not None:
+            out.update({"opponent_probs": self.opponents.probs, "outcomes": self.outcomes})
+        if self.env.num_agents > 1:
+            out["reward_weights"] = self.reward_weights
         out.update({"learn_key": self.learn_key, "ep_stats": self.ep_stats, "loss_stats": self.loss_stats,
                     "update_index": self.update_index, "first_bad_update": self.first_bad_update,
                     "obs_moments": self.obs_moments, "ret_moments": self.ret_moments})
@@ -359,6 +481,10 @@ class Trainer:
             return None
         meta = {"update": self.update, "global_step": self.global_step, "config": to_dict(self.cfg),
                 "world_size": self.dist.world_size}
+        if self.league:
+            meta["league"] = self.league.state()
+        if self.curriculum:
+            meta["curriculum"] = self.curriculum.state()
         self.last_checkpoint = self.keeper.save(self.update, self._state_tensors(), meta, score)
         return self.last_checkpoint
 
@@ -367,6 +493,12 @@ class Trainer:
         if path.is_dir():
             path = checkpoint.latest(path)
         tensors, meta = checkpoint.load(path, self.device)
+        if self.curriculum and "curriculum" in meta:
+            self.curriculum.load_state(meta["curriculum"])
+            self._enter_stage()  # the stage's env first: the carry's shapes follow it
+        if self.league and "league" in meta:
+            self.league.load_state(meta["league"], league.read_history(path.parent.parent))
+            self._matchmaking()  # (its probabilities come back with the tensors below)
         if self.dist.enabled or meta.get("world_size", 1) > 1:
             # rollout state is per rank; restore the learner and start fresh episodes
             tensors = {k: v for k, v in tensors.items() if not k.startswith("carry.")}
@@ -374,6 +506,46 @@ class Trainer:
         self._restore_tensors(tensors)
         self.update, self.global_step = meta["update"], meta["global_step"]
         self.last_checkpoint = path
+
+    # ------------------------------------------------------------------ league and curriculum
+    def _snapshot(self) -> None:
+        """Put the learner's current actor into the pool, in the slot the league's drop rule frees."""
+        slot = self.league.add_snapshot(self.update)
+        self.stack.load_(slot, self.policy.state_dict(), self.obs_rms.mean, self.obs_rms.var)
+
+    def _matchmaking(self) -> None:
+        """Where new games go, from the league's ratings and mix (in place: graphs read it)."""
+        self.opponents.probs.copy_(torch.tensor(self.league.probs(), device=self.device))
+        self.opponents.use_self = self.league.mix.get(league.SELF, 0) > 0  # static: graphs are recaptured on change
+
+    def _league_step(self) -> dict:
+        """Rate the games since the last league step, add a snapshot when due, redo matchmaking. Reads the
+        outcome counts: one host sync per league step."""
+        dist.all_reduce_sum_(self.outcomes, self.dist)  # every rank rates the same games the same way
+        outcomes = self.outcomes.tolist()  # sync-ok: once per league step
+        self.outcomes.zero_()
+        metrics = self.league.record(outcomes, self.update)
+        if self.stack is not None and self.update % self.cfg.league.add_every == 0:
+            self._snapshot()
+        self._matchmaking()
+        return metrics
+
+    def _enter_stage(self) -> None:
+        """Apply the curriculum's settings in force: env params (a new env, fresh episodes and a new
+        graph where they change), reward weights and the opponent mix."""
+        env_params, reward, mix = self.curriculum.settings()
+        params = {**self.cfg.env.params, **env_params}
+        if params != self.env_params:
+            stage_key = rng.fold_in(rng.key(self.seed, self.device), 100 + self.curriculum.index)
+            self._setup_env(make_env(self.cfg.env.id, **params), rng.env_keys(stage_key, self.N))
+            self.env_params = params
+        lg = self.cfg.league
+        self.reward_weights.copy_(torch.tensor([reward.get("dense", lg.dense_reward),
+                                                reward.get("outcome", lg.outcome_reward)]))
+        if mix is not None:
+            self.league.mix = dict(mix)
+            self._matchmaking()
+        self.graph = None
 
     # ------------------------------------------------------------------ the loop
     def _lr(self) -> float:
@@ -423,6 +595,9 @@ class Trainer:
         if self.run_dir and main:
             (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         steps_per_update = self.N * self.T * self.dist.world_size
+        if self.league and self.run_dir and main:
+            league.write_history(self.run_dir, self.league.history)  # a resumed run drops what came after
+        league_metrics: dict = {}
         t0 = time.perf_counter()
         if self.graphed and self.graph is None:
             self._capture()
@@ -434,6 +609,8 @@ class Trainer:
         try:
             while self.update < self.num_updates:
                 self.opt.lr.fill_(self._lr())
+                if self.graphed and self.graph is None:
+                    self._capture()  # a curriculum stage changed the env
                 if self.graph is not None:
                     self.graph.replay()
                 else:
@@ -441,8 +618,14 @@ class Trainer:
                 self.update += 1
                 self.global_step += steps_per_update
                 final = self.update >= self.num_updates
+                if self.league and self.update % cfg.league.update_every == 0:
+                    league_metrics.update(self._league_step())  # syncs
+                    if self.run_dir and main:
+                        league.append_history(self.run_dir, self.league.history[-1])
                 if self.update % cfg.run.log_every == 0 or final:
                     metrics = self._read_metrics(last_log, self.global_step - last_step)  # syncs
+                    metrics.update(league_metrics)  # the league steps' since the last log
+                    league_metrics = {}
                     now = time.perf_counter()
                     self.train_seconds += now - last_log
                     metrics["perf/train_seconds"] = self.train_seconds
@@ -450,6 +633,11 @@ class Trainer:
                     if "episode/return" in metrics:
                         recent = (recent + [metrics["episode/return"]])[-5:]
                         metrics["episode/return_recent"] = sum(recent) / len(recent)
+                    if self.curriculum:
+                        if self.curriculum.observe(metrics, self.update):
+                            self._enter_stage()
+                            console.note(f"curriculum: {self.curriculum.events[-1]}")
+                        metrics["curriculum/stage"] = self.curriculum.index
                     if writer:
                         writer.write(self.global_step, metrics)
                     console.update(metrics)
@@ -468,22 +656,38 @@ class Trainer:
         return metrics
 
 
-def ppo_losses(logprob, old_logprob, adv, value, old_value, ret, clip_coef: float, clip_vloss: bool):
+def masked_mean(x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """The mean of ``x``, or its mean over the samples where ``weight`` is 1."""
+    return x.mean() if weight is None else (x * weight).sum() / weight.sum().clamp(min=1)
+
+
+def normalize_advantages(adv: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """Zero mean, unit (unbiased) standard deviation, over the samples where ``weight`` is 1."""
+    if weight is None:
+        return (adv - adv.mean()) / (adv.std() + 1e-8)
+    mean = masked_mean(adv, weight)
+    var = ((adv - mean) ** 2 * weight).sum() / (weight.sum() - 1).clamp(min=1)
+    return (adv - mean) / (var.sqrt() + 1e-8)
+
+
+def ppo_losses(logprob, old_logprob, adv, value, old_value, ret, clip_coef: float, clip_vloss: bool, weight=None):
     """Clipped surrogate and value losses of the PPO paper; returns (pg_loss, v_loss, approx_kl, clipfrac).
 
     approx_kl is the low-variance estimator E[(r - 1) - log r] (Schulman, "Approximating KL divergence").
+    ``weight`` (0/1 per sample, or None for all) restricts the policy terms to the samples where an agent
+    acted; the value loss covers every sample.
     """
     logratio = logprob - old_logprob
     ratio = logratio.exp()
-    pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+    pg_loss = masked_mean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip_coef, 1 + clip_coef)), weight)
     if clip_vloss:
         clipped = old_value + (value - old_value).clamp(-clip_coef, clip_coef)
         v_loss = 0.5 * torch.max((value - ret) ** 2, (clipped - ret) ** 2).mean()
     else:
         v_loss = 0.5 * ((value - ret) ** 2).mean()
     with torch.no_grad():
-        approx_kl = ((ratio - 1) - logratio).mean()
-        clipfrac = ((ratio - 1).abs() > clip_coef).float().mean()
+        approx_kl = masked_mean((ratio - 1) - logratio, weight)
+        clipfrac = masked_mean(((ratio - 1).abs() > clip_coef).float(), weight)
     return pg_loss, v_loss, approx_kl, clipfrac
 
 

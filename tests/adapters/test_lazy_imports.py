@@ -12,8 +12,10 @@ SCRIPT = textwrap.dedent('''
     import nitro, nitro.adapters
     nitro.make("CartPole-v1", num_envs=2, device="cpu").reset()
     assert "gymnasium" not in sys.modules and "stable_baselines3" not in sys.modules, "imported eagerly"
+    assert "pettingzoo" not in sys.modules, "imported eagerly"
 
-    for framework, name in (("gymnasium", "GymnasiumVectorEnv"), ("stable_baselines3", "SB3VecEnv")):
+    for framework, name in (("gymnasium", "GymnasiumVectorEnv"), ("stable_baselines3", "SB3VecEnv"),
+                            ("pettingzoo", "PettingZooParallelEnv")):
         sys.modules[framework] = None  # as if not installed
         try:
             getattr(nitro.adapters, name)

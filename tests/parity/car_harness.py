@@ -9,8 +9,8 @@ state. Both are stepped tick by tick; we record the pose, velocities and flags a
 
 Scenario families (`FAMILIES`) cover what the cars do on their wheels and in the air: driving,
 turning, boosting, powersliding, climbing walls, corners and onto the ceiling, jumps, double jumps,
-flips in 8 directions, flip cancels, air control and landings, with the drive, jump and landing
-families spread over every preset. Rotations come from RocketSim's own `Angle.as_rot_mat`.
+flips in 8 directions, flip cancels, air control, landings and flights into the walls, with the
+drive, jump and landing families spread over every preset. Rotations come from RocketSim's own `Angle.as_rot_mat`.
 """
 
 from __future__ import annotations
@@ -204,7 +204,10 @@ def run_nitro(rollouts: Rollouts, device: str = "cpu", mode: str = "eager") -> C
     for preset in dict.fromkeys(rollouts.preset):
         rows = np.flatnonzero(presets == preset)
         part = rollouts.select(rows)
-        arena = Arena(len(rows), blue=1, orange=0, car=preset, device=device, tick_rate=TICK_RATE, mode=mode)
+        arena = Arena(
+            len(rows), blue=1, orange=0, car=preset, device=device, tick_rate=TICK_RATE, mode=mode,
+            mem_weight_mode="light",  # as run_rocketsim's arenas
+        )
         arena.set_ball(pos=torch.tensor(BALL_PARK, device=device))
 
         def dev(x):
@@ -521,6 +524,33 @@ def landings_any_orientation(rng, n, ticks):
     return _pack("landings, any orientation", presets, pos, rot, vel, c, ang_vel=ang_vel)
 
 
+def into_walls(rng, n, ticks):
+    """Flying into a wall in any orientation, spinning, 150-300 UU from it at 500-1500 UU/s: a side
+    wall (a plane), a back wall beside the goal, a corner and the goal mouth (meshes), on either side
+    of the field. The body hits, bounces and falls (the car body against the arena)."""
+    presets = _presets(n, every=True)
+    target = np.arange(n) % 4
+    sx, sy = rng.choice([-1.0, 1.0], n), rng.choice([-1.0, 1.0], n)
+    speed = rng.uniform(500, 1500, n)
+    gap = rng.uniform(150, 300, n)
+    side = np.stack([4096 - gap, rng.uniform(-3000, 3000, n), rng.uniform(300, 1400, n)], 1)
+    back = np.stack([rng.uniform(1300, 2800, n), 5120 - gap, rng.uniform(300, 1400, n)], 1)
+    corner_xy = 8064 - gap * math.sqrt(2) - 3800
+    corner = np.stack([3800 - rng.uniform(0, 200, n), corner_xy, rng.uniform(300, 1000, n)], 1)
+    goal = np.stack([rng.uniform(-1100, 1100, n), 5120 - gap, rng.uniform(100, 700, n)], 1)
+    pos = np.choose(target[:, None], [side, back, corner, goal])
+    toward = np.choose(
+        target[:, None], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.7071, 0.7071, 0.0], [0.0, 1.0, 0.0]]
+    )
+    vel = toward * speed[:, None] + rng.uniform(-300, 300, (n, 3)) * (1 - np.abs(toward))
+    flip = np.stack([sx, sy, np.ones(n)], 1)
+    pos, vel = pos * flip, vel * flip
+    rot = rot_mat_from_angles(
+        rng.uniform(-math.pi, math.pi, n), rng.uniform(-1.5, 1.5, n), rng.uniform(-math.pi, math.pi, n)
+    )
+    ang_vel = rng.normal(size=(n, 3)) * 2.0
+    return _pack("into the walls", presets, pos, rot, vel, _controls(n, ticks), ang_vel=ang_vel)
+
 def auto_flip(rng, n, ticks):
     """Upside down (|roll| > 2.8 rad) just above the floor after a roof contact, jump pressed: the
     auto-flip pushes the car off and rolls it over (RocketSim's worldContact is set in the start
@@ -555,6 +585,7 @@ FAMILIES: dict[str, Callable[[np.random.Generator, int, int], Rollouts]] = {
     "landings on wheels": landings,
     "landings, any orientation": landings_any_orientation,
     "auto-flip": auto_flip,
+    "into the walls": into_walls,
 }
 PER_PRESET = (
     "drive, throttle 1",

@@ -1,7 +1,7 @@
 """nitro's cars against the real RocketSim, tick by tick, in every maneuver family (CPU subset).
 
-The full sweep (40 rollouts per family) is `python -m tests.parity.car_sweep`; it writes
-docs/fidelity/cars_cpu.md. Until the car body collides with the arena (`car_world`), the checks here
+The full sweep (40 rollouts per family) is `python -m tests.parity.car_sweep --out docs/FIDELITY.md`
+(the cars section of docs/FIDELITY.md). Until the car body collides with the arena (`car_world`), the checks here
 cover the rollouts in which RocketSim's car body never touched the arena: the car meets the arena
 through its four wheels (suspension, friction, sticky forces) and flies (jumps, flips, air control,
 auto-flip). The family that needs body contacts throughout is left out.

@@ -133,7 +133,8 @@ def test_rollout_step_bootstraps_truncated_episodes_from_final_obs(obs_norm, rew
     state_before = tree.clone(c.env_state)
 
     carry, record, _ = trainer._rollout_step(c)
-    obs, action, logprob, value, reward, done, first, mask = record
+    obs, action, logprob, value, reward, done, first, mask, acting = record
+    assert acting is None  # CartPole: every env acts every step
 
     # the raw transition, recomputed independently (CartPole's step is deterministic given the action)
     raw_state, final_obs, raw_reward, terminated, truncated = env.step(state_before, action, rng.key(0))

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from nitro.train.ppo import ppo_losses
+from nitro.train.ppo import normalize_advantages, ppo_losses
 
 CLIP = 0.2
 ATOL = 1e-6
@@ -99,3 +99,25 @@ def test_on_policy_ratio_is_one():
     assert pg_loss.item() == pytest.approx(-0.4, abs=ATOL)
     assert approx_kl.item() == 0.0 and clipfrac.item() == 0.0
     assert math.isfinite(pg_loss.item())
+
+
+def test_acting_weights_restrict_the_policy_terms():
+    # turn-based envs: samples 1 and 3 were not the agent's turn (weight 0); the policy terms average the
+    # others: pg (-1.2 + 1.5 - 2.2) / 3, clipped 2 of 3 (r = 1.5 twice), KL (0.0945349 * 2 + 0.0046898) / 3
+    logprob, old_logprob, adv = _policy_case()
+    value, old_value, ret = _values()
+    weight = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0])
+    pg_loss, v_loss, approx_kl, clipfrac = ppo_losses(logprob, old_logprob, adv, value, old_value, ret, CLIP, True,
+                                                      weight)
+    assert pg_loss.item() == pytest.approx(-1.9 / 3, abs=ATOL)
+    assert clipfrac.item() == pytest.approx(2 / 3, abs=ATOL)
+    assert approx_kl.item() == pytest.approx((0.0945349 * 2 + 0.0046898) / 3, abs=ATOL)
+    assert v_loss.item() == pytest.approx(0.5425, abs=ATOL)  # the critic learns from every sample
+    pg_loss.backward()
+    assert logprob.grad[1] == 0 and logprob.grad[3] == 0
+
+
+def test_advantages_normalized_over_acting_samples():
+    # weights 1, 1, 1, 0: mean of 1, 2, 3 is 2, unbiased std 1; the unweighted sample is scaled alike
+    adv = normalize_advantages(torch.tensor([1.0, 2.0, 3.0, 100.0]), torch.tensor([1.0, 1.0, 1.0, 0.0]))
+    torch.testing.assert_close(adv, torch.tensor([-1.0, 0.0, 1.0, 98.0]), rtol=0, atol=1e-6)

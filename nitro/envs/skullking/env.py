@@ -9,17 +9,19 @@ change when a round is scored, times ``reward_scale``.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from nitro.core import rng
 from nitro.core.env import Env
 from nitro.core.spaces import Box, Discrete
-from nitro.envs.skullking import abilities, cards, game, rules
+from nitro.envs.skullking import abilities, cards, game
+from nitro.envs.skullking.bots import BOTS
 from nitro.envs.skullking.game import acting_seats
 from nitro.envs.skullking.observation import obs_size, observe
 from nitro.envs.skullking.params import SkullKingParams
-from nitro.envs.skullking.state import (ABILITY, ABILITY_BENDT, ABILITY_HARRY, ABILITY_RASCAL, ABILITY_ROSIE, BID,
-                                        CANNON, PHASE_NAMES, PLAY, SkullKingState, hand_size)
+from nitro.envs.skullking.state import BID, CANNON, PHASE_NAMES, PLAY, ABILITY, SkullKingState
 
 
 class SkullKing(Env[SkullKingState, SkullKingParams]):
@@ -53,8 +55,8 @@ class SkullKing(Env[SkullKingState, SkullKingParams]):
         return SkullKingState(
             **game.round_fields(p, k_deal, round_index, round_leader),
             score=torch.zeros((num_envs, p.num_players), dtype=torch.int32, device=key.device),
-            last_bids=torch.full((num_envs, p.num_players), -1, **per_player),
-            last_won=torch.full((num_envs, p.num_players), -1, **per_player),
+            exact_bids=torch.zeros((num_envs, p.num_players), **per_player),
+            rounds_played=torch.zeros(num_envs, **per_player),
         )
 
     # --- the step: a table of contents -------------------------------------------------------------------
@@ -96,28 +98,20 @@ class SkullKing(Env[SkullKingState, SkullKingParams]):
 
     def action_mask(self, state) -> torch.Tensor:
         """[N * n, NUM_ACTIONS] bool: the legal actions of each acting agent; all false for the others."""
-        p = self.params
-        n, device = p.num_players, state.phase.device
-        seats = torch.arange(n, device=device)
-        acting = acting_seats(p, state).unsqueeze(-1)  # [N, n, 1]
-        phase = state.phase.view(-1, 1, 1)
-        kind = state.ability.view(-1, 1, 1)
-        hand = state.location.unsqueeze(1) == seats.view(1, n, 1)  # [N, n, 74]
-        legal = rules.legal_codes(hand, state.lead.view(-1, 1), p.tigress)
-        discard = torch.cat([hand, torch.zeros_like(hand[..., :1])], -1)
-        dealt = hand_size(p, state.round).view(-1, 1, 1)
-        bid_range = torch.arange(cards.MAX_BID + 1, device=device)
-        choice = torch.arange(3, device=device)
-        harry_bid = state.bids.long().unsqueeze(-1) + choice - 1
-        blocks = [
-            acting & torch.where((phase == ABILITY) & (kind == ABILITY_BENDT), discard, (phase == PLAY) & legal),
-            acting & (phase == BID) & (bid_range <= dealt),
-            acting & (phase == ABILITY) & (kind == ABILITY_ROSIE) & (torch.arange(cards.MAX_PLAYERS, device=device) < n),
-            acting & (phase == ABILITY) & (kind == ABILITY_RASCAL) & torch.ones(3, dtype=torch.bool, device=device),
-            acting & (phase == ABILITY) & (kind == ABILITY_HARRY) & (harry_bid >= 0) & (harry_bid <= dealt),
-            acting & (phase == CANNON) & torch.ones(2, dtype=torch.bool, device=device),
-        ]
-        return torch.cat(blocks, -1).reshape(-1, cards.NUM_ACTIONS)
+        return game.action_mask(self.params, state)
+
+    def result(self, state) -> torch.Tensor:
+        """[N * n] float: each player's total score (ratings rank players by it)."""
+        return state.score.float().reshape(-1)
+
+    def episode_stats(self, state) -> dict[str, torch.Tensor]:
+        """bid_accuracy [N * n]: the share of the episode's rounds in which each player's bid was exact."""
+        rounds = state.rounds_played.float().clamp(min=1).unsqueeze(1)
+        return {"bid_accuracy": (state.exact_bids.float() / rounds).reshape(-1)}
+
+    def bots(self) -> dict:
+        """Scripted players (``bots``): random, basic (jAc0bll/SkullKI's heuristic) and heuristic."""
+        return {name: functools.partial(bot, self.params) for name, bot in BOTS.items()}
 
     # --- checked mode -------------------------------------------------------------------------------------
     def check_action(self, state: SkullKingState, action: torch.Tensor) -> None:

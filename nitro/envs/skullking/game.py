@@ -13,8 +13,9 @@ import torch
 from nitro.core import rng
 from nitro.envs.skullking import cards, rules
 from nitro.envs.skullking.params import SkullKingParams
-from nitro.envs.skullking.state import ABILITY, BID, CANNON, OVER, PLAY, PLAYED, NO_ABILITY, SkullKingState, deal, \
-    hand_size, play_order
+from nitro.envs.skullking.state import (ABILITY, ABILITY_BENDT, ABILITY_HARRY, ABILITY_RASCAL, ABILITY_ROSIE, BID,
+                                        CANNON, NO_ABILITY, OVER, PLAY, PLAYED, SkullKingState, deal, hand_size,
+                                        play_order)
 
 
 def update(s: SkullKingState, where: torch.Tensor, **fields: torch.Tensor) -> SkullKingState:
@@ -50,6 +51,32 @@ def acting_seats(p: SkullKingParams, s: SkullKingState) -> torch.Tensor:
     plays = (s.phase == PLAY).unsqueeze(1) & (seats == current_seat(p, s).unsqueeze(1))
     decides = (s.phase == ABILITY).unsqueeze(1) & (seats == s.ability_seat.unsqueeze(1))
     return everyone | plays | decides
+
+
+def action_mask(p: SkullKingParams, s: SkullKingState) -> torch.Tensor:
+    """[N * n, NUM_ACTIONS] bool: the legal actions of each acting seat (cards by play code while playing
+    or discarding for Bendt, bids 0..cards dealt, ability and cannon choices); all false for the others."""
+    n, device = p.num_players, s.phase.device
+    seats = torch.arange(n, device=device)
+    acting = acting_seats(p, s).unsqueeze(-1)  # [N, n, 1]
+    phase = s.phase.view(-1, 1, 1)
+    kind = s.ability.view(-1, 1, 1)
+    hand = s.location.unsqueeze(1) == seats.view(1, n, 1)  # [N, n, 74]
+    legal = rules.legal_codes(hand, s.lead.view(-1, 1), p.tigress)
+    discard = torch.cat([hand, torch.zeros_like(hand[..., :1])], -1)
+    dealt = hand_size(p, s.round).view(-1, 1, 1)
+    harry_bid = s.bids.long().unsqueeze(-1) + torch.arange(3, device=device) - 1
+    every = lambda size: torch.ones(size, dtype=torch.bool, device=device)  # noqa: E731
+    ability = acting & (phase == ABILITY)
+    blocks = [
+        acting & torch.where((phase == ABILITY) & (kind == ABILITY_BENDT), discard, (phase == PLAY) & legal),
+        acting & (phase == BID) & (torch.arange(cards.MAX_BID + 1, device=device) <= dealt),
+        ability & (kind == ABILITY_ROSIE) & (torch.arange(cards.MAX_PLAYERS, device=device) < n),
+        ability & (kind == ABILITY_RASCAL) & every(3),
+        ability & (kind == ABILITY_HARRY) & (harry_bid >= 0) & (harry_bid <= dealt),
+        acting & (phase == CANNON) & every(2),
+    ]
+    return torch.cat(blocks, -1).reshape(-1, cards.NUM_ACTIONS)
 
 
 def round_fields(p: SkullKingParams, key: torch.Tensor, round_index: torch.Tensor,
@@ -185,7 +212,7 @@ def score_round(p: SkullKingParams, s: SkullKingState) -> tuple[SkullKingState, 
         bonus = bonus + 20 * both.unsqueeze(1) * (one_hot(loot_seat, n) | one_hot(winner_seat, n))
     points = rules.round_points(bids, won, dealt.unsqueeze(1), bonus, p.scoring, s.cannonball)
     points = points + torch.where(exact, s.wager.int(), -s.wager.int())
-    s = update(s, scored, score=s.score + points, last_bids=s.bids, last_won=s.won)
+    s = update(s, scored, score=s.score + points, exact_bids=s.exact_bids + exact, rounds_played=s.rounds_played + 1)
     return s, scored
 
 

@@ -31,7 +31,7 @@ from nitro.envs.skullking.state import DECK, PLAYED, SkullKingState, hand_size
 SEAT_FEATURES = ("bid", "bid_revealed", "won", "to_go", "score", "leads_trick", "to_act", "led_round", "wager",
                  "cannonball", "allied")
 """Per relative seat: bid / 10, bid revealed, tricks won / 10, (bid - won) / 10 once revealed (the bid goal),
-score / 100, leads the current trick, decides this step, led the round, wager / 20, chose the Cannonball,
+score / 100 (0 without ``observe_scores``), leads the current trick, decides this step, led the round, wager / 20, chose the Cannonball,
 allied with the viewer (Loot)."""
 
 
@@ -101,7 +101,7 @@ def observe(p: SkullKingParams, s: SkullKingState) -> torch.Tensor:
     per_seat = torch.stack([
         _pad_seats(bids / 10, p, 0.0), _pad_seats(revealed.to(f32), p, 0.0), _pad_seats(won / 10, p, 0.0),
         _pad_seats(torch.where(revealed, (bids - won) / 10, 0.0), p, 0.0),
-        _pad_seats(s.score.to(f32) / 100, p, 0.0),
+        _pad_seats(s.score.to(f32) / 100 if p.observe_scores else torch.zeros_like(won), p, 0.0),
         (s.order[:, :1].long() == seat_ids).to(f32),
         _pad_seats(acting_seats(p, s).to(f32), p, 0.0),
         (s.round_leader.long().unsqueeze(1) == seat_ids).to(f32),

@@ -74,6 +74,9 @@ class SkullKingParams:
     graybeard_after_win: Literal["graybeard", "round_leader"] = "graybeard"
     """[A13] Two players: after Graybeard wins a trick he leads the next (2021 book) or the player who led
     the round does, with Graybeard second (2024 transcription)."""
+    observe_scores: bool = True
+    """Put each seat's total score in the observations. Training on single rounds (episode="round") can
+    turn it off: the scores before the round are then always 0, so a policy never learns what they mean."""
     reward_scale: float = 0.01
     """Each seat's reward is its score change (paid when a round is scored) times this."""
     win_reward: float = 0.0
@@ -83,6 +86,9 @@ class SkullKingParams:
     Errors raise on CPU and assert on the device on CUDA (no host sync); turn off for raw speed."""
 
     def __post_init__(self):
+        for name in ("schedule", "round_weights"):  # lists (from YAML) become tuples: params are hashable
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         n = self.num_players
         if not isinstance(n, int) or not 2 <= n <= cards.MAX_PLAYERS:
             raise ValueError(f"SkullKing num_players must be an int in 2..{cards.MAX_PLAYERS}; got {n!r}")

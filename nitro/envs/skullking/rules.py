@@ -45,7 +45,7 @@ def legal_codes(hand: torch.Tensor, lead: torch.Tensor, tigress: str) -> torch.T
     an Escape), as ``tigress`` allows."""
     t = cards.tables(hand.device)
     suit = t.suit[: cards.NUM_CARDS]
-    follows = suit == lead.unsqueeze(-1).to(suit.dtype)
+    follows = (suit == lead.unsqueeze(-1).to(suit.dtype)) & (suit >= 0)
     must_follow = (hand & follows).any(-1, keepdim=True)
     legal = hand & (~must_follow | follows | t.special)
     tigress_card = legal[..., cards.TIGRESS : cards.TIGRESS + 1]

@@ -78,10 +78,10 @@ class SkullKingState:
     """[N] int8: who decides the pending ability."""
     discards: torch.Tensor
     """[N] int8: cards Bendt's player still has to discard."""
-    last_bids: torch.Tensor
-    """[N, n] int8: bids of the last scored round (for evaluation), -1 before any."""
-    last_won: torch.Tensor
-    """[N, n] int8: tricks won in the last scored round, -1 before any."""
+    exact_bids: torch.Tensor
+    """[N, n] int8: rounds of this episode in which each player's bid was exactly right."""
+    rounds_played: torch.Tensor
+    """[N] int8: rounds of this episode scored so far."""
 
 
 def hand_size(params: SkullKingParams, round_index: torch.Tensor) -> torch.Tensor:

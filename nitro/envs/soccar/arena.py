@@ -22,9 +22,10 @@ import torch
 
 from nitro.core import fast, tree
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, rules
+from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, island_manager, rules
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
+from nitro.envs.soccar.arena_mesh.broadphase import arena_bullet
 from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.car_config import PRESETS, CarParams
 from nitro.envs.soccar.kernels import arena as arena_kernels
@@ -76,8 +77,12 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
     # then the solve and integration of each body (car-ball and car-car contacts with the car body)
     ball_state = ball.physics_step(ball_state, sleeping, world.mesh, params)
     if world.cars.num_cars:
+        ball_manifolds = island_manager.ball_manifold_count(
+            world.bullet, state.ball.pos, ball.apply_damping(state.ball.vel, params), sleeping, params
+        )
         demoed = cars.is_demoed  # demolished during the step: simulated to its end, then skipped
-        cars = car.physics_step(dataclasses.replace(cars, is_demoed=frozen), forces, world.cars, params)
+        cars = dataclasses.replace(cars, is_demoed=frozen)
+        cars = car.physics_step(cars, forces, world.cars, params, world.mesh, world.bullet, ball_manifolds)
         cars = dataclasses.replace(cars, is_demoed=demoed)
         cars = car.post_tick_update(cars, car_controls, params)  # 6. cars' post-tick and finish,
         cars = car.finish_physics_tick(cars)
@@ -125,6 +130,10 @@ class Arena:
     kickoff shuffles and respawn spots (`rules`). ``kickoff_after_goal`` (keyword-only) resets an env
     to a kickoff at the end of each tick on which it scores (RocketSim leaves the ball in the goal).
 
+    ``mem_weight_mode`` (keyword-only) is RocketSim's ArenaMemWeightMode, "heavy" (its default) or
+    "light": the broadphase cell size, which decides which empty contact manifolds a car has and so
+    the order Bullet solves its body contacts in.
+
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
     whole K-tick step in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
@@ -145,6 +154,7 @@ class Arena:
         mutators: MutatorConfig | None = None,
         mode: str = "eager",
         debug: bool | None = None,
+        mem_weight_mode: str = "heavy",
         kickoff_after_goal: bool = False,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
@@ -178,11 +188,6 @@ class Arena:
         self.device = concrete_device(torch.device(device) if device is not None else torch.device("cpu"))
         if mode in ("graph", "fused") and self.device.type != "cuda" and not _triton_interpreted(mode):
             raise ValueError(f"mode={mode!r} needs a CUDA device; use mode='compile' or 'eager' on CPU")
-        if mode == "fused" and blue + orange:
-            raise ValueError(
-                f"mode='fused' runs ball-only arenas so far; use mode='graph' or 'compile' for cars "
-                f"(got blue={blue}, orange={orange})"
-            )
         seed = int(torch.randint(2**32, ()).item()) if seed is None else seed  # sync-ok: construction
         self.num_envs, self.num_cars, self.car, self.seed = num_envs, blue + orange, tuple(presets), seed
         self.blue, self.orange = blue, orange
@@ -191,13 +196,15 @@ class Arena:
         self.debug = (self.device.type == "cpu") if debug is None else debug
         """Check values (NaN/inf) of controls in `step`; a host sync, so off by default on CUDA."""
         self.mutators = mutators or MutatorConfig()
+        mesh = load_arena_mesh(meshes, self.device)
         self.world = World(
-            mesh=load_arena_mesh(meshes, self.device),
+            mesh=mesh,
             mutators=self.mutators,
             params=TickParams.from_mutators(self.mutators, _float32(1.0 / _float32(self.tick_rate))),
             cars=CarParams.build(presets, self.device),
             pads=BoostPadConfig.soccar(self.device),
             game=GameConfig.build(blue, orange, seed, kickoff_after_goal, self.device),
+            bullet=arena_bullet(mesh, mem_weight_mode),
         )
         env = torch.arange(num_envs, device=self.device)
         self.state = GameState(

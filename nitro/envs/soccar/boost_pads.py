@@ -108,9 +108,7 @@ def car_aabb(cars: CarState, car_params: CarParams) -> tuple[torch.Tensor, torch
     The compound's local box is the child box's AABB at the hitbox offset (btBoxShape's half
     extents with its margin), turned by the absolute rotation (btCompoundShape::getAabb).
     """
-    half = car_params.hitbox_half_extents_bt  # [C, 3]
-    offset_bt = car_params.hitbox_pos_offset * C.UU_TO_BT  # [C, 3]
-    local_min, local_max = offset_bt - half, offset_bt + half
+    local_min, local_max = car_params.hitbox.local_min, car_params.hitbox.local_max  # [C, 3]
     local_half = 0.5 * (local_max - local_min)
     local_center = 0.5 * (local_max + local_min)
     rot = cars.rot_mat  # [N, C, 3, 3], rows are world axes

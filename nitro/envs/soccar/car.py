@@ -28,15 +28,16 @@ import numpy as np
 import torch
 
 from nitro.core import tree
+from nitro.envs.soccar import car_world, vehicle
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body as rb
-from nitro.envs.soccar import vehicle
-from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.arena_mesh import ArenaMesh
-from nitro.envs.soccar.vec import cross, dot
+from nitro.envs.soccar.arena_mesh.broadphase import ArenaBullet
+from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.rigid_body import Forces, where3
 from nitro.envs.soccar.state import CarState
+from nitro.envs.soccar.vec import cross, dot
 from nitro.envs.soccar.vehicle import Wheels, piecewise
 
 _f32 = np.float32
@@ -494,25 +495,43 @@ def pre_tick_update(
     return tree.where(demoed, before, car), tree.where(demoed, Forces.zeros_like(car.vel), forces)
 
 
-def physics_step(car: CarState, forces: Forces, config: CarParams, params: TickParams) -> CarState:
+def physics_step(
+    car: CarState,
+    forces: Forces,
+    config: CarParams,
+    params: TickParams,
+    mesh: ArenaMesh,
+    bullet: ArenaBullet,
+    ball_manifolds: torch.Tensor,
+) -> CarState:
     """The cars' part of btDiscreteDynamicsWorld::stepSimulation (one substep of the tick).
 
-    Gravity joins the forces; the body's arena contacts (`car_world`, at the tick's starting
-    transform) give the solve's deltas and split-impulse pushes; the write-back and integration
-    follow. Until the car body collides (`car_world`), there are no body contacts: the deltas and
-    pushes are zero and the car meets the arena through its wheels alone. Demolished cars are not
+    Gravity joins the forces; the body's arena contacts at the tick's starting transform and their
+    solve (`car_world.collide_and_solve`) give velocity deltas and split-impulse pushes, and record
+    the world contact RocketSim's callback keeps for the next tick's auto-flip and auto-roll; the
+    write-back and integration follow. ``ball_manifolds`` [N]: the ball's contact manifolds
+    (`car_world.ball_manifold_count`), which take part in the solver's order. Demolished cars are not
     simulated.
     """
     dt = params.tick_time
     forces = rb.apply_gravity(forces, params.gravity_z)
     inv_inertia = rb.inv_inertia_world(car.rot_mat, config.inv_inertia_local)
     ext_v, ext_w = rb.external_impulses(forces, inv_inertia, dt)
-    zero = torch.zeros_like(car.vel)
-    dv, dw, push_v, push_w = zero, zero, zero, zero  # the body-arena contact solve (car_world)
-    pos, rot_mat, vel, ang_vel = rb.integrate(
-        car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, dv, dw, push_v, push_w, dt
+    body = car_world.collide_and_solve(
+        mesh, bullet, car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, config.hitbox, ball_manifolds, params
     )
-    moved = dataclasses.replace(car, pos=pos, rot_mat=rot_mat, vel=vel, ang_vel=ang_vel)
+    pos, rot_mat, vel, ang_vel = rb.integrate(
+        car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, body.dv, body.dw, body.push_v, body.push_w, dt
+    )
+    moved = dataclasses.replace(
+        car,
+        pos=pos,
+        rot_mat=rot_mat,
+        vel=vel,
+        ang_vel=ang_vel,
+        has_world_contact=car.has_world_contact | body.has_contact,
+        world_contact_normal=where3(body.has_contact, body.contact_normal, car.world_contact_normal),
+    )
     return tree.where(car.is_demoed, car, moved)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.vec import dot
 
 # Wheel order of btVehicleRL as Car::_BulletSetup adds them: front-right, front-left, back-right,
 # back-left (each pair's second wheel has the connection point's y, which points right, negated).
@@ -32,6 +33,70 @@ class WheelPairConfig:
     connection_point_offset: tuple[float, float, float]
     """Where the suspension ray starts, in the car's frame (x forward, y right, z up); y > 0, the
     pair's second wheel mirrors it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CarHitbox:
+    """Bullet's view of car hitboxes (`Car::_BulletSetup`), BT, one row per car [..., 3] / [...]."""
+
+    inner: torch.Tensor
+    """m_implicitShapeDimensions: half extents minus 0.04 BT (btBoxShape subtracts the default
+    margin, then setSafeMargin lowers the margin without giving the difference back) [..., 3]."""
+    margin: torch.Tensor
+    """Collision margin, min(0.04, 0.1 * smallest half extent) [...]."""
+    offset: torch.Tensor
+    """The box's centre in the car frame (the compound's child transform) [..., 3]."""
+    local_min: torch.Tensor
+    """The compound's local AABB (the child box's, margin included) [..., 3]."""
+    local_max: torch.Tensor
+    threshold: torch.Tensor
+    """Contact breaking threshold of every car-world manifold: the compound's angular motion disc
+    (bounding sphere radius plus its centre's distance from the origin) times 0.02 [...]."""
+    inv_inertia_local: torch.Tensor
+    """1 / btBoxShape::calculateLocalInertia (mass 180) [..., 3]."""
+
+    def flat(self, shape: torch.Size) -> CarHitbox:
+        """The hitboxes broadcast to cars of batch ``shape`` and flattened: [B, 3] / [B]."""
+        batch = self.margin.dim()
+
+        def one(x: torch.Tensor) -> torch.Tensor:
+            tail = x.shape[batch:]
+            return x.expand(*shape, *tail).reshape(-1, *tail)
+
+        return CarHitbox(**{f.name: one(getattr(self, f.name)) for f in dataclasses.fields(self)})
+
+
+def car_hitbox(size: torch.Tensor, offset: torch.Tensor) -> CarHitbox:
+    """The `CarHitbox` of hitboxes of ``size`` and ``offset`` [..., 3] (UU, `CarConfig`'s
+    ``hitbox_size`` and ``hitbox_pos_offset``), in float32 as Bullet computes it."""
+    size = torch.as_tensor(size, dtype=torch.float32)
+    offset = torch.as_tensor(offset, dtype=torch.float32, device=size.device)
+    half = (size * C.UU_TO_BT_F32) / 2.0
+    inner = half - C.CONVEX_DISTANCE_MARGIN
+    margin = torch.clamp(C.BOX_SAFE_MARGIN_FACTOR * half.amin(-1), max=C.CONVEX_DISTANCE_MARGIN)
+    offset_bt = offset * C.UU_TO_BT_F32
+    # btCompoundShape::recalculateLocalAabb (the child's getAabb), then getBoundingSphere at identity
+    extent = inner + margin[..., None]
+    local_min, local_max = offset_bt - extent, offset_bt + extent
+    local_half, local_center = 0.5 * (local_max - local_min), 0.5 * (local_max + local_min)
+    aabb_min, aabb_max = local_center - local_half, local_center + local_half
+    diag = aabb_max - aabb_min
+    center = (aabb_min + aabb_max) * 0.5
+    disc = torch.sqrt(dot(diag, diag)) * 0.5 + torch.sqrt(dot(center, center))
+    # btBoxShape::calculateLocalInertia (mass / 12 = 15 exactly), inverted in double by setMassProps
+    lx, ly, lz = (2.0 * extent).unbind(-1)
+    inertia = torch.stack((ly * ly + lz * lz, lx * lx + lz * lz, lx * lx + ly * ly), -1) * (
+        C.CAR_MASS_BT / 12.0
+    )
+    return CarHitbox(
+        inner=inner,
+        margin=margin,
+        offset=offset_bt,
+        local_min=local_min,
+        local_max=local_max,
+        threshold=disc * C.CONTACT_BREAKING_THRESHOLD,
+        inv_inertia_local=(1.0 / inertia.double()).float(),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,8 +227,6 @@ class CarParams:
     """Full box size, UU [C, 3]."""
     hitbox_pos_offset: torch.Tensor
     """Box centre in the car frame, UU [C, 3]."""
-    hitbox_half_extents_bt: torch.Tensor
-    """btBoxShape's half extents with its margin (`hitbox_half_extents_with_margin`), BT [C, 3]."""
     inv_inertia_local: torch.Tensor
     """1 / principal moments of inertia, in mass-UU^2 units (Bullet's times 1/2500) [C, 3]."""
     wheel_connection: torch.Tensor
@@ -178,6 +241,8 @@ class CarParams:
     """Front wheels (the steered pair) [C, 4] bool."""
     dodge_deadzone: torch.Tensor
     """[C]."""
+    hitbox: CarHitbox
+    """The hitboxes as Bullet holds them (BT units) [C, ...]."""
 
     @property
     def num_cars(self) -> int:
@@ -202,7 +267,6 @@ class CarParams:
             names=tuple(names),
             hitbox_size=t([c.hitbox_size for c in configs]),
             hitbox_pos_offset=t([c.hitbox_pos_offset for c in configs]),
-            hitbox_half_extents_bt=t([hitbox_half_extents_with_margin(c.hitbox_size) for c in configs]),
             inv_inertia_local=t([1.0 / np.float32(i) for i in inertia_uu]),
             wheel_connection=t(
                 [
@@ -232,4 +296,8 @@ class CarParams:
             ),
             is_front=t([list(WHEEL_IS_FRONT) for _ in configs], torch.bool),
             dodge_deadzone=t([c.dodge_deadzone for c in configs]),
+            hitbox=car_hitbox(
+                t([c.hitbox_size for c in configs]).reshape(-1, 3),
+                t([c.hitbox_pos_offset for c in configs]).reshape(-1, 3),
+            ),
         )

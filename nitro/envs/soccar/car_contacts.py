@@ -28,34 +28,9 @@ from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import CarState
 from nitro.envs.soccar.vec import dot
 
-CONVEX_DISTANCE_MARGIN_BT = 0.04  # btConvexInternalShape's default margin
-CONTACT_BREAKING_THRESHOLD_BT = 0.02  # gContactBreakingThreshold
-
-
-def hitbox_bt(car_params: CarParams) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """btBoxShape of each hitbox, BT [C, 3], [C], [C, 3]: half extents without the margin
-    (m_implicitShapeDimensions: the half size minus the default 0.04), the margin (setSafeMargin:
-    min(0.04, 0.1 x the smallest half size)) and the box's centre in the car frame."""
-    half = (car_params.hitbox_size * C.UU_TO_BT) / 2.0
-    inner = half - CONVEX_DISTANCE_MARGIN_BT
-    margin = torch.clamp(0.1 * half.amin(-1), max=CONVEX_DISTANCE_MARGIN_BT)
-    return inner, margin, car_params.hitbox_pos_offset * C.UU_TO_BT
-
-
-def car_breaking_threshold(car_params: CarParams) -> torch.Tensor:
-    """Each car's contact breaking threshold, BT [C]: the compound's angular motion disc (its AABB's
-    bounding sphere radius plus the centre's distance from the origin) times 0.02."""
-    inner, margin, offset = hitbox_bt(car_params)
-    extent = inner + margin[:, None]
-    lo, hi = offset - extent, offset + extent
-    diag, center = hi - lo, (lo + hi) * 0.5
-    disc = torch.sqrt(dot(diag, diag)) * 0.5 + torch.sqrt(dot(center, center))
-    return disc * CONTACT_BREAKING_THRESHOLD_BT
-
-
 def ball_breaking_threshold(params: TickParams) -> float:
     """The ball's, BT: RocketSim adds 0.08 BT to a sphere's bounding radius."""
-    return (params.ball_radius * C.UU_TO_BT + 0.08) * CONTACT_BREAKING_THRESHOLD_BT
+    return (params.ball_radius * C.UU_TO_BT + 0.08) * C.CONTACT_BREAKING_THRESHOLD_FACTOR
 
 
 def car_ball_hits(
@@ -66,7 +41,8 @@ def car_ball_hits(
     ``ball_pos`` [N, 3], cars [N, C] at the tick's start; ``frozen`` [N, C]: cars demolished at the
     tick's start. The contact point on the ball is the sphere's deepest point, pOnBox + n x depth.
     """
-    inner, margin, offset = hitbox_bt(car_params)  # [C, 3], [C], [C, 3]
+    hitbox = car_params.hitbox
+    inner, margin, offset = hitbox.inner, hitbox.margin, hitbox.offset  # BT [C, 3], [C], [C, 3]
     basis = cars.rot_mat  # [N, C, 3, 3]
     origin = cars.pos * C.UU_TO_BT + torch.einsum("ncij,cj->nci", basis, offset)
     center = ball_pos[:, None] * C.UU_TO_BT  # [N, 1, 3]
@@ -74,7 +50,7 @@ def car_ball_hits(
     closest = torch.maximum(torch.minimum(rel, inner), -inner)
     radius = params.ball_radius * C.UU_TO_BT
     intersection_dist = radius + margin  # [C]
-    threshold = torch.clamp(car_breaking_threshold(car_params), max=ball_breaking_threshold(params))
+    threshold = torch.clamp(hitbox.threshold, max=ball_breaking_threshold(params))  # the manifold's: the smaller
     contact_dist = intersection_dist + threshold
     normal = rel - closest
     dist2 = dot(normal, normal)
@@ -105,9 +81,9 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
     if not pairs:
         empty = torch.zeros(n, 0, k, 3, device=device)
         return CarCarContacts(torch.zeros(n, 0, k, dtype=torch.bool, device=device), empty, empty.clone())
-    inner, margin, offset = hitbox_bt(car_params)
-    half = (inner + margin[:, None]) * C.BT_TO_UU  # [C, 3] UU, the box with its margin
-    center = cars.pos + torch.einsum("ncij,cj->nci", cars.rot_mat, offset * C.BT_TO_UU)
+    hitbox = car_params.hitbox
+    half = (hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU  # [C, 3] UU, the box with its margin
+    center = cars.pos + torch.einsum("ncij,cj->nci", cars.rot_mat, hitbox.offset * C.BT_TO_UU)
     signs = torch.tensor(list(itertools.product((-1.0, 1.0), repeat=3)), device=device)  # [8, 3]
     points = []
     for a, b in pairs:

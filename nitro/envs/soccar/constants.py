@@ -119,6 +119,27 @@ ARENA_PLANES = (
     ((-1.0, 0.0, 0.0), -ARENA_EXTENT_X),  # side wall x = +4096
 )
 
+# Where RocketSim puts its planes' bodies (Arena::_SetupArenaCollisionShapes), UU, in ARENA_PLANES' order.
+ARENA_PLANE_ORIGINS = (
+    (0.0, 0.0, 0.0),
+    (0.0, 0.0, ARENA_HEIGHT),
+    (-ARENA_EXTENT_X, 0.0, ARENA_HEIGHT / 2),
+    (ARENA_EXTENT_X, 0.0, ARENA_HEIGHT / 2),
+)
+
+# --- Bullet's view of the bodies (RocketSim's Bullet 3.24, BT units) ------------------------------
+UU_TO_BT_F32 = float(np.float32(1.0) / np.float32(50.0))  # RocketSim's UU_TO_BT, the float32 1.f / 50.f
+CONVEX_DISTANCE_MARGIN = 0.04  # BT: btConvexInternalShape's default margin
+BOX_SAFE_MARGIN_FACTOR = 0.1  # btBoxShape::setSafeMargin: margin <= 0.1 * the smallest half extent
+CONTACT_BREAKING_THRESHOLD = float(np.float32(0.02))  # gContactBreakingThreshold, BT
+PLANE_AABB_HALF_THICKNESS = float(np.float32(0.2))  # RocketSim's btStaticPlaneShape::getAabb slab, BT
+# btRSBroadphase's grid (ArenaConfig defaults): minPos, maxPos and maxAABBLen, UU. The cell is
+# maxAABBLen in ArenaMemWeightMode::HEAVY (RocketSim's default) and twice that in LIGHT.
+BROADPHASE_MIN_POS = (-5600.0, -6000.0, 0.0)
+BROADPHASE_MAX_POS = (5600.0, 6000.0, 2200.0)
+BROADPHASE_MAX_AABB_LEN = 370.0
+BROADPHASE_CELL_MULTIPLIER = {"heavy": 1.0, "light": 2.0}
+
 # --- Boost pads (RLConst::BoostPads; RocketSim order: 6 big, then 28 small) -----------------------
 BOOST_PADS_BIG = (
     (-3584.0, 0.0, 73.0),

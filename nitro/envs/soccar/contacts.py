@@ -148,3 +148,25 @@ class CarCarContacts:
 def car_pairs(num_cars: int) -> list[tuple[int, int]]:
     """The car pairs (a, b), a < b, in the order `CarCarContacts` holds them."""
     return [(a, b) for a in range(num_cars) for b in range(a + 1, num_cars)]
+
+
+@dataclasses.dataclass
+class CarWorldContacts:
+    """One tick's car-world contacts of B car bodies, in Bullet units.
+
+    The manifolds hold m_localPointA (the point on the car, car frame) in ``offset``, the refreshed
+    m_positionWorldOnB in ``point`` and m_distance1 in ``depth``, the (edge-smoothed) normal from the
+    arena into the car in ``normal``.
+    """
+
+    manifolds: ContactManifolds
+    """Per arena object touched, up to 4 points [B, S, ...]."""
+    pair_count: torch.Tensor
+    """How many manifolds the car has, empty ones included (its pairs that keep one) [B] int64."""
+    pair_position: torch.Tensor
+    """Each slot's manifold's place among them, in the dispatcher's order (mesh files in load order,
+    then the planes) [B, S] int64; -1 for a free slot."""
+    has_contact: torch.Tensor
+    """The contact-added callback ran for this car (worldContact.hasContact) [B] bool."""
+    contact_normal: torch.Tensor
+    """The last added point's normal, before edge smoothing (worldContact.contactNormal) [B, 3]."""

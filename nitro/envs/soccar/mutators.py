@@ -52,6 +52,10 @@ class MutatorConfig:
     """Seconds a big pad stays inactive after a pickup."""
     boost_pad_cooldown_small: float = C.BOOST_PAD_COOLDOWN_SMALL
     """Seconds a small pad stays inactive after a pickup."""
+    car_world_friction: float = C.CARWORLD_COLLISION_FRICTION
+    """Friction of every car body contact with the arena (RocketSim's contact callback sets it)."""
+    car_world_restitution: float = C.CARWORLD_COLLISION_RESTITUTION
+    """Restitution of every car body contact with the arena (likewise)."""
     unlimited_flips: bool = False
     """Flips are possible after a flip or double jump (within the 1.25 s window)."""
     unlimited_double_jumps: bool = False
@@ -187,6 +191,10 @@ class TickParams:
     """0: a supersonic bumper demolishes, 1: every bump does, 2: none does (`DEMO_MODES`' index)."""
     enable_team_demos: bool
     """Bumps between teammates can demolish."""
+    car_world_friction: float
+    """Friction of every car body contact with the arena."""
+    car_world_restitution: float
+    """Restitution of every car body contact with the arena."""
 
     @staticmethod
     def from_mutators(mutators: MutatorConfig, tick_time: float) -> TickParams:
@@ -225,4 +233,6 @@ class TickParams:
             respawn_delay=m.respawn_delay,
             demo_mode=DEMO_MODES.index(m.demo_mode),
             enable_team_demos=m.enable_team_demos,
+            car_world_friction=m.car_world_friction,
+            car_world_restitution=m.car_world_restitution,
         )

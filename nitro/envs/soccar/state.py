@@ -17,6 +17,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh
+from nitro.envs.soccar.arena_mesh.broadphase import ArenaBullet
 from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 
@@ -345,6 +346,8 @@ class World:
     """The 34 soccar boost pads."""
     game: GameConfig
     """Teams, the random streams' seed, and what follows a goal."""
+    bullet: ArenaBullet
+    """The arena as Bullet holds it for the car bodies' contacts (Bullet units, broadphase cells)."""
 
 
 @dataclasses.dataclass(frozen=True)

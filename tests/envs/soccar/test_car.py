@@ -5,7 +5,6 @@ The tick-by-tick comparison with RocketSim over every maneuver family is tests/p
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch

@@ -2,8 +2,8 @@
 
 On CUDA (`gpu` marker): every query at scale, the fused tick and the compiled / graphed steps.
 On CPU with Triton installed: the same kernels under TRITON_INTERPRET=1 (Triton's numpy interpreter;
-`slow` marker, in a subprocess because the variable must be set before Triton is imported), each
-kernel stage against its reference stage (tests/envs/soccar/kernels, likewise in a subprocess), and each
+`slow` marker, in subprocesses because the variable must be set before Triton is imported: each
+kernel stage against its reference stage, tests/envs/soccar/kernels, and the whole kernels), and each
 kernel lowered for an sm_90 GPU with the argument types torch.compile gives it (no GPU needed). CI
 without Triton skips both. Query results are compared through `kernel_checks`, which accepts the
 answers the float32 rounding decides (ties) and nothing else.
@@ -80,7 +80,10 @@ def compare_fused(device, per_family: int, ticks: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_TRITON, reason="Triton is not installed (CPU-only PyTorch)")
-def test_kernels_match_reference_interpreted():
+def test_kernels_match_reference_interpreted(tmp_path):
+    """On Triton's interpreter, in two subprocesses run side by side (they are independent, and the
+    test session waits idle): each kernel stage against its reference stage (the tests in
+    tests/envs/soccar/kernels), and the whole queries and the fused tick against the PyTorch ones."""
     script = textwrap.dedent("""
         import torch
         torch.set_num_threads(1)
@@ -90,31 +93,21 @@ def test_kernels_match_reference_interpreted():
         compare_fused("cpu", 2, 40)
         print("ok")
     """)
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        check=False,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert done.returncode == 0 and "ok" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
-
-
-@pytest.mark.skipif(not HAS_TRITON, reason="Triton is not installed (CPU-only PyTorch)")
-def test_kernel_stages_match_reference_interpreted():
-    """Each kernel stage against its reference stage (tests/envs/soccar/kernels), on the interpreter."""
     folder = ROOT / "tests" / "envs" / "soccar" / "kernels"
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)]
-    command += ["--ignore", str(folder / "test_kernel_checks.py")]  # reference-only: runs in this session
+    stages = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)]
+    stages += ["--ignore", str(folder / "test_kernel_checks.py")]  # reference-only: runs in this session
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-    )
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    assert done.returncode == 0 and "passed" in summary and "skipped" not in summary, done.stdout[-3000:]
+    logs = [tmp_path / "stages.log", tmp_path / "whole.log"]
+    runs = []
+    for command, log in zip((stages, [sys.executable, "-c", script]), logs):
+        with log.open("w") as out:  # files, not pipes: neither run can block on a full pipe
+            runs.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT))
+    for run in runs:
+        run.wait(timeout=1200)
+    stage_out, whole_out = (log.read_text() for log in logs)
+    summary = [line for line in stage_out.splitlines() if " passed" in line or " failed" in line][-1:]
+    assert runs[0].returncode == 0 and summary and "skipped" not in summary[0], stage_out[-3000:]
+    assert runs[1].returncode == 0 and "ok" in whole_out.split(), whole_out[-3000:]
 
 
 # --- CPU: lowering for the GPU with torch.compile's argument types ---------------------------------
@@ -144,8 +137,10 @@ def _captured_launches(monkeypatch, mesh):
     box_kernels.launch_box_contacts(
         mesh, c, torch.eye(3).expand(64, 3, 3), torch.tensor([60.0, 40.0, 20.0]), 2.0, 8
     )
-    balls = Arena(64, blue=0, orange=0)
-    arena_kernels.launch_step_ticks_(balls.state, ArenaEvents.none(64, 0, balls.device), balls.world, 8)
+    for blue, orange in ((0, 0), (1, 0), (1, 1)):  # ball-only, 1v0 and 1v1 arenas
+        a = Arena(64, blue=blue, orange=orange)
+        controls = torch.zeros(64, a.num_cars, 8)
+        arena_kernels.launch_step_ticks_(a.state, ArenaEvents.none(64, a.num_cars, a.device), controls, a.world, 8)
     return launches
 
 

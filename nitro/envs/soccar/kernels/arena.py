@@ -1,9 +1,10 @@
 """The fused K-tick kernel: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks`, whole ticks
-of ball-only arenas in one launch, one env per thread, its state in registers for all K ticks.
+in one launch, one env per thread, the ball and the env's cars in registers for all K ticks.
 
-`tick` reads like the reference tick: the stages of `kernels/ball.py` called in Arena::Step order;
-the car stages (vehicle, car, car_world, car_ball, car_car, boost pads, rules) go in as calls at
-their places in that order.
+`tick` reads like the reference tick: the stages of `kernels/ball.py` and `kernels/car.py` called in
+Arena::Step order; the later stages (car_world, car_ball, car_car, boost pads, rules) go in as calls
+at their places in that order. An env's cars are a tuple of car tuples (`kernels/car.load_car`),
+NUM_CARS of them, walked with static loops.
 """
 
 from __future__ import annotations
@@ -15,12 +16,22 @@ import torch
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.contacts import MAX_NEW_CONTACTS, MAX_PUSH_POINTS, PLANE_OBJECT_BASE
+from nitro.envs.soccar.kernels import car as car_kernels
 from nitro.envs.soccar.kernels import jit, require_triton, tl, triton, triton_op, warps, wrap_triton
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid, grid_args
 from nitro.envs.soccar.kernels.ball import finish_physics_tick, is_ball_scored, physics_step, update_sleeping
+from nitro.envs.soccar.kernels.car import (
+    SOLVER_DEFAULT_TIME_STEP,
+    car_table,
+    curve_table,
+    load_car,
+    load_car_params,
+    load_controls,
+    store_car,
+)
 from nitro.envs.soccar.kernels.vec import load, store
 from nitro.envs.soccar.mutators import TickParams
-from nitro.envs.soccar.state import ArenaEvents, GameState, World
+from nitro.envs.soccar.state import ArenaEvents, CarState, GameState, World
 
 FUSED_BLOCK = 32  # envs per program of the fused tick: one warp, so block-wide branches are warp-wide
 # The fused tick reads its own grid, made for the ball's reach (radius + gap = 93.2 UU): 64-UU cells
@@ -41,6 +52,10 @@ def tick(
     velocity_impulse_cache,
     tick_count_since_update,
     tick_count,
+    cars,
+    controls,
+    car_params,
+    curves,
     live,
     tick_time,
     gravity_dv,
@@ -57,8 +72,20 @@ def tick(
     restitution_velocity_threshold,
     friction_direction_epsilon_sq,
     erp2_over_dt,
+    gravity_z,
+    jump_immediate_force,
+    jump_accel,
+    boost_accel_ground,
+    boost_accel_air,
+    boost_used_per_second,
+    unlimited_flips,
+    unlimited_double_jumps,
+    flip_z_damp_factor,
+    car_world_friction,
+    car_world_restitution,
     arena,
     grid,
+    NUM_CARS: tl.constexpr,
     NUM_PLANES: tl.constexpr,
     PLANE_BASE: tl.constexpr,
     MAX_CONTACTS: tl.constexpr,
@@ -70,14 +97,40 @@ def tick(
     PUSH_POINTS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """One RocketSim tick (Arena::Step) of each lane's arena: the new ball state and tick count, and
-    the goal (0, 1 blue, 2 orange). Stages without cars are noted in order and skipped, as RocketSim
-    skips them for ball-only arenas."""
+    """One RocketSim tick (Arena::Step) of each lane's arena: the new ball state, cars and tick count,
+    and the goal (0, 1 blue, 2 orange). Stages that are not simulated yet are noted in their place;
+    ball-only arenas (NUM_CARS = 0) skip the car stages, as RocketSim does."""
     sleeping = update_sleeping(vel, ang_vel)  # 1. ball zero-velocity sleeping
-    # 2. cars' pre-tick (suspension, controls, jump, flip, air control, boost): no cars
-    # 3. boost pad cooldowns: only with cars (Arena::Step skips them for ball-only arenas)
+    # 2. cars' pre-tick (suspension, controls, jump, flip, air control, boost)
+    solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
+    pre_ticked = ()
+    for c in tl.static_range(NUM_CARS):
+        pre_ticked = pre_ticked + (
+            car_kernels.pre_tick_update(
+                cars[c],
+                controls[c],
+                car_params[c],
+                curves,
+                tick_time,
+                solver_dt,
+                jump_immediate_force,
+                jump_accel,
+                boost_used_per_second,
+                boost_accel_ground,
+                boost_accel_air,
+                unlimited_flips,
+                unlimited_double_jumps,
+                flip_z_damp_factor,
+                live,
+                arena,
+                grid,
+                NUM_PLANES,
+                BLOCK,
+            ),
+        )
+    # 3. boost pad cooldowns (with the boost pads)
     # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
-    pos, vel, ang_vel = physics_step(  # 5. Bullet step
+    pos, vel, ang_vel = physics_step(  # 5. Bullet step: the ball, then each car
         pos,
         vel,
         ang_vel,
@@ -107,15 +160,20 @@ def tick(
         PUSH_POINTS,
         BLOCK,
     )
-    # 6. cars' post-tick, finish and boost pad pickups: no cars
-    # 7. boost pads give boost: no cars
+    new_cars = ()
+    for c in tl.static_range(NUM_CARS):
+        car, force, torque = pre_ticked[c]
+        car = car_kernels.physics_step(car, force, torque, car_params[c][0], tick_time, gravity_z)
+        car = car_kernels.post_tick_update(car, controls[c], tick_time)  # 6. cars' post-tick and finish
+        new_cars = new_cars + (car_kernels.finish_physics_tick(car),)  # (then boost pad pickups)
+    # 7. boost pads give boost (with the boost pads)
     vel, ang_vel, velocity_impulse_cache, tick_count_since_update = finish_physics_tick(  # 8. ball finish
         vel, ang_vel, velocity_impulse_cache, tick_count_since_update, ball_max_speed, ball_max_ang_speed
     )
     scored = is_ball_scored(pos, goal_y)  # 9. goal (RocketSim fires every tick)
     goal = tl.where(scored, tl.where(pos[1] > 0, 1, 2), 0)
     tick_count += 1  # 10.
-    return pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, goal
+    return pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, new_cars, goal
 
 
 @jit
@@ -137,6 +195,51 @@ def step_ticks_kernel(
     tick_count_ptr,
     goal_tick_ptr,
     goals_ptr,
+    # the cars' CarState fields, [N, C, ...] each (bools as int8)
+    car_pos_ptr,
+    car_rot_mat_ptr,
+    car_vel_ptr,
+    car_ang_vel_ptr,
+    car_is_on_ground_ptr,
+    car_wheels_with_contact_ptr,
+    car_has_jumped_ptr,
+    car_has_double_jumped_ptr,
+    car_has_flipped_ptr,
+    car_flip_rel_torque_ptr,
+    car_jump_time_ptr,
+    car_flip_time_ptr,
+    car_is_flipping_ptr,
+    car_is_jumping_ptr,
+    car_air_time_ptr,
+    car_air_time_since_jump_ptr,
+    car_boost_ptr,
+    car_boosting_time_ptr,
+    car_is_supersonic_ptr,
+    car_supersonic_time_ptr,
+    car_handbrake_val_ptr,
+    car_is_auto_flipping_ptr,
+    car_auto_flip_timer_ptr,
+    car_auto_flip_torque_scale_ptr,
+    car_has_world_contact_ptr,
+    car_world_contact_normal_ptr,
+    car_car_contact_id_ptr,
+    car_car_contact_cooldown_timer_ptr,
+    car_is_demoed_ptr,
+    car_demo_respawn_timer_ptr,
+    car_last_controls_ptr,
+    car_tick_count_since_update_ptr,
+    car_is_boosting_ptr,
+    car_time_since_boosted_ptr,
+    car_velocity_impulse_cache_ptr,
+    car_engine_force_ptr,
+    car_brake_ptr,
+    car_steer_angle_ptr,
+    car_lat_friction_ptr,
+    car_long_friction_ptr,
+    car_extra_pushback_ptr,
+    controls_ptr,
+    car_table_ptr,
+    curves_ptr,
     n,
     ticks,
     # tick parameters (`TickParams`)
@@ -155,6 +258,17 @@ def step_ticks_kernel(
     restitution_velocity_threshold,
     friction_direction_epsilon_sq,
     erp2_over_dt,
+    gravity_z,
+    jump_immediate_force,
+    jump_accel,
+    boost_accel_ground,
+    boost_accel_air,
+    boost_used_per_second,
+    unlimited_flips,
+    unlimited_double_jumps,
+    flip_z_damp_factor,
+    car_world_friction,
+    car_world_restitution,
     # arena
     tri_ptr,
     tri_bounds_ptr,
@@ -172,6 +286,7 @@ def step_ticks_kernel(
     dim_x,
     dim_y,
     dim_z,
+    NUM_CARS: tl.constexpr,
     NUM_PLANES: tl.constexpr,
     PLANE_BASE: tl.constexpr,
     MAX_CONTACTS: tl.constexpr,
@@ -183,9 +298,9 @@ def step_ticks_kernel(
     PUSH_POINTS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """`arena.step_ticks` for ball-only arenas: ``ticks`` times `tick` and `fold_tick`."""
-    # Float scalars arrive as fp32 from eager launches but as fp64 from torch.compile (Inductor
-    # types Python floats as fp64): cast them once, so every value below is float32.
+    """`arena.step_ticks`: ``ticks`` times `tick` and `fold_tick`, the controls held throughout."""
+    # Float scalars arrive as fp32 from eager launches but as fp64 from torch.compile (Inductor types
+    # Python floats as fp64): cast them once, so every value below is float32.
     tick_time = tl.cast(tick_time, tl.float32)
     gravity_dv = tl.cast(gravity_dv, tl.float32)
     ball_damping = tl.cast(ball_damping, tl.float32)
@@ -201,6 +316,15 @@ def step_ticks_kernel(
     restitution_velocity_threshold = tl.cast(restitution_velocity_threshold, tl.float32)
     friction_direction_epsilon_sq = tl.cast(friction_direction_epsilon_sq, tl.float32)
     erp2_over_dt = tl.cast(erp2_over_dt, tl.float32)
+    gravity_z = tl.cast(gravity_z, tl.float32)
+    jump_immediate_force = tl.cast(jump_immediate_force, tl.float32)
+    jump_accel = tl.cast(jump_accel, tl.float32)
+    boost_accel_ground = tl.cast(boost_accel_ground, tl.float32)
+    boost_accel_air = tl.cast(boost_accel_air, tl.float32)
+    boost_used_per_second = tl.cast(boost_used_per_second, tl.float32)
+    unlimited_flips = tl.cast(unlimited_flips, tl.float32)
+    unlimited_double_jumps = tl.cast(unlimited_double_jumps, tl.float32)
+    flip_z_damp_factor = tl.cast(flip_z_damp_factor, tl.float32)
     arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
     ticks = tl.cast(ticks, tl.int32)
     arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
@@ -215,15 +339,69 @@ def step_ticks_kernel(
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
     goal_tick = tl.load(goal_tick_ptr + lane, mask=live, other=-1)
     goals = tl.load(goals_ptr + lane, mask=live, other=0).to(tl.int32)  # bit 0: blue, bit 1: orange
+    car_ptrs = (
+        car_pos_ptr,
+        car_rot_mat_ptr,
+        car_vel_ptr,
+        car_ang_vel_ptr,
+        car_is_on_ground_ptr,
+        car_wheels_with_contact_ptr,
+        car_has_jumped_ptr,
+        car_has_double_jumped_ptr,
+        car_has_flipped_ptr,
+        car_flip_rel_torque_ptr,
+        car_jump_time_ptr,
+        car_flip_time_ptr,
+        car_is_flipping_ptr,
+        car_is_jumping_ptr,
+        car_air_time_ptr,
+        car_air_time_since_jump_ptr,
+        car_boost_ptr,
+        car_boosting_time_ptr,
+        car_is_supersonic_ptr,
+        car_supersonic_time_ptr,
+        car_handbrake_val_ptr,
+        car_is_auto_flipping_ptr,
+        car_auto_flip_timer_ptr,
+        car_auto_flip_torque_scale_ptr,
+        car_has_world_contact_ptr,
+        car_world_contact_normal_ptr,
+        car_car_contact_id_ptr,
+        car_car_contact_cooldown_timer_ptr,
+        car_is_demoed_ptr,
+        car_demo_respawn_timer_ptr,
+        car_last_controls_ptr,
+        car_tick_count_since_update_ptr,
+        car_is_boosting_ptr,
+        car_time_since_boosted_ptr,
+        car_velocity_impulse_cache_ptr,
+        car_engine_force_ptr,
+        car_brake_ptr,
+        car_steer_angle_ptr,
+        car_lat_friction_ptr,
+        car_long_friction_ptr,
+        car_extra_pushback_ptr,
+    )
+    cars = ()
+    controls = ()
+    car_params = ()
+    for c in tl.static_range(NUM_CARS):
+        cars = cars + (load_car(car_ptrs, lane * NUM_CARS + c, live),)
+        controls = controls + (load_controls(controls_ptr, lane * NUM_CARS + c, live),)
+        car_params = car_params + (load_car_params(car_table_ptr, c),)
     k = 0
     while k < ticks:
-        pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, goal = tick(
+        pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, cars, goal = tick(
             pos,
             vel,
             ang_vel,
             velocity_impulse_cache,
             tick_count_since_update,
             tick_count,
+            cars,
+            controls,
+            car_params,
+            curves_ptr,
             live,
             tick_time,
             gravity_dv,
@@ -240,8 +418,20 @@ def step_ticks_kernel(
             restitution_velocity_threshold,
             friction_direction_epsilon_sq,
             erp2_over_dt,
+            gravity_z,
+            jump_immediate_force,
+            jump_accel,
+            boost_accel_ground,
+            boost_accel_air,
+            boost_used_per_second,
+            unlimited_flips,
+            unlimited_double_jumps,
+            flip_z_damp_factor,
+            car_world_friction,
+            car_world_restitution,
             arena,
             arena_grid,
+            NUM_CARS,
             NUM_PLANES,
             PLANE_BASE,
             MAX_CONTACTS,
@@ -263,21 +453,11 @@ def step_ticks_kernel(
     tl.store(tick_count_ptr + lane, tick_count, mask=live)
     tl.store(goal_tick_ptr + lane, goal_tick, mask=live)
     tl.store(goals_ptr + lane, goals.to(tl.int8), mask=live)
+    for c in tl.static_range(NUM_CARS):
+        store_car(car_ptrs, lane * NUM_CARS + c, live, cars[c])
 
 
-@triton_op(
-    "nitro::soccar_step_ticks_",
-    mutates_args={
-        "pos",
-        "vel",
-        "ang_vel",
-        "velocity_impulse_cache",
-        "tick_count_since_update",
-        "tick_count",
-        "goal_tick",
-        "goals",
-    },
-)
+@triton_op("nitro::soccar_step_ticks_", mutates_args={'pos', 'vel', 'ang_vel', 'velocity_impulse_cache', 'tick_count_since_update', 'tick_count', 'goal_tick', 'goals', 'cars'})
 def step_ticks_op(
     pos: torch.Tensor,
     vel: torch.Tensor,
@@ -287,6 +467,10 @@ def step_ticks_op(
     tick_count: torch.Tensor,
     goal_tick: torch.Tensor,
     goals: torch.Tensor,
+    cars: list[torch.Tensor],
+    controls: torch.Tensor,
+    car_table: torch.Tensor,
+    curves: torch.Tensor,
     ticks: int,
     params: list[float],
     tri: torch.Tensor,
@@ -315,6 +499,10 @@ def step_ticks_op(
         tick_count_ptr=tick_count,
         goal_tick_ptr=goal_tick,
         goals_ptr=goals,
+        **{f"car_{name}_ptr": field for name, field in zip(CarState.FIELDS, cars)},
+        controls_ptr=controls,
+        car_table_ptr=car_table,
+        curves_ptr=curves,
         n=n,
         ticks=ticks,
         **dict(zip(PARAM_NAMES, params)),
@@ -334,6 +522,7 @@ def step_ticks_op(
         dim_x=int(grid[4]),
         dim_y=int(grid[5]),
         dim_z=int(grid[6]),
+        NUM_CARS=controls.shape[1],
         NUM_PLANES=4,
         PLANE_BASE=PLANE_OBJECT_BASE,
         MAX_CONTACTS=MAX_NEW_CONTACTS,
@@ -375,26 +564,26 @@ _BALL_GRIDS: dict[tuple[str, str], ArenaMesh] = {}
 def launch_step_ticks_(
     state: GameState,
     events: ArenaEvents,
+    controls: torch.Tensor,
     world: World,
     ticks: int,
     block: int = FUSED_BLOCK,
     maxnreg: int = 0,
 ) -> None:
-    """Advance ball-only arenas by ``ticks`` ticks in one kernel launch, updating ``state`` and
-    ``events`` in place: the same mechanics as `arena.step_ticks`.
+    """Advance the arenas by ``ticks`` ticks in one kernel launch with ``controls`` [N, C, 8] held,
+    updating ``state`` and ``events`` in place: the same mechanics as `arena.step_ticks`.
 
     ``block``: envs per program (32, 64, ...; one per thread). ``maxnreg``: a cap on registers per
     thread (0: ptxas's choice, about 255 here), for benchmarks of spills against occupancy.
 
     ``events.goal_blue`` / ``goal_orange`` are rewritten from the kernel's per-env goal bits, so they
-    must be the arena's own event buffers.
+    must be the arena's own event buffers. The state's tensors must be contiguous (the Arena's are).
     """
     require_triton()
-    if state.cars.pos.shape[1]:
-        raise NotImplementedError("the fused tick kernel simulates ball-only arenas")
     mesh = ball_grid(world)
     b = state.ball
     goals = events.goal_blue.to(torch.int8) | (events.goal_orange.to(torch.int8) << 1)
+    cars = [getattr(state.cars, name) for name in CarState.FIELDS]
     step_ticks_op(
         b.pos,
         b.vel,
@@ -404,8 +593,12 @@ def launch_step_ticks_(
         state.tick_count,
         events.goal_tick,
         goals,
+        [x.view(torch.int8) if x.dtype == torch.bool else x for x in cars],
+        controls.contiguous(),
+        _car_table(world),
+        _curves(mesh.device),
         int(ticks),
-        [getattr(world.params, name) for name in PARAM_NAMES],
+        [float(getattr(world.params, name)) for name in PARAM_NAMES],
         flat_tris(mesh),
         mesh.tri_bounds,
         mesh.tri_mesh,
@@ -421,3 +614,22 @@ def launch_step_ticks_(
     )
     events.goal_blue.copy_((goals & 1) > 0)
     events.goal_orange.copy_((goals & 2) > 0)
+
+
+def _car_table(world: World) -> torch.Tensor:
+    """`car_table` of the world's presets, built once per World."""
+    key = id(world.cars)
+    if key not in _CAR_TABLES:
+        _CAR_TABLES[key] = (world.cars, car_table(world.cars))
+    return _CAR_TABLES[key][1]
+
+
+def _curves(device: torch.device) -> torch.Tensor:
+    key = str(device)
+    if key not in _CURVES:
+        _CURVES[key] = curve_table(device)
+    return _CURVES[key]
+
+
+_CAR_TABLES: dict[int, tuple[object, torch.Tensor]] = {}
+_CURVES: dict[str, torch.Tensor] = {}
