@@ -63,8 +63,106 @@ _F, _B, _I32, _I64 = torch.float32, torch.bool, torch.int32, torch.int64
 class CarState:
     """The cars of each env, blue first then orange: C cars, [N, C, ...] (C may be 0).
 
-    The public fields are RocketSim's `CarState` under the Python binding's names (its
-    ``ball_hit_info`` as the ``ball_hit_info_*`` fields, one per BallHitInfo field). The fields after ``tick_count_since_update`` are hidden per-tick
+    The public fields are RocketSim's `CarState` under the Python binding's names, its
+    ``ball_hit_info`` as the ``ball_hit_info_*`` fields (one per BallHitInfo field, last). The fields
+    from ``is_boosting`` to ``extra_pushback`` are hidden per-tick
+    state RocketSim keeps outside the binding's CarState (`Car::_internalState.isBoosting`, the
+    btVehicleRL wheel infos, `Car::_velocityImpulseCache`): a fresh RocketSim car starts them zeroed,
+    and `Arena.set_car` resets them the same way.
+    """
+
+    pos: torch.Tensor
+    """Position of the centre of mass, UU [N, C, 3]."""
+    rot_mat: torch.Tensor
+    """Orientation, columns forward, right, up [N, C, 3, 3]."""
+    vel: torch.Tensor
+    """Linear velocity, UU/s [N, C, 3]."""
+    ang_vel: torch.Tensor
+    """Angular velocity, rad/s [N, C, 3]."""
+    is_on_ground: torch.Tensor
+    """At least 3 wheels touch [N, C] bool."""
+    wheels_with_contact: torch.Tensor
+    """Each wheel's ray hits something: front-right, front-left, back-right, back-left [N, C, 4] bool."""
+    has_jumped: torch.Tensor
+    """The car jumped to get into the air (false after a flip reset) [N, C] bool."""
+    has_double_jumped: torch.Tensor
+    """Double jumped and still in the air (flips do not count) [N, C] bool."""
+    has_flipped: torch.Tensor
+    """In the air and flipping or flipped [N, C] bool."""
+    flip_rel_torque: torch.Tensor
+    """The flip's torque direction in the car frame (forward flip: +y) [N, C, 3]."""
+    jump_time: torch.Tensor
+    """Seconds since the jump started while jumping or jumped, else 0 [N, C]."""
+    flip_time: torch.Tensor
+    """Seconds since the flip started [N, C]."""
+    is_flipping: torch.Tensor
+    """During a flip's torque phase [N, C] bool."""
+    is_jumping: torch.Tensor
+    """During a jump (its hold phase) [N, C] bool."""
+    air_time: torch.Tensor
+    """Seconds in the air [N, C]."""
+    air_time_since_jump: torch.Tensor
+    """Seconds in the air since the jump ended; 0 if the car never jumped [N, C]."""
+    boost: torch.Tensor
+    """Boost amount, 0-100 [N, C]."""
+    boosting_time: torch.Tensor
+    """Seconds of the current boost (the minimum boost time counts it) [N, C]."""
+    is_supersonic: torch.Tensor
+    """[N, C] bool."""
+    supersonic_time: torch.Tensor
+    """Seconds supersonic [N, C]."""
+    handbrake_val: torch.Tensor
+    """Powerslide amount, 0-1, rising and falling at fixed rates [N, C]."""
+    is_auto_flipping: torch.Tensor
+    """[N, C] bool."""
+    auto_flip_timer: torch.Tensor
+    """Seconds of auto-flip left [N, C]."""
+    auto_flip_torque_scale: torch.Tensor
+    """+1 or -1: the auto-flip's roll direction [N, C]."""
+    has_world_contact: torch.Tensor
+    """The car body touched the arena during the last physics step [N, C] bool."""
+    world_contact_normal: torch.Tensor
+    """Normal of the last such contact (kept after the contact ends) [N, C, 3]."""
+    car_contact_id: torch.Tensor
+    """Index + 1 of the car last bumped (0: none) [N, C] int32."""
+    car_contact_cooldown_timer: torch.Tensor
+    """Seconds until that car can bump this one again [N, C]."""
+    is_demoed: torch.Tensor
+    """[N, C] bool."""
+    demo_respawn_timer: torch.Tensor
+    """Seconds until respawn [N, C]."""
+    last_controls: torch.Tensor
+    """The previous tick's controls (throttle, steer, pitch, yaw, roll, jump, boost, handbrake) [N, C, 8]."""
+    tick_count_since_update: torch.Tensor
+    """Ticks since the last set_ball [N] int64."""
+
+    @staticmethod
+    def rest(num_envs: int, device: torch.device) -> BallState:
+        """A fresh RocketSim ball: at rest at (0, 0, BALL_REST_Z), so it sleeps until moved."""
+        pos = torch.zeros(num_envs, 3, device=device)
+        pos[:, 2] = C.BALL_REST_Z
+        zeros = torch.zeros(num_envs, 3, device=device)
+        return BallState(
+            pos=pos,
+            vel=zeros.clone(),
+            ang_vel=zeros.clone(),
+            rot_mat=torch.eye(3, device=device).expand(num_envs, 3, 3).clone(),
+            velocity_impulse_cache=zeros.clone(),
+            tick_count_since_update=torch.zeros(num_envs, dtype=torch.int64, device=device),
+        )
+
+
+# Field layouts of CarState: trailing shape and dtype per field (the leading [N, C] omitted).
+_F, _B, _I32, _I64 = torch.float32, torch.bool, torch.int32, torch.int64
+
+
+@dataclasses.dataclass
+class CarState:
+    """The cars of each env, blue first then orange: C cars, [N, C, ...] (C may be 0).
+
+    The public fields are RocketSim's `CarState` under the Python binding's names, its
+    ``ball_hit_info`` as the ``ball_hit_info_*`` fields (one per BallHitInfo field, last). The fields
+    from ``is_boosting`` to ``extra_pushback`` are hidden per-tick
     state RocketSim keeps outside the binding's CarState (`Car::_internalState.isBoosting`, the
     btVehicleRL wheel infos, `Car::_velocityImpulseCache`): a fresh RocketSim car starts them zeroed,
     and `Arena.set_car` resets them the same way.
@@ -168,6 +266,7 @@ class CarState:
     """btWheelInfoRL::m_longFriction [N, C, 4]."""
     extra_pushback: torch.Tensor
     """btWheelInfoRL::m_extraPushback, UU/s x mass; kept while the wheel touches [N, C, 4]."""
+    # --- the ball hit info (the binding's CarState.ball_hit_info, settable) ---
 
     FIELDS: ClassVar[dict[str, tuple[tuple[int, ...], torch.dtype]]] = {
         "pos": ((3,), _F), "rot_mat": ((3, 3), _F), "vel": ((3,), _F), "ang_vel": ((3,), _F),
@@ -180,13 +279,13 @@ class CarState:
         "auto_flip_torque_scale": ((), _F), "has_world_contact": ((), _B),
         "world_contact_normal": ((3,), _F), "car_contact_id": ((), _I32),
         "car_contact_cooldown_timer": ((), _F), "is_demoed": ((), _B), "demo_respawn_timer": ((), _F),
-        "last_controls": ((8,), _F), "ball_hit_info_is_valid": ((), _B),
-        "ball_hit_info_relative_pos_on_ball": ((3,), _F), "ball_hit_info_ball_pos": ((3,), _F),
-        "ball_hit_info_extra_hit_vel": ((3,), _F), "ball_hit_info_tick_count_when_hit": ((), _I64),
-        "ball_hit_info_tick_count_when_extra_impulse_applied": ((), _I64), "tick_count_since_update": ((), _I64),
+        "last_controls": ((8,), _F), "tick_count_since_update": ((), _I64),
         "is_boosting": ((), _B), "time_since_boosted": ((), _F), "velocity_impulse_cache": ((3,), _F),
         "engine_force": ((), _F), "brake": ((), _F), "steer_angle": ((), _F),
         "lat_friction": ((4,), _F), "long_friction": ((4,), _F), "extra_pushback": ((4,), _F),
+        "ball_hit_info_is_valid": ((), _B), "ball_hit_info_relative_pos_on_ball": ((3,), _F),
+        "ball_hit_info_ball_pos": ((3,), _F), "ball_hit_info_extra_hit_vel": ((3,), _F),
+        "ball_hit_info_tick_count_when_hit": ((), _I64), "ball_hit_info_tick_count_when_extra_impulse_applied": ((), _I64),
     }  # fmt: skip
     """Trailing shape and dtype of every field."""
     HIDDEN: ClassVar[tuple[str, ...]] = ("is_boosting", "time_since_boosted", "velocity_impulse_cache", "engine_force", "brake",
