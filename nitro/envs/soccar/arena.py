@@ -36,7 +36,6 @@ from nitro.envs.soccar.state import (
     BoostPadConfig,
     BoostPadState,
     CarState,
-    GameConfig,
     GameState,
     World,
 )
@@ -203,7 +202,7 @@ class Arena:
             params=TickParams.from_mutators(self.mutators, _float32(1.0 / _float32(self.tick_rate))),
             cars=CarParams.build(presets, self.device),
             pads=BoostPadConfig.soccar(self.device),
-            game=GameConfig.build(blue, orange, seed, kickoff_after_goal, self.device),
+            game=rules.game_config(blue, orange, seed, kickoff_after_goal, self.device),
             bullet=arena_bullet(mesh, mem_weight_mode),
         )
         env = torch.arange(num_envs, device=self.device)

@@ -27,7 +27,16 @@ from nitro.core import tree
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.rigid_body import angle_to_rot_mat
-from nitro.envs.soccar.state import ArenaEvents, BallState, BoostPadState, CarState, GameState, World
+from nitro.envs.soccar.state import (
+    ArenaEvents,
+    BallState,
+    BoostPadState,
+    CarState,
+    GameConfig,
+    GameState,
+    World,
+    kickoff_table,
+)
 from nitro.envs.soccar.vec import may_be_any
 
 MASK32 = 0xFFFFFFFF
@@ -83,21 +92,41 @@ def set_state(cars: CarState, new: CarState, mask: torch.Tensor) -> CarState:
     return tree.where(mask, new, cars)
 
 
-def spawned_cars(
-    num_envs: int, spots: torch.Tensor, table: torch.Tensor, world: World, mirror_x: bool, z: float
-) -> CarState:
-    """Fresh CarStates (RocketSim's `CarState()`) at blue's spot ``table[spots]`` [N, C] with the spawn
-    boost: orange cars mirrored (y, and x too when ``mirror_x``) and turned by pi (Angle::yaw += M_PI,
-    in double), on the ground flag RocketSim's defaults give."""
+def game_config(blue: int, orange: int, seed: int, kickoff_after_goal: bool, device: torch.device) -> GameConfig:
+    """The teams and the spawn tables: each spot's position and rotation per team, as
+    Arena::ResetToRandomKickoff (orange mirrored through (-x, -y)) and Car::Respawn (orange's y
+    mirrored) place cars, both turning orange around (Angle::yaw += M_PI, in double)."""
+
+    def table(spots, z: float, mirror_x: bool) -> torch.Tensor:
+        x, y, yaw = torch.tensor(spots, dtype=torch.float32).unbind(-1)
+        rows = []
+        for orange_side in (False, True):
+            turned = (yaw.double() + math.pi).float() if orange_side else yaw
+            rot = angle_to_rot_mat(turned, torch.zeros_like(yaw), torch.zeros_like(yaw))
+            sx = -x if orange_side and mirror_x else x
+            sy = -y if orange_side else y
+            rows.append(torch.cat((torch.stack((sx, sy, torch.full_like(x, z)), -1), rot.reshape(-1, 9)), -1))
+        return torch.stack(rows).to(device)
+
+    return GameConfig(
+        blue=blue,
+        orange=orange,
+        seed=seed,
+        kickoff_after_goal=kickoff_after_goal,
+        is_orange=torch.arange(blue + orange, device=device) >= blue,
+        kickoff_spawns=table(kickoff_table(max(blue, orange)), C.CAR_SPAWN_REST_Z, mirror_x=True),
+        respawn_spawns=table(C.CAR_RESPAWN_LOCATIONS_SOCCAR, C.CAR_RESPAWN_Z, mirror_x=False),
+    )
+
+
+def spawned_cars(num_envs: int, spots: torch.Tensor, spawns: torch.Tensor, world: World) -> CarState:
+    """Fresh CarStates (RocketSim's `CarState()`) at each car's spot ``spots`` [N, C] of the spawn
+    table ``spawns`` (`GameConfig`'s, per team), with the mutators' spawn boost."""
     cars = CarState.fresh(num_envs, spots.shape[1], spots.device)
-    x, y, yaw = table[spots].unbind(-1)
-    orange = world.game.is_orange
-    x = torch.where(orange, -x, x) if mirror_x else x
-    y = torch.where(orange, -y, y)
-    yaw = torch.where(orange, (yaw.double() + math.pi).float(), yaw)
-    cars.pos = torch.stack((x, y, torch.full_like(x, z)), -1)
-    cars.rot_mat = angle_to_rot_mat(yaw, torch.zeros_like(yaw), torch.zeros_like(yaw))
-    cars.boost = torch.full_like(x, world.params.car_spawn_boost_amount)
+    row = spawns[world.game.is_orange.long(), spots]  # [N, C, 12]
+    cars.pos = row[..., :3].contiguous()
+    cars.rot_mat = row[..., 3:].reshape(*spots.shape, 3, 3)
+    cars.boost = torch.full(spots.shape, world.params.car_spawn_boost_amount, device=spots.device)
     return cars
 
 
@@ -111,8 +140,7 @@ def respawn_spots(world: World, env: torch.Tensor, counter: torch.Tensor) -> tor
 def respawned_cars(world: World, env: torch.Tensor, counter: torch.Tensor) -> CarState:
     """Car::Respawn: fresh cars at a random respawn spot each (z = CAR_RESPAWN_Z, orange's y mirrored
     and turned around, x not mirrored), with the mutators' spawn boost."""
-    spots = respawn_spots(world, env, counter)
-    return spawned_cars(len(env), spots, world.game.respawn_spots, world, mirror_x=False, z=C.CAR_RESPAWN_Z)
+    return spawned_cars(len(env), respawn_spots(world, env, counter), world.game.respawn_spawns, world)
 
 
 def update_demo(cars: CarState, tick_count: torch.Tensor, world: World) -> CarState:
@@ -148,7 +176,7 @@ def kickoff_order(world: World, env: torch.Tensor, kickoff_count: torch.Tensor) 
 
 
 def kickoff_spots(order: torch.Tensor, blue: int, orange: int) -> torch.Tensor:
-    """Each car's row of `GameConfig.kickoff_spots` [N, C]: the i-th car of each team takes the env's
+    """Each car's spot in `GameConfig.kickoff_spawns` [N, C]: the i-th car of each team takes the env's
     shuffled spot ``order[:, i]``, or past the fifth its own extra row i."""
     spawns = order.shape[1]
     columns = [order[:, i] if i < spawns else torch.full_like(order[:, 0], i) for i in [*range(blue), *range(orange)]]
@@ -168,7 +196,7 @@ def reset_kickoff(state: GameState, world: World, mask: torch.Tensor) -> tuple[G
     spots = kickoff_spots(order, world.game.blue, world.game.orange)
     cars = state.cars
     if world.cars.num_cars:
-        fresh = spawned_cars(n, spots, world.game.kickoff_spots, world, mirror_x=True, z=C.CAR_SPAWN_REST_Z)
+        fresh = spawned_cars(n, spots, world.game.kickoff_spawns, world)
         cars = set_state(cars, fresh, mask[:, None].expand_as(cars.is_demoed))
     rest = BallState.rest(n, device)
     ball = tree.where(mask, rest, state.ball)

@@ -451,7 +451,8 @@ class World:
 
 @dataclasses.dataclass(frozen=True)
 class GameConfig:
-    """The game around the physics: the teams, the spawn spots, the random streams, what follows a goal."""
+    """The game around the physics: the teams, the spawn spots, the random streams, what follows a
+    goal (`rules.game_config` builds it)."""
 
     blue: int
     """Blue cars (car indices 0 .. blue - 1; orange cars follow)."""
@@ -464,24 +465,16 @@ class GameConfig:
     its goal callback fires on every tick the ball stays in the goal)."""
     is_orange: torch.Tensor
     """Each car's team, orange [C] bool."""
-    kickoff_spots: torch.Tensor
-    """Blue's kickoff spots (x, y, yaw), float32 as RocketSim's table [5 + extra, 3]: the five of
-    CAR_SPAWN_LOCATIONS_SOCCAR, then one row per car past the fifth of a team (`kickoff_table`)."""
-    respawn_spots: torch.Tensor
-    """Blue's respawn spots (x, y, yaw), CAR_RESPAWN_LOCATIONS_SOCCAR [4, 3]."""
+    kickoff_spawns: torch.Tensor
+    """Where a kickoff puts a car, per team (0 blue, 1 orange) and spot: x, y, z and the rotation's
+    nine entries row by row [2, 5 + extra, 12] float32. Spots 0-4 are CAR_SPAWN_LOCATIONS_SOCCAR's,
+    then one per car past the fifth of a team (`kickoff_table`)."""
+    respawn_spawns: torch.Tensor
+    """Where a respawn puts a car, likewise, over CAR_RESPAWN_LOCATIONS_SOCCAR [2, 4, 12]."""
 
-    @staticmethod
-    def build(blue: int, orange: int, seed: int, kickoff_after_goal: bool, device: torch.device) -> GameConfig:
-        table = torch.tensor(kickoff_table(max(blue, orange)), dtype=torch.float32, device=device)
-        return GameConfig(
-            blue=blue,
-            orange=orange,
-            seed=seed,
-            kickoff_after_goal=kickoff_after_goal,
-            is_orange=torch.arange(blue + orange, device=device) >= blue,
-            kickoff_spots=table,
-            respawn_spots=torch.tensor(C.CAR_RESPAWN_LOCATIONS_SOCCAR, dtype=torch.float32, device=device),
-        )
+
+SPAWN_WIDTH = 12
+"""Floats per spot of `GameConfig`'s spawn tables: x, y, z, then the rotation row by row."""
 
 
 def kickoff_table(team_size: int) -> list[tuple[float, float, float]]:

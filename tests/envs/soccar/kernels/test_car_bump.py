@@ -14,7 +14,7 @@ from nitro.envs.soccar.kernels import car_bump as twin
 from nitro.envs.soccar.kernels import car_contacts as contacts_twin
 from nitro.envs.soccar.kernels.vec import load, store
 from nitro.envs.soccar.mutators import MutatorConfig, TickParams
-from nitro.envs.soccar.state import GameConfig
+from nitro.envs.soccar.rules import game_config
 from tests.envs.soccar.kernels.game_states import car_params, flat, random_game
 from tests.envs.soccar.kernels.twins import BLOCK, DEVICE, REL_TOL, assert_close, assert_same, programs, runnable
 
@@ -98,7 +98,7 @@ def test_bumps_match_the_reference(blue, orange, mutators):
     _, cars, _ = random_game(n, num_cars, seed=20 + num_cars)
     params = car_params(num_cars)
     tick = TickParams.from_mutators(mutators, float(torch.tensor(1 / 120, dtype=torch.float32)))
-    game = GameConfig.build(blue, orange, 0, False, torch.device(DEVICE))
+    game = game_config(blue, orange, 0, False, torch.device(DEVICE))
     frozen = cars.is_demoed
     contacts = car_contacts.car_car_contacts(cars, params, frozen)
     expected, expected_bumped, expected_demoed = reference.on_car_car_collision(cars, contacts, game, tick)
