@@ -27,7 +27,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("nitro.adapters.rlgym needs RLGym v2 (rlgym-rocket-league); install it with: "
                       'pip install "nitro-rl[soccar]"') from e
 
-from nitro.envs.soccar import Arena, ArenaEvents, MutatorConfig
+from nitro.envs.soccar import Arena, ArenaEvents, BoostPadState, MutatorConfig
 from nitro.envs.soccar.rl import common_values as V
 from nitro.envs.soccar.rl.state import SoccarState
 
@@ -207,7 +207,7 @@ class NitroEngine(TransitionEngine):
         # pad timers: the arena keeps no setter for pads; RocketSimEngine sets each pad's cooldown
         cooldown = torch.zeros(1, len(V.PAD_POSITIONS), device=arena.device)
         cooldown[0, list(V.PADS_RLBOT_ORDER)] = tensor(desired_state.boost_pad_timers)
-        pads = type(arena.state.pads)(is_active=cooldown <= 0, cooldown=cooldown)
+        pads = dataclasses.replace(BoostPadState.fresh(1, arena.device), is_active=cooldown <= 0, cooldown=cooldown)
         arena.state = dataclasses.replace(arena.state, pads=pads)
         self._controls = torch.zeros(1, arena.num_cars, 8, device=arena.device)
         self._touched = torch.zeros(1, arena.num_cars, dtype=torch.bool, device=arena.device)
@@ -244,6 +244,7 @@ class NitroEngine(TransitionEngine):
             game=arena.state, events=dataclasses.replace(ArenaEvents.none(1, arena.num_cars, arena.device),
                                                          ball_touch=self._touched),
             prev_action=self._controls, ticks_since_touch=torch.zeros(1, dtype=torch.int64, device=arena.device),
+            touches=self._touched.int(),
             active=torch.ones(1, arena.num_cars, dtype=torch.bool, device=arena.device), blue=self._blue,
             orange=arena.num_cars - self._blue,
         )

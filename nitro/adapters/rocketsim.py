@@ -8,6 +8,8 @@ which a policy trained on nitro plays in the reference. Host-side, once per deci
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
@@ -77,12 +79,15 @@ def soccar_state(arenas: list, prev_action: torch.Tensor | None = None, device="
             is_active[e, i], cooldown[e, i] = pad.is_active, pad.cooldown
     game = GameState(
         ball=ball, cars=cars,
-        pads=BoostPadState(is_active=torch.from_numpy(is_active).to(device), cooldown=torch.from_numpy(cooldown).to(device)),
+        pads=dataclasses.replace(BoostPadState.fresh(n, torch.device(device)), is_active=torch.from_numpy(is_active).to(device),
+                                 cooldown=torch.from_numpy(cooldown).to(device)),
         tick_count=torch.tensor([a.tick_count for a in arenas], dtype=torch.int64, device=device),
+        **GameState.scoreboard(n, torch.device(device)),
     )  # fmt: skip
     return SoccarState(
         game=game, events=ArenaEvents.none(n, c, torch.device(device)),
         prev_action=cars.last_controls.clone() if prev_action is None else prev_action.to(device),
         ticks_since_touch=torch.zeros(n, dtype=torch.int64, device=device),
+        touches=torch.zeros(n, c, dtype=torch.int32, device=device),
         active=torch.ones(n, c, dtype=torch.bool, device=device), blue=blue, orange=c - blue,
     )  # fmt: skip

@@ -58,10 +58,13 @@ class PolicyGraph(nn.Module):
         cars = dataclasses.replace(cars, **{n: x[f"cars.{n}"] for n in runtime.CAR_FIELDS})
         ball = dataclasses.replace(BallState.rest(1, device), pos=x["ball.pos"], vel=x["ball.vel"],
                                    ang_vel=x["ball.ang_vel"])
-        pads = BoostPadState(is_active=x["pads.is_active"], cooldown=x["pads.cooldown"])
-        game = GameState(ball=ball, cars=cars, pads=pads, tick_count=torch.zeros(1, dtype=torch.int64, device=device))
+        pads = dataclasses.replace(BoostPadState.fresh(1, device), is_active=x["pads.is_active"],
+                                   cooldown=x["pads.cooldown"])
+        game = GameState(ball=ball, cars=cars, pads=pads, tick_count=torch.zeros(1, dtype=torch.int64, device=device),
+                         **GameState.scoreboard(1, device))
         return SoccarState(game=game, events=ArenaEvents.none(1, c, device), prev_action=x["prev_action"],
-                           ticks_since_touch=torch.zeros(1, dtype=torch.int64, device=device), active=x["active"],
+                           ticks_since_touch=torch.zeros(1, dtype=torch.int64, device=device),
+                           touches=torch.zeros(1, c, dtype=torch.int32, device=device), active=x["active"],
                            blue=self.blue, orange=self.orange)
 
     def forward(self, *inputs: torch.Tensor):

@@ -186,10 +186,16 @@ def _eval(args) -> int:
                                   device=args.device, seed=args.seed, env_params=params)
         print(json.dumps(result))
         if not args.no_write:
-            (run / "eval").mkdir(exist_ok=True)
-            path = run / "eval" / f"vs_bots_{checkpoint_path(run, which).stem}.json"
-            path.write_text(json.dumps(result, indent=1))
-            print(f"wrote {path}", file=sys.stderr)
+            files = evals.write_vs_bots(run, result)
+            try:
+                require("matplotlib", "the eval curve (vs_bots.png)")
+            except ValueError as missing:
+                print(f"wrote {files['table']} and {files['json'].name}; {missing}", file=sys.stderr)
+                return 0
+            from nitro.monitor import plot
+
+            curve = plot.vs_bots_curve(run, evals.read_vs_bots(run))
+            print(f"wrote {files['table']}, {files['json'].name} and {curve.name}", file=sys.stderr)
         return 0
     bad = [i for i in args.replay_envs if not 0 <= i < args.episodes]
     if bad:

@@ -11,7 +11,7 @@ import torch
 
 from nitro.core import agents, rng
 from nitro.core.env import autoreset_step
-from nitro.core.registry import make_env
+from nitro.core.registry import make_env, spec
 from nitro.train import checkpoint
 from nitro.train.checkpoint import load_meta as checkpoint_meta
 from nitro.train.config import from_dict
@@ -24,12 +24,21 @@ def checkpoint_path(run: str | Path, which: str = "best") -> Path:
     return {"best": checkpoint.best, "latest": checkpoint.latest}.get(which, lambda r: Path(which))(Path(run))
 
 
-def load_policy(run: str | Path, which: str = "best", device: str = "cpu", env_params: dict | None = None):
+def game_params(env_id: str) -> dict:
+    """The env params of the whole games an env's evaluations play (its class's ``GAME_PARAMS``, e.g.
+    soccar's 5-minute games with kickoffs after goals), or none."""
+    return dict(getattr(spec(env_id).load(), "GAME_PARAMS", {}))
+
+
+def load_policy(run: str | Path, which: str = "best", device: str = "cpu", env_params: dict | None = None,
+                games: bool = False):
     """(config, env, policy, obs_rms or None) of a run; ``which`` is best | latest | a file path;
-    ``env_params`` change the env's params (e.g. whole games instead of the single rounds trained on)."""
+    ``env_params`` change the env's params (e.g. whole games instead of the single rounds trained on),
+    on top of the env's `game_params` when ``games``."""
     tensors, meta = checkpoint.load(checkpoint_path(run, which), device)
     cfg = from_dict(meta["config"])
-    env = make_env(cfg.env.id, **{**cfg.env.params, **(env_params or {})})
+    env = make_env(cfg.env.id, **{**cfg.env.params, **(game_params(cfg.env.id) if games else {}),
+                                  **(env_params or {})})
     # the fused trunk only speeds up training: its parameters load into the plain trunk, which runs anywhere
     plain = dataclasses.replace(cfg.policy, fused="false")
     policy = ActorCritic(env.observation_space.shape[0], env.action_space, plain).to(device)
@@ -111,27 +120,34 @@ def _mean_ci(x: torch.Tensor) -> tuple[float, float]:
 def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int = 1024, deterministic: bool = True,
                      checkpoint: str = "latest", device: str = "auto", seed: int = 12345,
                      env_params: dict | None = None, max_steps: int = 100_000) -> dict:
-    """A multi-agent run's policy in one seat (seat g % A of game g) and a bot in every other seat, ``games``
-    games per bot (default: every bot of the env), all at once. Per bot: the policy's win rate (the top
-    ``env.result``, ties shared), mean result, mean return and the env's ``episode_stats``, each with the
-    half-width of its 95% confidence interval over games."""
+    """A multi-agent run's policy on one team (team g % T of game g: one seat in a free-for-all) and a bot
+    in every other seat, ``games`` games per bot (default: every bot of the env), all at once, in the
+    env's whole games (`game_params`, then ``env_params``). Per bot: the policy's win rate (the top
+    ``env.result``, ties shared) and its wins, draws (the top shared with other teams) and losses,
+    mean result, mean return and the env's ``episode_stats``, each with the half-width of its 95%
+    confidence interval over games; and the env params played and the checkpoint's update and step."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    cfg, env, policy, rms = load_policy(run, checkpoint, device, env_params)
+    cfg, env, policy, rms = load_policy(run, checkpoint, device, env_params, games=True)
     if policy.recurrent:
         raise ValueError(f"{run} has an LSTM policy; evaluating against bots needs a feed-forward one (policy.lstm=0)")
-    a = env.num_agents
+    a, teams = env.num_agents, agents.num_teams(env)
+    team_of_row = torch.tensor(env.agent_team, device=device).repeat(games)
     known = env.bots()
     bots = list(known) if bots is None else bots
     for b in bots:
         if b not in known:
             raise ValueError(f"{cfg.env.id} has no bot {b!r}; its bots: {', '.join(sorted(known)) or 'none'}")
-    out = {"env": cfg.env.id, "games": games, "deterministic": deterministic, "opponents": {}}
+    meta = checkpoint_meta(checkpoint_path(run, checkpoint))
+    played = {**cfg.env.params, **game_params(cfg.env.id), **(env_params or {})}
+    out = {"env": cfg.env.id, "games": games, "deterministic": deterministic, "env_params": played,
+           "update": meta.get("update"), "global_step": meta.get("global_step"),
+           "checkpoint": str(checkpoint_path(run, checkpoint)), "opponents": {}}
     for i, name in enumerate(bots):
         n = games
         keys = rng.env_keys(rng.key(seed + i, device), n)
         state = env.reset(rng.fold_in(keys, 0), n, torch.device(device))
-        learner = agents.seats(n, a, device) == (torch.arange(n, device=device) % a).repeat_interleave(a)
+        learner = team_of_row == (torch.arange(n, device=device) % teams).repeat_interleave(a)
         running = torch.ones(n, dtype=torch.bool, device=device)
         ep_return = torch.zeros(n * a, device=device)
         final = {}
@@ -158,8 +174,11 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
             raise RuntimeError(f"{int(running.sum())} games did not end within {max_steps} steps")  # sync-ok
         standing = final.get("result", ep_return).view(n, a)
         top = standing == standing.max(1, keepdim=True).values
-        row = {"win_rate": (top & learner.view(n, a)).sum(1) / top.sum(1), "return": ep_return[learner]}
-        row.update({k: v[learner] for k, v in final.items()})
+        mine = (top & learner.view(n, a)).sum(1)
+        won, shared = (mine > 0) & (mine == top.sum(1)), (mine > 0) & (mine < top.sum(1))
+        row = {"win_rate": mine / top.sum(1), "wins": won, "draws": shared, "losses": mine == 0,
+               "return": ep_return[learner].view(n, -1).mean(1)}
+        row.update({k: v[learner].view(n, -1).mean(1) for k, v in final.items()})  # per game: the team's mean
         summary = {}
         for key, values in row.items():
             summary[key], summary[key + "_ci95"] = _mean_ci(values.float())

@@ -1,7 +1,7 @@
 """Car parity harness: the real RocketSim and nitro's cars, started from identical car states.
 
 Every rollout is one car with a scripted control sequence. It runs in a fresh RocketSim arena
-(``rocketsim==2.2.1`` on the real soccar meshes, `MemoryWeightMode.LIGHT`, no boost pads), where the car is added,
+(``rocketsim==2.2.1`` on the real soccar meshes, `MemoryWeightMode.LIGHT`, the soccar pads), where the car is added,
 its state set before the first step, and the ball parked asleep outside the field (behind a corner
 wall, where no car reaches it). nitro runs every rollout of one preset in one `Arena` with the same
 states set through `Arena.set_car` on a never-stepped arena, so both start from a fresh car's hidden
@@ -150,9 +150,7 @@ def run_rocketsim(rollouts: Rollouts, tick_rate: int = TICK_RATE) -> CarRecordin
     rec = CarRecording.zeros(len(rollouts), rollouts.ticks)
     configs = {name: getattr(rs.CarConfig, name.upper()) for name in PRESET_NAMES}
     for i in range(len(rollouts)):
-        # No boost pads (an empty custom list): nitro's pads come with their own stage, and a car
-        # driving over one in RocketSim would gain boost that nitro's does not.
-        config = rs.ArenaConfig(memory_weight_mode=rs.MemoryWeightMode.LIGHT, custom_boost_pads=[])
+        config = rs.ArenaConfig(memory_weight_mode=rs.MemoryWeightMode.LIGHT)  # with the soccar pads
         arena = rs.Arena(rs.GameMode.SOCCAR, config=config, tick_rate=tick_rate)
         arena.ball.set_state(rs.BallState(pos=rs.Vec(*BALL_PARK)))
         car = arena.add_car(rs.Team.BLUE, rs.CarConfig(configs[rollouts.preset[i]]))

@@ -1,18 +1,19 @@
 """`Arena`: N soccar arenas stepped together, and `tick`, the per-tick pipeline in Arena::Step order.
 
 Reference: RocketSim (ZealanL/RocketSim, MIT) `src/Sim/Arena/Arena.cpp`. The functional core is
-`tick(state, controls, world) -> (state, goal)`; `Arena` is the thin stateful shell users hold (the contract in
-docs DESIGN.md, "Soccar Arena contract"), and the one place that picks how ticks run: eager, compiled,
-captured in a CUDA graph, or fused into one Triton kernel (`kernels/arena.py`, the twin of this
-module's tick). Cars drive, jump, flip, boost and fly against the arena through their wheels; their
-bodies' contacts with the arena (`car_world`), car-ball and car-car collisions and boost pads come
-with the next soccar stages.
+`tick(state, controls, world) -> (state, events)`; `Arena` is the thin stateful shell users hold (the
+contract in docs DESIGN.md, "Soccar Arena contract"), and the one place that picks how ticks run:
+eager, compiled, captured in a CUDA graph, or fused into one Triton kernel (`kernels/arena.py`, the
+twin of this module's tick). Cars drive, jump, flip, boost and fly against the arena through their
+wheels; they pick up boost (`boost_pads`), hit the ball (`ball_hit`), bump and demolish each other
+(`car_bump`), respawn, kick off and score (`rules`). The car bodies' own contacts with the arena,
+the ball and each other, and their solve, come with the car body's stage; until then the rules read
+the contact points of `car_contacts`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Sequence
 
@@ -21,7 +22,7 @@ import torch
 
 from nitro.core import fast, tree
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import ball, car, island_manager
+from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, island_manager, rules
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.arena_mesh.broadphase import arena_bullet
@@ -29,57 +30,79 @@ from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.car_config import PRESETS, CarParams
 from nitro.envs.soccar.kernels import arena as arena_kernels
 from nitro.envs.soccar.mutators import MutatorConfig, TickParams
-from nitro.envs.soccar.rigid_body import angle_to_rot_mat
-from nitro.envs.soccar.state import ArenaEvents, BallState, BoostPadState, CarState, GameState, World
+from nitro.envs.soccar.state import (
+    ArenaEvents,
+    BallState,
+    BoostPadConfig,
+    BoostPadState,
+    CarState,
+    GameState,
+    World,
+)
 
 NUM_CONTROLS = 8  # throttle, steer, pitch, yaw, roll, jump, boost, handbrake
 MODES = ("eager", "compile", "graph", "fused")
 
 
-def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameState, torch.Tensor]:
+def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameState, ArenaEvents]:
     """One RocketSim tick (Arena::Step) of every env with ``controls`` [N, C, 8].
 
-    Returns (state, goal [N] int8: 0, 1 blue, 2 orange). Stages that are not simulated yet are noted
-    in their place; ball-only arenas skip the car stages, as RocketSim does.
+    Returns the state and the tick's events (`rules.tick_events`). Ball-only arenas skip the car
+    and pad stages, as RocketSim does. Stages of the car bodies' own collisions (car-world, and the
+    solver's car-ball and car-car contacts) are noted in their place.
     """
-    params, cars = world.params, state.cars
+    params, cars, pads, game = world.params, state.cars, state.pads, world.game
+    no_car = torch.full(cars.is_demoed.shape, -1, dtype=torch.int32, device=cars.pos.device)
+    touched, bumped_by, demoed_by, pickup_pad = cars.is_demoed & False, no_car, no_car, no_car
     sleeping = ball.update_sleeping(state.ball)  # 1. ball zero-velocity sleeping
-    if world.cars.num_cars:  # 2. cars' pre-tick (suspension, controls, jump, flip, air control, boost)
+    ball_state = state.ball
+    if world.cars.num_cars:
+        # 2. cars' pre-tick: a demolished car's countdown and respawn, then the rest for the others
+        frozen = cars.is_demoed  # Bullet skips these bodies this tick (respawning ones too)
+        cars = rules.update_demo(cars, state.tick_count, world)
         car_controls = CarControls.from_tensor(controls)
         cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, state.tick_count, params)
-    # 3. boost pad cooldowns (with the boost pads)
-    # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
-    # 5. Bullet step: each body at its tick-start transform against the arena (car-ball and car-car
-    #    contacts come with their stage), solved and integrated
-    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, params)
+        pads = boost_pads.pre_tick_update(pads, params)  # 3. boost pad cooldowns
+        # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
+        # 5. Bullet step. Contacts at the tick's start, each firing RocketSim's callback: the car-ball
+        #    hits (Ball::_OnHit) and the car-car bumps and demolitions
+        hits = car_contacts.car_ball_hits(state.ball.pos, cars, world.cars, frozen, params)
+        ball_state, cars = ball_hit.on_hit(
+            ball_state, ball.apply_damping(state.ball.vel, params), cars, hits, state.tick_count, params
+        )
+        touched = hits.is_hit
+        bumps = car_contacts.car_car_contacts(cars, world.cars, frozen)
+        cars, bumped_by, demoed_by = car_bump.on_car_car_collision(cars, bumps, game, params)
+    # then the solve and integration of each body (car-ball and car-car contacts with the car body)
+    ball_state = ball.physics_step(ball_state, sleeping, world.mesh, params)
     if world.cars.num_cars:
         ball_manifolds = island_manager.ball_manifold_count(
             world.bullet, state.ball.pos, ball.apply_damping(state.ball.vel, params), sleeping, params
         )
+        demoed = cars.is_demoed  # demolished during the step: simulated to its end, then skipped
+        cars = dataclasses.replace(cars, is_demoed=frozen)
         cars = car.physics_step(cars, forces, world.cars, params, world.mesh, world.bullet, ball_manifolds)
-        cars = car.post_tick_update(cars, car_controls, params)  # 6. cars' post-tick and finish
-        cars = car.finish_physics_tick(cars)  # (then each car's boost pad pickup, with the pads)
-    # 7. boost pads give boost (with the boost pads)
+        cars = dataclasses.replace(cars, is_demoed=demoed)
+        cars = car.post_tick_update(cars, car_controls, params)  # 6. cars' post-tick and finish,
+        cars = car.finish_physics_tick(cars)
+        locked = boost_pads.check_collision(pads, cars, world.cars, world.pads)  # then pad pickups
+        pads, cars, pickup_pad = boost_pads.post_tick_update(pads, cars, locked, world.pads, params)  # 7.
     ball_state = ball.finish_physics_tick(ball_state, params)  # 8. ball finish
-    scored = ball.is_ball_scored(ball_state.pos, params)  # 9. goal (RocketSim fires every tick)
-    goal = torch.where(scored, torch.where(ball_state.pos[:, 1] > 0, 1, 2), 0).to(torch.int8)
-    state = dataclasses.replace(state, ball=ball_state, cars=cars, tick_count=state.tick_count + 1)  # 10.
-    return state, goal
+    goal = rules.is_ball_scored(ball_state.pos, params)  # 9. goal (RocketSim fires every scoring tick)
+    state = dataclasses.replace(state, ball=ball_state, cars=cars, pads=pads, tick_count=state.tick_count + 1)  # 10.
+    state = rules.count_goals(state, goal)
+    events = rules.tick_events(goal, state.tick_count, touched, demoed_by, bumped_by, pickup_pad)
+    if game.kickoff_after_goal:  # nitro's option: a kickoff after each goal
+        state, _ = rules.reset_kickoff(state, world, goal > 0)
+    return state, events
 
 
 def fold_tick(
     state: GameState, events: ArenaEvents, controls: torch.Tensor, world: World
 ) -> tuple[GameState, ArenaEvents]:
-    """One tick, folding its goal into ``events`` (the first scoring tick is kept)."""
-    state, goal = tick(state, controls, world)
-    first = (goal > 0) & (events.goal_tick < 0)
-    events = dataclasses.replace(
-        events,
-        goal_blue=events.goal_blue | (goal == 1),
-        goal_orange=events.goal_orange | (goal == 2),
-        goal_tick=torch.where(first, state.tick_count, events.goal_tick),
-    )
-    return state, events
+    """One tick, folding its events into ``events`` (`rules.fold_events`)."""
+    state, new = tick(state, controls, world)
+    return state, rules.fold_events(events, new)
 
 
 def step_ticks(
@@ -101,6 +124,10 @@ class Arena:
     the ground. The geometry is the real soccar arena: the 16 collision meshes (see
     `nitro.envs.soccar.arena_mesh.find_soccar_meshes` for where they are looked for; there is no
     substitute arena) and RocketSim's four planes.
+
+    ``seed`` (0 .. 2^32 - 1; drawn at random when None) seeds every env's own random streams: the
+    kickoff shuffles and respawn spots (`rules`). ``kickoff_after_goal`` (keyword-only) resets an env
+    to a kickoff at the end of each tick on which it scores (RocketSim leaves the ball in the goal).
 
     ``mem_weight_mode`` (keyword-only) is RocketSim's ArenaMemWeightMode, "heavy" (its default) or
     "light": the broadphase cell size, which decides which empty contact manifolds a car has and so
@@ -127,6 +154,7 @@ class Arena:
         mode: str = "eager",
         debug: bool | None = None,
         mem_weight_mode: str = "heavy",
+        kickoff_after_goal: bool = False,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -150,9 +178,16 @@ class Arena:
             )
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32):
+            raise ValueError(f"seed must be an int in [0, 2**32) or None, got {seed!r}")
+        if not isinstance(kickoff_after_goal, bool):
+            raise ValueError(f"kickoff_after_goal must be a bool, got {kickoff_after_goal!r}")
+        if mutators is not None and not isinstance(mutators, MutatorConfig):
+            raise ValueError(f"mutators must be a MutatorConfig, got {type(mutators).__name__}")
         self.device = concrete_device(torch.device(device) if device is not None else torch.device("cpu"))
         if mode in ("graph", "fused") and self.device.type != "cuda" and not _triton_interpreted(mode):
             raise ValueError(f"mode={mode!r} needs a CUDA device; use mode='compile' or 'eager' on CPU")
+        seed = int(torch.randint(2**32, ()).item()) if seed is None else seed  # sync-ok: construction
         self.num_envs, self.num_cars, self.car, self.seed = num_envs, blue + orange, tuple(presets), seed
         self.blue, self.orange = blue, orange
         self.tick_rate = float(tick_rate)
@@ -167,19 +202,18 @@ class Arena:
             mutators=self.mutators,
             params=TickParams.from_mutators(self.mutators, _float32(1.0 / _float32(self.tick_rate))),
             cars=CarParams.build(presets, self.device),
+            pads=BoostPadConfig.soccar(self.device),
+            game=rules.game_config(blue, orange, seed, kickoff_after_goal, self.device),
             bullet=arena_bullet(mesh, mem_weight_mode),
         )
+        env = torch.arange(num_envs, device=self.device)
         self.state = GameState(
             ball=BallState.rest(num_envs, self.device),
-            cars=self._respawned_cars(),
+            cars=rules.respawned_cars(self.world, env, torch.full_like(env, -1)),  # Arena::AddCar's respawn
             pads=BoostPadState.fresh(num_envs, self.device),
             tick_count=torch.zeros(num_envs, dtype=torch.int64, device=self.device),
+            **GameState.scoreboard(num_envs, self.device),
         )
-        self._generator = torch.Generator(device=self.device)
-        if seed is None:
-            self._generator.seed()
-        else:
-            self._generator.manual_seed(seed)
         self.kickoff_spawns = torch.full((num_envs, self.num_cars), -1, dtype=torch.int64, device=self.device)
         """Each car's spot from the last `reset_kickoff`, -1 before one: 0-4 index RocketSim's
         CAR_SPAWN_LOCATIONS_SOCCAR (blue's; orange's are mirrored), 5 and up the respawn spots of a
@@ -200,7 +234,33 @@ class Arena:
 
     @property
     def pads(self) -> BoostPadState:
+        """The 34 pads in RocketSim's order: ``is_active``, ``cooldown`` [N, 34] (`pad_rlbot_order`
+        maps to RLBot's order)."""
         return self.state.pads
+
+    @property
+    def pad_positions(self) -> torch.Tensor:
+        """Pad centres in RocketSim's order, UU [34, 3]."""
+        return self.world.pads.pos
+
+    @property
+    def pad_is_big(self) -> torch.Tensor:
+        """[34] bool, RocketSim's order."""
+        return self.world.pads.is_big
+
+    @property
+    def pad_rlbot_order(self) -> torch.Tensor:
+        """RocketSim's index of RLBot's (and RLGym's) k-th pad [34]: ``pads.is_active[:, order]``."""
+        return torch.tensor(C.BOOST_PAD_RLBOT_ORDER, device=self.device)
+
+    @property
+    def blue_score(self) -> torch.Tensor:
+        """Goals blue scored [N] int32 (the binding's count: once per run of scoring ticks)."""
+        return self.state.blue_score
+
+    @property
+    def orange_score(self) -> torch.Tensor:
+        return self.state.orange_score
 
     @property
     def mesh(self) -> ArenaMesh:
@@ -273,22 +333,6 @@ class Arena:
             setattr(new, name, _set_column(getattr(cars, name), index, _scatter(column, rows, value)))
         self.state = dataclasses.replace(self.state, cars=new)
 
-    def _respawned_cars(self) -> CarState:
-        """Fresh cars as RocketSim's `Arena::AddCar` makes them: `Car::Respawn` at a random respawn
-        spot (z = 36, facing the field; orange mirrored), boost = the spawn amount."""
-        n, c = self.num_envs, self.num_cars
-        cars = CarState.fresh(n, c, self.device)
-        generator = torch.Generator().manual_seed(self.seed) if self.seed is not None else None
-        spot = torch.randint(len(C.CAR_RESPAWN_LOCATIONS_SOCCAR), (n, c), generator=generator)
-        x, y, yaw = torch.tensor(C.CAR_RESPAWN_LOCATIONS_SOCCAR, dtype=torch.float64)[spot].unbind(-1)
-        orange = torch.arange(c) >= self.blue
-        y = torch.where(orange, -y, y)
-        yaw = torch.where(orange, yaw + torch.pi, yaw)
-        cars.pos = torch.stack((x, y, torch.full_like(x, C.CAR_RESPAWN_Z)), -1).float().to(self.device)
-        cars.rot_mat = angle_to_rot_mat(yaw.float(), torch.zeros(n, c), torch.zeros(n, c)).to(self.device)
-        cars.boost[:] = self.world.mutators.car_spawn_boost_amount
-        return cars
-
     def reset_kickoff(self, env_ids=None) -> None:
         """RocketSim's `Arena::ResetToRandomKickoff` for the selected envs (all when None).
 
@@ -296,35 +340,16 @@ class Arena:
         five kickoff spots from its own random stream (from ``seed``), and the i-th car of each team
         takes spot i (orange mirrored through (-x, -y), facing the other way); cars past the fifth
         per team go to the respawn spots, 250 UU further back for each car already there. Cars are
-        set as fresh RocketSim cars at z = 17 on the ground with the spawn boost (flags, timers and
-        hidden state cleared); pads are active. The chosen spots are in `kickoff_spawns`.
+        set as RocketSim's Car::SetState sets them: fresh CarStates at z = 17 on the ground with the
+        spawn boost (flags, timers, ball hit info cleared; btVehicleRL's wheel infos kept); pads
+        are fresh. The chosen spots are in `kickoff_spawns`.
         """
         rows = self._env_rows(env_ids)
-        count = self.num_envs if rows is None else rows.numel()
-        rest = BallState.rest(count, self.device)
-        self.set_ball(pos=rest.pos, vel=rest.vel, ang_vel=rest.ang_vel, env_ids=rows)
-        fresh = BoostPadState.fresh(count, self.device)
-        pads = BoostPadState(
-            is_active=_scatter(self.state.pads.is_active, rows, fresh.is_active),
-            cooldown=_scatter(self.state.pads.cooldown, rows, fresh.cooldown),
-        )
-        self.state = dataclasses.replace(self.state, pads=pads)
-        if not self.num_cars:
-            return
-        order = torch.rand(count, len(C.CAR_SPAWN_LOCATIONS_SOCCAR), generator=self._generator, device=self.device)
-        spots = _kickoff_spots(order.argsort(-1), self.blue, self.orange)  # [count, C]
-        self.kickoff_spawns = _scatter(self.kickoff_spawns, rows, spots)
-        table = torch.tensor(_kickoff_table(max(self.blue, self.orange)), dtype=torch.float32, device=self.device)
-        x, y, yaw = table[spots].unbind(-1)
-        orange = torch.arange(self.num_cars, device=self.device) >= self.blue
-        pos = torch.stack((torch.where(orange, -x, x), torch.where(orange, -y, y), torch.full_like(x, C.CAR_SPAWN_REST_Z)), -1)
-        yaw = torch.where(orange, (yaw.double() + math.pi).float(), yaw)  # Angle::yaw += M_PI
-        rot_mat = angle_to_rot_mat(yaw, torch.zeros_like(yaw), torch.zeros_like(yaw))
-        cars = CarState.fresh(count, self.num_cars, self.device)  # flags, timers: a fresh CarState's
-        cars.pos, cars.rot_mat = pos, rot_mat
-        cars.boost = torch.full_like(x, self.world.mutators.car_spawn_boost_amount)
-        for index in range(self.num_cars):
-            self._write_car(index, rows, {name: getattr(cars, name)[:, index] for name in CarState.SETTABLE})
+        mask = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        if rows is not None:
+            mask = torch.zeros_like(mask).index_fill_(0, rows, True)
+        self.state, spots = rules.reset_kickoff(self.state, self.world, mask)
+        self.kickoff_spawns = torch.where(mask[:, None], spots, self.kickoff_spawns)
 
     # --- stepping --------------------------------------------------------------------------------
 
@@ -497,33 +522,6 @@ def _set_column(base: torch.Tensor, index: int, column: torch.Tensor) -> torch.T
     out = base.clone()
     out[:, index] = column
     return out
-
-
-def _kickoff_table(team_size: int) -> list[tuple[float, float, float]]:
-    """(x, y, yaw) of blue's kickoff spots: the five of CAR_SPAWN_LOCATIONS_SOCCAR, then one row per
-    car past the fifth of a team (Arena::ResetToRandomKickoff: the respawn spots in turn, each taken
-    again CAR_SPAWN_EXTRA_OFFSET_Y further along y). Values are RocketSim's float32 table entries."""
-    spawns = len(C.CAR_SPAWN_LOCATIONS_SOCCAR)
-    rows = [tuple(float(np.float32(v)) for v in spot) for spot in C.CAR_SPAWN_LOCATIONS_SOCCAR]
-    taken = [0] * len(C.CAR_RESPAWN_LOCATIONS_SOCCAR)
-    for i in range(spawns, team_size):
-        # RocketSim takes (i - 5) % 5 over its 4 respawn spots (out of bounds from the tenth car on);
-        # we wrap over the 4.
-        k = (i - spawns) % len(taken)
-        x, y, yaw = C.CAR_RESPAWN_LOCATIONS_SOCCAR[k]
-        rows.append((x, y + C.CAR_SPAWN_EXTRA_OFFSET_Y * taken[k], float(np.float32(yaw))))
-        taken[k] += 1
-    return rows
-
-
-def _kickoff_spots(order: torch.Tensor, blue: int, orange: int) -> torch.Tensor:
-    """Each car's row of `_kickoff_table` [M, C]: the i-th car of each team takes the env's shuffled
-    kickoff spot ``order[:, i]`` [M, 5], or past the fifth its own respawn row."""
-    spawns = order.shape[1]
-    columns = []
-    for i in list(range(blue)) + list(range(orange)):
-        columns.append(order[:, i] if i < spawns else torch.full_like(order[:, 0], i))
-    return torch.stack(columns, -1)
 
 
 def _float32(x: float) -> float:

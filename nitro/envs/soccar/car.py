@@ -15,8 +15,8 @@ Reference: RocketSim (ZealanL/RocketSim, MIT) `src/Sim/Car/Car.cpp`. Per tick (`
 
 Every function is pure over [N, C, ...] tensors (C cars per env), with RocketSim's branches as masks.
 Impulses change the velocities at once; forces and torques accumulate in `rigid_body.Forces` and act
-in Bullet's step. Demolished cars are frozen (RocketSim skips them); their respawn, the car-ball and
-car-car collisions and the boost pads come with the next soccar stage.
+in Bullet's step. Demolished cars are frozen (RocketSim skips them); their countdown and respawn are
+`rules.update_demo`, the bumps and demolitions `car_bump`, the hits on the ball `ball_hit`.
 """
 
 from __future__ import annotations
@@ -490,10 +490,9 @@ def pre_tick_update(
     car = vehicle.update_vehicle_second(car, config, wheels, inv_inertia, dt)
     car, forces = update_boost(car, controls, forces, params)
 
-    # Demolished cars only count down to their respawn (which arrives with the next soccar stage).
+    # Demolished cars do nothing here (their countdown and respawn come first: `rules.update_demo`).
     demoed = before.is_demoed
-    frozen = dataclasses.replace(before, demo_respawn_timer=(before.demo_respawn_timer - dt).clamp(min=0.0))
-    return tree.where(demoed, frozen, car), tree.where(demoed, Forces.zeros_like(car.vel), forces)
+    return tree.where(demoed, before, car), tree.where(demoed, Forces.zeros_like(car.vel), forces)
 
 
 def physics_step(

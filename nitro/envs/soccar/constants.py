@@ -59,6 +59,11 @@ BOOST_SPAWN_AMOUNT = BOOST_MAX / 3.0
 CAR_SPAWN_REST_Z = 17.0
 CAR_RESPAWN_Z = 36.0
 
+# --- Ball::_OnHit's extra impulse (RLConst.h) --------------------------------------------------------
+BALL_CAR_EXTRA_IMPULSE_Z_SCALE = 0.35  # the hit direction's z is scaled by this before normalising
+BALL_CAR_EXTRA_IMPULSE_FORWARD_SCALE = 0.65  # ... and its part along the car's forward axis by this
+BALL_CAR_EXTRA_IMPULSE_MAXDELTAVEL_UU = 4600.0  # relative speeds above this count as this
+
 # --- Ball-world material combination (btManifoldResult.cpp, ROCKETSIM CHANGE) ----------------------
 # Against a static body Bullet takes min(friction) and max(restitution) (dynamic pairs multiply).
 BALL_WORLD_FRICTION = min(BALL_FRICTION, ARENA_COLLISION_BASE_FRICTION)  # 0.35
@@ -175,6 +180,37 @@ BOOST_PADS_SMALL = (
     (0.0, 4240.0, 70.0),
 )
 BOOST_PAD_COUNT = len(BOOST_PADS_BIG) + len(BOOST_PADS_SMALL)  # 34
+BOOST_PADS = BOOST_PADS_BIG + BOOST_PADS_SMALL
+BOOST_PAD_CYL_HEIGHT = 95.0  # pickup cylinder half-height about the pad, UU
+BOOST_PAD_CYL_RAD_BIG = 208.0
+BOOST_PAD_CYL_RAD_SMALL = 144.0
+BOOST_PAD_BOX_HEIGHT = 64.0  # lock box (the car that held the pad last tick), UU above the pad
+BOOST_PAD_BOX_RAD_BIG = 160.0
+BOOST_PAD_BOX_RAD_SMALL = 120.0
+BOOST_PAD_COOLDOWN_BIG = 10.0  # s
+BOOST_PAD_COOLDOWN_SMALL = 4.0
+BOOST_PAD_AMOUNT_BIG = 100.0
+BOOST_PAD_AMOUNT_SMALL = 12.0
+# BoostPadGrid: 8 x 10 cells of 1024 UU over the field; a car is tested against the pads of the 3 x 3
+# cells around its own, and not at all above BOOST_PAD_GRID_EXTENT_Z.
+BOOST_PAD_GRID_EXTENT_Z = BOOST_PAD_CYL_HEIGHT + 250.0
+BOOST_PAD_GRID_CELLS = (8, 10)
+BOOST_PAD_GRID_CELL_SIZE = (1024.0, 1024.0)  # (int)(EXTENT_X / (CELLS_X / 2)), likewise y
+# The RLBot / RLGym pad order (RLBot's field info, which the binding's get_gym_state follows): pads
+# row by row from blue's back wall, (x, y) with RLBot's y of 3310 for RocketSim's (-940, 3308).
+BOOST_PADS_RLBOT_XY = (
+    (0, -4240), (-1792, -4184), (1792, -4184), (-3072, -4096), (3072, -4096), (-940, -3308),
+    (940, -3308), (0, -2816), (-3584, -2484), (3584, -2484), (-1788, -2300), (1788, -2300),
+    (-2048, -1036), (0, -1024), (2048, -1036), (-3584, 0), (-1024, 0), (1024, 0), (3584, 0),
+    (-2048, 1036), (0, 1024), (2048, 1036), (-1788, 2300), (1788, 2300), (-3584, 2484), (3584, 2484),
+    (0, 2816), (-940, 3310), (940, 3308), (-3072, 4096), (3072, 4096), (-1792, 4184), (1792, 4184),
+    (0, 4240),
+)  # fmt: skip
+BOOST_PAD_RLBOT_ORDER = tuple(
+    min(range(len(BOOST_PADS)), key=lambda i: abs(BOOST_PADS[i][0] - x) + abs(BOOST_PADS[i][1] - y))
+    for x, y in BOOST_PADS_RLBOT_XY
+)
+"""RocketSim's index of RLBot's k-th pad: ``pads.is_active[:, BOOST_PAD_RLBOT_ORDER]`` is in RLBot order."""
 
 # --- Soccar collision meshes (rlgym-rocket-league 2.0.1 sdist) ------------------------------------
 SOCCAR_MESH_COUNT = 16
@@ -228,8 +264,9 @@ CAR_AUTOROLL_FORCE = 100.0
 CAR_AUTOROLL_TORQUE = 80.0
 CAR_AIR_CONTROL_TORQUE = (130.0, 95.0, 400.0)  # pitch, yaw, roll
 CAR_AIR_CONTROL_DAMPING = (30.0, 20.0, 50.0)
-BUMP_COOLDOWN_TIME = 0.25
-DEMO_RESPAWN_TIME = 3.0
+BUMP_COOLDOWN_TIME = 0.25  # s before the same car can bump (or demolish) the same victim again
+BUMP_MIN_FORWARD_DIST = 64.5  # UU: a bump needs the contact point this far ahead of the car's origin
+DEMO_RESPAWN_TIME = 3.0  # s from a demolition to the respawn
 # Car::_UpdateAirTorque / btRigidBody: ANGULAR_MOTION_THRESHOLD is 0.5 * pi / 2 rad per tick.
 ANGULAR_MOTION_THRESHOLD = 0.25 * math.pi
 SIMD_EPSILON = float(np.finfo(np.float32).eps)  # FLT_EPSILON, Bullet's SIMD_EPSILON in float builds
@@ -258,6 +295,10 @@ STEER_ANGLE_FROM_SPEED_CURVE = (
     (1750.0, 0.08507),
     (3000.0, 0.03454),
 )
+BALL_CAR_EXTRA_IMPULSE_FACTOR_CURVE = ((0.0, 0.65), (500.0, 0.65), (2300.0, 0.55), (4600.0, 0.30))
+BUMP_VEL_AMOUNT_GROUND_CURVE = ((0.0, 5.0 / 6.0), (1400.0, 1100.0), (2200.0, 1530.0))
+BUMP_VEL_AMOUNT_AIR_CURVE = ((0.0, 5.0 / 6.0), (1400.0, 1390.0), (2200.0, 1945.0))
+BUMP_UPWARD_VEL_AMOUNT_CURVE = ((0.0, 2.0 / 6.0), (1400.0, 278.0), (2200.0, 417.0))
 POWERSLIDE_STEER_ANGLE_FROM_SPEED_CURVE = ((0.0, 0.39235), (2500.0, 0.12610))
 DRIVE_SPEED_TORQUE_FACTOR_CURVE = ((0.0, 1.0), (1400.0, 0.1), (1410.0, 0.0))
 NON_STICKY_FRICTION_FACTOR_CURVE = ((0.0, 0.1), (0.7075, 0.5), (1.0, 1.0))

@@ -109,6 +109,47 @@ class BoxContacts:
     """Triangle id, or num_triangles + plane index; -1 for an empty slot [N, K] int32."""
 
 
+# --- Contacts between the bodies: what RocketSim's contact-added callbacks see -----------------------
+CAR_CAR_POINTS = 4  # contact points of one car pair per tick (btBoxBoxDetector's maxc)
+
+
+@dataclasses.dataclass
+class CarBallHits:
+    """One tick's car-ball contacts, as Arena::_BtCallback_OnCarBallCollision receives them [N, C].
+
+    Bullet adds at most one point per car-ball pair per tick (btSphereBoxCollisionAlgorithm), found
+    at the tick's starting transforms, before the solver.
+    """
+
+    is_hit: torch.Tensor
+    """A contact point between the car and the ball was added this tick [N, C] bool."""
+    relative_pos_on_ball: torch.Tensor
+    """The point on the ball's surface minus the ball's centre (m_localPoint of the ball with its
+    rotation the identity), UU [N, C, 3]."""
+
+
+@dataclasses.dataclass
+class CarCarContacts:
+    """One tick's car-car contact points, as Arena::_BtCallback_OnCarCarCollision receives them.
+
+    Pairs (a, b) of car indices with a < b in the order `car_pairs` lists them, P = C (C - 1) / 2;
+    up to `CAR_CAR_POINTS` points per pair, in the order Bullet adds them (each point fires the
+    callback once). Car a is the manifold's body A.
+    """
+
+    is_contact: torch.Tensor
+    """Point k of pair p was added this tick [N, P, K] bool."""
+    local_point_a: torch.Tensor
+    """The point on car a in car a's frame (m_localPointA: from its origin, the centre of mass), UU [N, P, K, 3]."""
+    local_point_b: torch.Tensor
+    """The point on car b in car b's frame (m_localPointB), UU [N, P, K, 3]."""
+
+
+def car_pairs(num_cars: int) -> list[tuple[int, int]]:
+    """The car pairs (a, b), a < b, in the order `CarCarContacts` holds them."""
+    return [(a, b) for a in range(num_cars) for b in range(a + 1, num_cars)]
+
+
 @dataclasses.dataclass
 class CarWorldContacts:
     """One tick's car-world contacts of B car bodies, in Bullet units.

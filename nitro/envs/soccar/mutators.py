@@ -12,6 +12,10 @@ import numpy as np
 from nitro.envs.soccar import constants as C
 
 
+DEMO_MODES = ("normal", "on_contact", "disabled")
+"""RocketSim's DemoMode, in its enum's order (TickParams.demo_mode is the index)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class MutatorConfig:
     """The soccar subset of RocketSim's MutatorConfig the ball and cars read (defaults = RocketSim's)."""
@@ -44,6 +48,10 @@ class MutatorConfig:
     """Boost burnt per second of boosting (of 100)."""
     car_spawn_boost_amount: float = C.BOOST_SPAWN_AMOUNT
     """Boost of a fresh or respawned car."""
+    boost_pad_cooldown_big: float = C.BOOST_PAD_COOLDOWN_BIG
+    """Seconds a big pad stays inactive after a pickup."""
+    boost_pad_cooldown_small: float = C.BOOST_PAD_COOLDOWN_SMALL
+    """Seconds a small pad stays inactive after a pickup."""
     car_world_friction: float = C.CARWORLD_COLLISION_FRICTION
     """Friction of every car body contact with the arena (RocketSim's contact callback sets it)."""
     car_world_restitution: float = C.CARWORLD_COLLISION_RESTITUTION
@@ -52,6 +60,31 @@ class MutatorConfig:
     """Flips are possible after a flip or double jump (within the 1.25 s window)."""
     unlimited_double_jumps: bool = False
     """Double jumps likewise."""
+    ball_hit_extra_force_scale: float = 1.0
+    """Scale of the extra velocity a car's hit gives the ball (Ball::_OnHit)."""
+    bump_force_scale: float = 1.0
+    """Scale of a bump's upward velocity (RocketSim scales only the upward term)."""
+    bump_cooldown_time: float = C.BUMP_COOLDOWN_TIME
+    """Seconds before a car can bump or demolish the car it last bumped again."""
+    respawn_delay: float = C.DEMO_RESPAWN_TIME
+    """Seconds from a demolition to the respawn."""
+    demo_mode: str = "normal"
+    """When a bump demolishes: "normal" (the bumper is supersonic), "on_contact" (always) or
+    "disabled" (never); RocketSim's DemoMode."""
+    enable_team_demos: bool = False
+    """Bumps between teammates can demolish."""
+
+    def __post_init__(self):
+        if self.demo_mode not in DEMO_MODES:
+            raise ValueError(f"demo_mode must be one of {DEMO_MODES}, got {self.demo_mode!r}")
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.type == "bool" and not isinstance(value, bool):
+                raise ValueError(f"{field.name} must be a bool, got {value!r}")
+            if field.type == "float" and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            ):
+                raise ValueError(f"{field.name} must be a finite number, got {value!r}")
 
     @property
     def ball_world_contact_friction(self) -> float:
@@ -140,6 +173,24 @@ class TickParams:
     """Double jumps likewise."""
     flip_z_damp_factor: float
     """A flip's z-velocity damping per tick, (1 - FLIP_Z_DAMP_120)^(dt x 120), in float32 as powf."""
+    car_spawn_boost_amount: float
+    """Boost of a respawned car."""
+    boost_pad_cooldown_big: float
+    """Seconds a big pad stays inactive after a pickup."""
+    boost_pad_cooldown_small: float
+    """Seconds a small pad stays inactive after a pickup."""
+    ball_hit_extra_force_scale: float
+    """Scale of the extra velocity a car's hit gives the ball."""
+    bump_force_scale: float
+    """Scale of a bump's upward velocity."""
+    bump_cooldown_time: float
+    """Seconds before a car can bump the car it last bumped again."""
+    respawn_delay: float
+    """Seconds from a demolition to the respawn."""
+    demo_mode: int
+    """0: a supersonic bumper demolishes, 1: every bump does, 2: none does (`DEMO_MODES`' index)."""
+    enable_team_demos: bool
+    """Bumps between teammates can demolish."""
     car_world_friction: float
     """Friction of every car body contact with the arena."""
     car_world_restitution: float
@@ -173,6 +224,15 @@ class TickParams:
             unlimited_flips=m.unlimited_flips,
             unlimited_double_jumps=m.unlimited_double_jumps,
             flip_z_damp_factor=flip_z_damp_factor(dt),
+            car_spawn_boost_amount=m.car_spawn_boost_amount,
+            boost_pad_cooldown_big=m.boost_pad_cooldown_big,
+            boost_pad_cooldown_small=m.boost_pad_cooldown_small,
+            ball_hit_extra_force_scale=m.ball_hit_extra_force_scale,
+            bump_force_scale=m.bump_force_scale,
+            bump_cooldown_time=m.bump_cooldown_time,
+            respawn_delay=m.respawn_delay,
+            demo_mode=DEMO_MODES.index(m.demo_mode),
+            enable_team_demos=m.enable_team_demos,
             car_world_friction=m.car_world_friction,
             car_world_restitution=m.car_world_restitution,
         )

@@ -125,6 +125,13 @@ def eager_cpu(x: torch.Tensor) -> bool:
     return x.device.type == "cpu" and not torch.compiler.is_compiling()
 
 
+def may_be_any(mask: torch.Tensor) -> bool:
+    """Whether a stage masked by ``mask`` must run: on eager CPU runs, whether any entry is set (which
+    there costs no device synchronisation); on CUDA and under compile always True, so nothing syncs
+    or recompiles and the stage's masks do the work."""
+    return not eager_cpu(mask) or bool(mask.any())
+
+
 def gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """x [B, K, ...] gathered along dim 1 by index [B, J]: [B, J, ...]."""
     return x.gather(1, index.reshape(*index.shape, *([1] * (x.dim() - 2))).expand(*index.shape, *x.shape[2:]))

@@ -134,8 +134,8 @@ def test_tick_is_a_pure_function(mesh):
     a = _arena(2)
     a.set_ball(pos=[0.0, 0.0, 300.0], vel=[0.0, 0.0, -500.0])
     before = a.state
-    after, goal = tick(before, torch.zeros(2, 0, 8), a.world)
-    assert after is not before and goal.shape == (2,) and goal.dtype == torch.int8
+    after, events = tick(before, torch.zeros(2, 0, 8), a.world)
+    assert after is not before and events.goal_tick.shape == (2,) and events.ball_touch.shape == (2, 0)
     assert before.ball.pos[0, 2] == 300.0  # the input state is not modified
 
 

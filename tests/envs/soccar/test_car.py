@@ -271,7 +271,12 @@ def test_supersonic_thresholds(mesh):
 
 
 def test_car_state_settable_fields_are_the_bindings(mesh):
-    """Every settable field is a RocketSim CarState attribute (the binding's names)."""
+    """Every settable field is a RocketSim CarState attribute (the binding's names), the
+    ``ball_hit_info_*`` fields those of its ``ball_hit_info``."""
     rs = pytest.importorskip("RocketSim")
     binding = set(dir(rs.CarState()))
+    binding |= {"ball_hit_info_" + name for name in dir(rs.BallHitInfo())}
     assert set(CarState.SETTABLE) <= binding, set(CarState.SETTABLE) - binding
+    assert {"ball_hit_info_" + name for name in dir(rs.BallHitInfo()) if not name.startswith("_")} <= set(
+        CarState.SETTABLE
+    )

@@ -611,8 +611,7 @@ def pre_tick_update(
         tick_count_since_update, is_boosting, time_since_boosted, velocity_impulse_cache, engine_force,
         brake, steer_angle, lat_friction, long_friction, extra_pushback,
     ) = car  # fmt: skip
-    # Demolished cars only count down to their respawn (which arrives with the next soccar stage).
-    demo_respawn_timer = tl.where(is_demoed, tl.maximum(demo_respawn_timer - tick_time, 0.0), demo_respawn_timer)
+    # Demolished cars do nothing here (their countdown and respawn come first: `rules.update_demo`).
     frozen = (
         pos, rot_mat, vel, ang_vel, is_on_ground, wheels_with_contact, has_jumped, has_double_jumped,
         has_flipped, flip_rel_torque, jump_time, flip_time, is_flipping, is_jumping, air_time,

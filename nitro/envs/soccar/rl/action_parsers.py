@@ -82,6 +82,17 @@ class LookupTableAction:
         table = V.device_tensor(lookup_table(), action.device)
         return table[action.long()].view(state.num_envs, state.num_cars, V.NUM_ACTIONS)
 
+    def encode(self, controls: torch.Tensor, state: SoccarState) -> torch.Tensor:
+        """The action ids [N * C] nearest to ``controls`` [N, C, 8] (squared distance over the 8 controls,
+        among the actions the mask allows; ties go to the lower id): how a scripted player's controls
+        become actions of this parser."""
+        table = V.device_tensor(lookup_table(), controls.device)
+        distance = (controls.reshape(-1, 1, V.NUM_ACTIONS) - table).square().sum(-1)  # [N * C, 90]
+        mask = self.action_mask(state)
+        if mask is not None:
+            distance = distance.masked_fill(~mask, torch.inf)
+        return distance.argmin(-1)
+
     def action_mask(self, state: SoccarState) -> torch.Tensor | None:
         """[N * C, 90] bool, or None without ``masks``."""
         if not self.masks:
@@ -108,6 +119,10 @@ class ContinuousAction:
     def __call__(self, action: torch.Tensor, state: SoccarState) -> torch.Tensor:
         a = action.float().view(state.num_envs, state.num_cars, V.NUM_ACTIONS)
         return torch.cat((a[..., : V.JUMP].clamp(-1.0, 1.0), (a[..., V.JUMP :] > 0).float()), -1)
+
+    def encode(self, controls: torch.Tensor, state: SoccarState) -> torch.Tensor:
+        """``controls`` [N, C, 8] as actions [N * C, 8] (they parse back to themselves)."""
+        return controls.reshape(-1, V.NUM_ACTIONS)
 
     def action_mask(self, state: SoccarState) -> None:
         return None

@@ -58,6 +58,31 @@ class TimeoutCondition:
 
 
 @dataclasses.dataclass(frozen=True)
+class GameCondition:
+    """A whole game is over (the env plays on after goals: ``kickoff_after_goal``): ``seconds`` of play
+    have passed and the score is not level. A level score at the end goes to overtime, which the next
+    goal ends, or a draw after ``max_overtime_seconds`` more (None: no limit). rlgym-tools'
+    GameCondition with its ScoreboardProvider, except that the clock runs through kickoffs (the arena
+    resets to a kickoff on the scoring tick, with no replay) and time is up at 0 s, not when the ball
+    next touches the ground."""
+
+    seconds: float = 300.0
+    max_overtime_seconds: float | None = None
+
+    def __post_init__(self):
+        timeout_ticks(self.seconds)  # checks the values
+        if self.max_overtime_seconds is not None:
+            timeout_ticks(self.max_overtime_seconds)
+
+    def __call__(self, before: SoccarState, after: SoccarState) -> torch.Tensor:
+        game = after.game
+        done = (game.tick_count >= timeout_ticks(self.seconds)) & (game.blue_score != game.orange_score)
+        if self.max_overtime_seconds is not None:
+            done = done | (game.tick_count >= timeout_ticks(self.seconds + self.max_overtime_seconds))
+        return done
+
+
+@dataclasses.dataclass(frozen=True)
 class AnyCondition:
     """Any of the conditions holds."""
 

@@ -8,13 +8,19 @@ with the previous step's controls (RLGym v2's RocketSimEngine delays 1 tick, rlg
 state. Resets build a fresh arena state and hand it to the state mutator, which sets it through the
 Arena's ``set_ball`` / ``set_car``.
 
-Goals come from the arena's events. Touches, demolitions and pad pickups are read from the events
-too; the arena reports them once car-ball and car-car collisions and the pads are simulated.
+Goals, touches, demolitions and pad pickups come from the arena's events. With ``kickoff_after_goal``
+an episode plays on after a goal (the arena resets to a kickoff on the scoring tick), so a
+`GameCondition` can end whole games; the score is the arena's.
+
+The components (obs, action, reward, termination, truncation, mutator) are objects, or the names of
+`COMPONENTS` (so YAML presets and ``--params`` can choose them). `Soccar.bots()` are the scripted
+players of `bots`, in the env's action space.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import torch
@@ -24,13 +30,39 @@ from nitro.core.errors import as_count
 from nitro.core.spaces import Box
 from nitro.core.vector import concrete_device
 from nitro.envs.soccar import Arena, ArenaEvents, BallState, BoostPadState, CarState, GameState, step_ticks
-from nitro.envs.soccar.rl.action_parsers import ActionParser, LookupTableAction
-from nitro.envs.soccar.rl.done_conditions import (AnyCondition, DoneCondition, GoalCondition, NoTouchTimeoutCondition,
-                                                  TimeoutCondition)
-from nitro.envs.soccar.rl.obs_builders import DefaultObs, ObsBuilder
+from nitro.envs.soccar.rl import rewards as R
+from nitro.envs.soccar.rl.action_parsers import ActionParser, ContinuousAction, LookupTableAction
+from nitro.envs.soccar.rl.bots import BOTS
+from nitro.envs.soccar.rl.done_conditions import (AnyCondition, DoneCondition, GameCondition, GoalCondition,
+                                                  NoTouchTimeoutCondition, TimeoutCondition)
+from nitro.envs.soccar.rl.obs_builders import DefaultObs, GigaLearnAdvancedObs, GigaLearnDefaultObs, ObsBuilder
 from nitro.envs.soccar.rl.rewards import CombinedReward, GoalReward, Reward, TouchReward
 from nitro.envs.soccar.rl.state import SoccarState
-from nitro.envs.soccar.rl.state_mutators import KickoffMutator, Mutator
+from nitro.envs.soccar.rl.state_mutators import KickoffMutator, Mutator, RandomStateMutator, WeightedSampleMutator
+
+GIGALEARN_REWARD = CombinedReward(
+    (R.AirReward(), 0.25), (R.FaceBallReward(), 0.25), (R.VelocityPlayerToBallReward(per_second=False), 4.0),
+    (R.StrongTouchReward(20.0, 100.0), 60.0), (R.ZeroSumReward(R.VelocityBallToGoalReward(), 1.0), 2.0),
+    (R.PickupBoostReward(), 10.0), (R.SaveBoostReward(), 0.2), (R.GoalReward(), 150.0),
+)
+"""GigaLearnCPP's ExampleMain rewards (its bump and demolition terms left out: `DemoReward` here is
+rlgym-tools')."""
+
+COMPONENTS: dict[str, dict[str, object]] = {
+    "obs": {"default": DefaultObs(), "default_unpadded": DefaultObs(zero_padding=None),
+            "gigalearn_default": GigaLearnDefaultObs(), "gigalearn_advanced": GigaLearnAdvancedObs()},
+    "action": {"lookup": LookupTableAction(), "lookup_masked": LookupTableAction(masks=True),
+               "continuous": ContinuousAction()},
+    "reward": {"rlgym": CombinedReward((GoalReward(), 10.0), (TouchReward(), 0.1)), "gigalearn": GIGALEARN_REWARD},
+    "termination": {"goal": GoalCondition(), "game": GameCondition(300.0, max_overtime_seconds=300.0)},
+    "truncation": {"rlgym": AnyCondition(NoTouchTimeoutCondition(30), TimeoutCondition(300)),
+                   "gigalearn": AnyCondition(NoTouchTimeoutCondition(10), TimeoutCondition(120)), "none": None},
+    "mutator": {"kickoff": KickoffMutator(), "random": RandomStateMutator(),
+                "kickoff_or_random": WeightedSampleMutator((KickoffMutator(), 0.5), (RandomStateMutator(), 0.5))},
+}  # fmt: skip
+"""Components by name, per SoccarParams field: a YAML preset or ``--params termination=game`` picks them.
+"gigalearn" truncation: GigaLearn's 10 s without a touch and its learner's 120 s cap; "game": 5-minute
+games with up to 5 minutes of overtime."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,16 +94,25 @@ class SoccarParams:
     """The episode is cut (a termination on the same step wins); None: never."""
     mutator: Mutator = KickoffMutator()
     """How episodes start (`state_mutators`)."""
+    kickoff_after_goal: bool = False
+    """Play on after a goal: the arena resets to a kickoff on the scoring tick (whole games; the
+    `GameCondition` termination needs it). False: the ball stays in the goal (episodes end there)."""
     meshes: str | None = None
     """Folder of the soccar collision meshes (None: look where `nitro.envs.soccar.find_soccar_meshes` does)."""
 
 
 class Soccar(Env[SoccarState, SoccarParams]):
     Params = SoccarParams
+    GAME_PARAMS = {"termination": "game", "truncation": "none", "kickoff_after_goal": True, "mutator": "kickoff"}
+    """The params of the games evaluations play (``nitro eval``): 5-minute games from kickoffs."""
 
     def __init__(self, params: SoccarParams | None = None):
         super().__init__(params)
-        p = self.params
+        p = self.params = dataclasses.replace(self.params, **{
+            name: resolve(name, getattr(self.params, name)) for name in COMPONENTS})  # fmt: skip
+        if isinstance(p.termination, GameCondition) and not p.kickoff_after_goal:
+            raise ValueError("a GameCondition termination plays whole games: set kickoff_after_goal=True, so that "
+                             "the game goes on with a kickoff after each goal")
         blue, orange = as_count("blue", p.blue, minimum=0), as_count("orange", p.orange, minimum=0)
         if blue + orange == 0:
             raise ValueError("a soccar env needs at least one car: set blue or orange to 1 or more")
@@ -92,7 +133,8 @@ class Soccar(Env[SoccarState, SoccarParams]):
         key = (num_envs, device)
         if key not in self._arenas:
             p = self.params
-            self._arenas[key] = Arena(num_envs, p.blue, p.orange, car=p.car, device=device, meshes=p.meshes)
+            self._arenas[key] = Arena(num_envs, p.blue, p.orange, car=p.car, device=device, meshes=p.meshes,
+                                      kickoff_after_goal=p.kickoff_after_goal)
         return self._arenas[key]
 
     # --- episode start --------------------------------------------------------------------------------
@@ -107,6 +149,7 @@ class Soccar(Env[SoccarState, SoccarParams]):
             cars=CarState.fresh(num_envs, c, device),
             pads=BoostPadState.fresh(num_envs, device),
             tick_count=torch.zeros(num_envs, dtype=torch.int64, device=device),
+            **GameState.scoreboard(num_envs, device),
         )
         active = p.mutator(arena, key, torch.ones(num_envs, c, dtype=torch.bool, device=device))
         return SoccarState(
@@ -114,6 +157,7 @@ class Soccar(Env[SoccarState, SoccarParams]):
             events=ArenaEvents.none(num_envs, c, device),
             prev_action=torch.zeros(num_envs, c, 8, device=device),
             ticks_since_touch=torch.zeros(num_envs, dtype=torch.int64, device=device),
+            touches=torch.zeros(num_envs, c, dtype=torch.int32, device=device),
             active=active,
             blue=p.blue,
             orange=p.orange,
@@ -128,6 +172,7 @@ class Soccar(Env[SoccarState, SoccarParams]):
         after = dataclasses.replace(
             state, game=game, events=events, prev_action=controls,
             ticks_since_touch=torch.where(events.ball_touch.any(-1), 0, state.ticks_since_touch + p.tick_skip),
+            touches=state.touches + events.ball_touch.int(),
         )  # fmt: skip
         terminated = p.termination(state, after)
         truncated = torch.zeros_like(terminated) if p.truncation is None else p.truncation(state, after) & ~terminated
@@ -160,5 +205,34 @@ class Soccar(Env[SoccarState, SoccarParams]):
         return state.active.reshape(-1)
 
     def result(self, state: SoccarState) -> torch.Tensor:
-        """[N * C] float: 1 for the cars of the team that scored on the last step, else 0."""
-        return (state.goal_team().unsqueeze(1) == state.is_orange().long()).float().reshape(-1)
+        """[N * C] float: 1 for the cars of the team with more goals this episode, else 0 (a level
+        score is a draw)."""
+        scored, conceded = state.goals()
+        return (scored > conceded).float().reshape(-1)
+
+    def episode_stats(self, state: SoccarState) -> dict[str, torch.Tensor]:
+        """[N * C] per car: its team's goals (goals_for) and the other team's (goals_against) this
+        episode, and the steps on which it touched the ball (touches)."""
+        scored, conceded = state.goals()
+        return {"goals_for": scored.reshape(-1), "goals_against": conceded.reshape(-1),
+                "touches": state.touches.reshape(-1)}
+
+    def bots(self) -> dict:
+        """Scripted players (`bots`): ``bot(state, key) -> actions [N * C]`` of this env's action parser."""
+        return {name: functools.partial(play, self.params.action, controls) for name, controls in BOTS.items()}
+
+
+def play(parser: ActionParser, controls, state: SoccarState, key: torch.Tensor) -> torch.Tensor:
+    """A scripted player's ``controls(state)`` [N, C, 8] as actions of ``parser`` (its ``encode``)."""
+    return parser.encode(controls(state), state)
+
+
+def resolve(field: str, value):
+    """A component given by name (`COMPONENTS`) as its object; objects pass through."""
+    if not isinstance(value, str):
+        return value
+    named = COMPONENTS[field]
+    if value not in named:
+        raise ValueError(f"{field}={value!r} is not a named {field}; the names are {', '.join(named)} (or pass an "
+                         f"object, e.g. from nitro.envs.soccar.rl)")
+    return named[value]

@@ -28,6 +28,8 @@ class SoccarState:
     them through the next step's action delay (GigaLearn's `Player.prevAction`)."""
     ticks_since_touch: torch.Tensor
     """Ticks since any car touched the ball, or since the reset [N] int64."""
+    touches: torch.Tensor
+    """Steps of the episode on which each car touched the ball [N, C] int32."""
     active: torch.Tensor
     """Cars that play this episode [N, C] bool (all, unless a team-size mutator benched some); the
     others are parked and read as absent (zero-padded) in observations."""
@@ -51,6 +53,13 @@ class SoccarState:
     def ball_touched(self) -> torch.Tensor:
         """[N, C] bool: the car touched the ball during the last step."""
         return self.events.ball_touch
+
+    def goals(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """([N, C] goals each car's team scored this episode, [N, C] goals it conceded), int32."""
+        g, orange = self.game, self.is_orange()
+        scored = torch.where(orange, g.orange_score.unsqueeze(1), g.blue_score.unsqueeze(1))
+        conceded = torch.where(orange, g.blue_score.unsqueeze(1), g.orange_score.unsqueeze(1))
+        return scored, conceded
 
     def goal_team(self) -> torch.Tensor:
         """[N] int64: the team that scored during the last step (0 blue, 1 orange), -1 if none."""

@@ -3,6 +3,7 @@ the observations and rewards read), without running the physics."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -65,13 +66,16 @@ def random_state(num_envs: int, blue: int, orange: int, seed: int = 0, bench: fl
     cars.car_contact_id = torch.randint(0, c + 1, (n, c), generator=g, dtype=torch.int32)
     cars.car_contact_cooldown_timer = torch.where(flag(n, c), 0.0, u(n, c, high=0.25))
     active = flag(n, 34, p=0.6)
-    pads = BoostPadState(is_active=active, cooldown=torch.where(active, 0.0, u(n, 34, low=0.01, high=10.0)))
-    game = GameState(ball=ball, cars=cars, pads=pads, tick_count=torch.randint(0, 10000, (n,), generator=g))
+    pads = dataclasses.replace(BoostPadState.fresh(n, torch.device("cpu")), is_active=active,
+                               cooldown=torch.where(active, 0.0, u(n, 34, low=0.01, high=10.0)))
+    game = GameState(ball=ball, cars=cars, pads=pads, tick_count=torch.randint(0, 10000, (n,), generator=g),
+                     **GameState.scoreboard(n, torch.device("cpu")))
     events = ArenaEvents.none(n, c, torch.device("cpu"))
     events.ball_touch = flag(n, c, p=0.3)
     playing = ~flag(n, c, p=bench) if bench else torch.ones(n, c, dtype=torch.bool)
     return SoccarState(
         game=game, events=events, prev_action=u(n, c, 8, low=-1, high=1).round(), ticks_since_touch=torch.zeros(n, dtype=torch.int64),
+        touches=torch.zeros(n, c, dtype=torch.int32),
         active=playing, blue=blue, orange=orange,
     )
 

@@ -1,0 +1,144 @@
+"""Car-ball and car-car contact points at the tick's starting poses, for the game rules.
+
+What RocketSim's contact-added callbacks receive (`contacts.CarBallHits`, `contacts.CarCarContacts`),
+found from the car bodies' hitboxes (btBoxShape in a btCompoundShape, at the hitbox offset), the
+ball's sphere and the manifolds' contact breaking thresholds. Cars demolished at the tick's start
+have no contact response, and RocketSim's callback ignores them: they touch nothing.
+
+`car_ball_hits` is Bullet's btSphereBoxCollisionAlgorithm (in Bullet units, with the box's margin),
+so a touch is found on the tick RocketSim finds it. `car_car_contacts` stands in for Bullet's
+btBoxBoxDetector until the car bodies' contact solver provides its points: separating axes decide
+the contact (the boxes, margins included, overlap: btBoxBoxDetector reports nothing for a gap) and
+the points are the corners of each box inside the other, deepest first (or, when no corner is
+inside, the midpoint of the two deepest corners). The bump rule reads only which cars touch and how
+far forward on the bumper each point lies; Bullet's points (the incident face clipped against the
+reference face) and their order replace these with the car body's stage.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.car_config import CarParams
+from nitro.envs.soccar.contacts import CAR_CAR_POINTS, CarBallHits, CarCarContacts, car_pairs
+from nitro.envs.soccar.mutators import TickParams
+from nitro.envs.soccar.state import CarState
+from nitro.envs.soccar.vec import dot
+
+def ball_breaking_threshold(params: TickParams) -> float:
+    """The ball's, BT: RocketSim adds 0.08 BT to a sphere's bounding radius."""
+    return (params.ball_radius * C.UU_TO_BT + 0.08) * C.CONTACT_BREAKING_THRESHOLD_FACTOR
+
+
+def car_ball_hits(
+    ball_pos: torch.Tensor, cars: CarState, car_params: CarParams, frozen: torch.Tensor, params: TickParams
+) -> CarBallHits:
+    """btSphereBoxCollisionAlgorithm::getSphereDistance of the ball against each car's hitbox.
+
+    ``ball_pos`` [N, 3], cars [N, C] at the tick's start; ``frozen`` [N, C]: cars demolished at the
+    tick's start. The contact point on the ball is the sphere's deepest point, pOnBox + n x depth.
+    """
+    hitbox = car_params.hitbox
+    inner, margin, offset = hitbox.inner, hitbox.margin, hitbox.offset  # BT [C, 3], [C], [C, 3]
+    basis = cars.rot_mat  # [N, C, 3, 3]
+    origin = cars.pos * C.UU_TO_BT + torch.einsum("ncij,cj->nci", basis, offset)
+    center = ball_pos[:, None] * C.UU_TO_BT  # [N, 1, 3]
+    rel = torch.einsum("ncji,ncj->nci", basis, center - origin)  # invXform: basis^T (p - origin)
+    closest = torch.maximum(torch.minimum(rel, inner), -inner)
+    radius = params.ball_radius * C.UU_TO_BT
+    intersection_dist = radius + margin  # [C]
+    threshold = torch.clamp(hitbox.threshold, max=ball_breaking_threshold(params))  # the manifold's: the smaller
+    contact_dist = intersection_dist + threshold
+    normal = rel - closest
+    dist2 = dot(normal, normal)
+    touching = (dist2 <= contact_dist * contact_dist) & ~frozen
+    inside = dist2 <= C.SIMD_EPSILON
+    distance = torch.sqrt(torch.where(inside, 1.0, dist2))
+    normal = normal / distance[..., None]
+    # the ball's centre inside the box: out through the nearest face (getSpherePenetration)
+    face_dist = torch.cat((inner - rel, inner + rel), -1)  # [N, C, 6]: +x, +y, +z, -x, -y, -z faces
+    face = face_dist.argmin(-1)
+    face_normal = torch.eye(3, device=rel.device).repeat(2, 1) * torch.tensor([1.0] * 3 + [-1.0] * 3, device=rel.device)[:, None]
+    normal = torch.where(inside[..., None], face_normal[face], normal)
+    distance = torch.where(inside, -face_dist.gather(-1, face[..., None])[..., 0], distance)
+    closest = torch.where(inside[..., None], torch.where(face_normal[face] != 0, face_normal[face] * inner, rel), closest)
+    point_on_box = closest + normal * margin[:, None]
+    depth = distance - intersection_dist
+    point_on_ball = torch.einsum("ncij,ncj->nci", basis, point_on_box) + origin
+    point_on_ball = point_on_ball + torch.einsum("ncij,ncj->nci", basis, normal) * depth[..., None]
+    return CarBallHits(is_hit=touching, relative_pos_on_ball=(point_on_ball - center) * C.BT_TO_UU)
+
+
+def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor) -> CarCarContacts:
+    """Contact points of every car pair (a < b) at the tick's start (see the module's note)."""
+    n, num_cars = cars.pos.shape[:2]
+    pairs = car_pairs(num_cars)
+    device = cars.pos.device
+    k = CAR_CAR_POINTS
+    if not pairs:
+        empty = torch.zeros(n, 0, k, 3, device=device)
+        return CarCarContacts(torch.zeros(n, 0, k, dtype=torch.bool, device=device), empty, empty.clone())
+    hitbox = car_params.hitbox
+    half = (hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU  # [C, 3] UU, the box with its margin
+    center = cars.pos + torch.einsum("ncij,cj->nci", cars.rot_mat, hitbox.offset * C.BT_TO_UU)
+    signs = torch.tensor(list(itertools.product((-1.0, 1.0), repeat=3)), device=device)  # [8, 3]
+    points = []
+    for a, b in pairs:
+        ra, rb = cars.rot_mat[:, a], cars.rot_mat[:, b]
+        separation = _separation(center[:, a], ra, half[a], center[:, b], rb, half[b])
+        touching = (separation < 0) & ~frozen[:, a] & ~frozen[:, b]  # btBoxBoxDetector: overlap only
+        # corners of each box, with how deep each lies inside the other
+        corners_a = center[:, a, None] + torch.einsum("nij,kj->nki", ra, signs * half[a])  # [N, 8, 3]
+        corners_b = center[:, b, None] + torch.einsum("nij,kj->nki", rb, signs * half[b])
+        depth_a = _inside_depth(corners_a, center[:, b], rb, half[b])
+        depth_b = _inside_depth(corners_b, center[:, a], ra, half[a])
+        world = torch.cat((corners_a, corners_b), 1)  # [N, 16, 3]
+        depth = torch.cat((depth_a, depth_b), 1)
+        order = torch.sort(depth, dim=-1, descending=True, stable=True).indices[:, :k]
+        chosen = world.gather(1, order[..., None].expand(-1, -1, 3))
+        chosen_depth = depth.gather(1, order)
+        in_reach = chosen_depth >= 0
+        # no corner inside: one point between the boxes' closest corners
+        fallback = 0.5 * (
+            corners_a.gather(1, depth_a.argmax(-1)[:, None, None].expand(-1, 1, 3))
+            + corners_b.gather(1, depth_b.argmax(-1)[:, None, None].expand(-1, 1, 3))
+        )
+        first_only = ~in_reach.any(-1)
+        chosen = torch.where(first_only[:, None, None], fallback.expand(-1, k, -1), chosen)
+        is_contact = touching[:, None] & torch.where(
+            first_only[:, None], torch.arange(k, device=device) == 0, in_reach
+        )
+        local_a = torch.einsum("nji,nkj->nki", ra, chosen - cars.pos[:, a, None])
+        local_b = torch.einsum("nji,nkj->nki", rb, chosen - cars.pos[:, b, None])
+        points.append((is_contact, local_a, local_b))
+    is_contact, local_a, local_b = (torch.stack(x, 1) for x in zip(*points))
+    return CarCarContacts(is_contact=is_contact, local_point_a=local_a, local_point_b=local_b)
+
+
+def _separation(ca, ra, ha, cb, rb, hb) -> torch.Tensor:
+    """The largest gap between two oriented boxes over the 15 separating axes (negative: they
+    overlap by at least that much) [N]. ``c`` [N, 3] centres, ``r`` [N, 3, 3] axes as columns,
+    ``h`` [3] half extents."""
+    axes = [ra[..., i] for i in range(3)] + [rb[..., i] for i in range(3)]
+    for i in range(3):
+        for j in range(3):
+            axes.append(torch.cross(ra[..., i], rb[..., j], dim=-1))
+    axis = torch.stack(axes, 1)  # [N, 15, 3]
+    length = torch.linalg.vector_norm(axis, dim=-1)
+    usable = length > 1e-6  # parallel edges give no axis
+    axis = axis / torch.where(usable, length, 1.0)[..., None]
+    distance = (axis * (cb - ca)[:, None]).sum(-1).abs()
+    reach_a = (torch.einsum("nsk,nki->nsi", axis, ra).abs() * ha).sum(-1)
+    reach_b = (torch.einsum("nsk,nki->nsi", axis, rb).abs() * hb).sum(-1)
+    gap = distance - reach_a - reach_b
+    return torch.where(usable, gap, -torch.inf).amax(-1)
+
+
+def _inside_depth(points, center, rot, half) -> torch.Tensor:
+    """How far each point [N, P, 3] lies inside the box (its least distance to a face; negative
+    outside, then minus the largest distance beyond a face) [N, P]."""
+    local = torch.einsum("nji,npj->npi", rot, points - center[:, None])
+    return (half - local.abs()).amin(-1)
