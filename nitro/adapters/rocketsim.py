@@ -4,11 +4,17 @@
 (env ``e`` = ``arenas[e]``; cars blue first, each team in the arena's car order), so nitro's
 observation builders, rewards and conditions run on games RocketSim itself simulates: the path by
 which a policy trained on nitro plays in the reference. Host-side, once per decision.
+
+``play_games(env, learner, opponent, games)`` plays whole games in RocketSim arenas the way nitro's
+``Soccar`` env plays them (its tick skip, action delay, observation builder and action parser; a kickoff
+after every goal; `GameCondition`'s end), the learner on one team and the opponent on the other: the
+transfer check of a trained policy (bench/soccar_transfer.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -21,6 +27,8 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from nitro.envs.soccar import ArenaEvents, BallState, BoostPadState, CarState, GameState
 from nitro.envs.soccar.rl import common_values as V
+from nitro.envs.soccar.rl.done_conditions import timeout_ticks
+from nitro.envs.soccar.rl.env import Soccar
 from nitro.envs.soccar.rl.state import SoccarState
 
 _VECTORS = ("pos", "vel", "ang_vel", "flip_rel_torque", "world_contact_normal")
@@ -91,3 +99,87 @@ def soccar_state(arenas: list, prev_action: torch.Tensor | None = None, device="
         touches=torch.zeros(n, c, dtype=torch.int32, device=device),
         active=torch.ones(n, c, dtype=torch.bool, device=device), blue=blue, orange=c - blue,
     )  # fmt: skip
+
+
+def car_controls(values) -> rs.CarControls:
+    """nitro's 8 controls (throttle, steer, pitch, yaw, roll, jump, boost, handbrake) as RocketSim's
+    CarControls, by name: the binding's positional order has boost before jump."""
+    names = dict(zip(_CONTROLS, values))
+    return rs.CarControls(**{k: (v > 0.5 if k in ("jump", "boost", "handbrake") else v) for k, v in names.items()})
+
+
+Player = Callable[[SoccarState], torch.Tensor]
+"""``player(state) -> actions [N * C]`` of the env's action parser, for every car (only its team's rows
+are used)."""
+
+
+def new_arena(env: Soccar):
+    """A RocketSim soccar arena with the env's cars (blue first, its presets)."""
+    p = env.params
+    presets = [p.car] * env.num_agents if isinstance(p.car, str) else list(p.car)
+    arena = rs.Arena(rs.GameMode.SOCCAR)
+    for i, preset in enumerate(presets):
+        arena.add_car(rs.Team.BLUE if i < p.blue else rs.Team.ORANGE, getattr(rs.CarConfig, preset.upper()))
+    return arena
+
+
+def play_games(env: Soccar, learner: Player, opponent: Player, games: int, seconds: float = 300.0,
+               max_overtime_seconds: float | None = 300.0, seed: int = 0) -> dict[str, np.ndarray]:
+    """``games`` games in RocketSim arenas, the learner on team g % 2 of game g and the opponent on the
+    other. Each decision: the arenas read as one `SoccarState` (`soccar_state`, with each car's last
+    controls as the previous action), both players' actions parsed by the env's parser, then
+    ``action_delay`` ticks with the previous controls and the rest of ``tick_skip`` with the new ones
+    (all arenas at once, `Arena.multi_step`). A goal puts the game back to a kickoff (RocketSim's
+    reset_kickoff, seeded per game and kickoff); a game ends as `GameCondition(seconds,
+    max_overtime_seconds)` says. Returns per game (arrays [games]): the learner's team, goals for and
+    against, touches (decisions on which a learner car touched the ball) and the outcome
+    (1 win, 0.5 draw, 0 loss)."""
+    p = env.params
+    delay, skip = p.action_delay, p.tick_skip
+    end, last = timeout_ticks(seconds), None if max_overtime_seconds is None else timeout_ticks(seconds + max_overtime_seconds)
+    arenas = [new_arena(env) for _ in range(games)]
+    c = env.num_agents
+    learner_team = np.arange(games) % 2
+    orange = np.arange(c) >= p.blue
+    mine = orange[None, :] == learner_team[:, None].astype(bool)  # [G, C]: the learner's cars
+    kickoffs = np.zeros(games, np.int64)
+    touched: list[set] = [set() for _ in range(games)]
+    for g, arena in enumerate(arenas):
+        arena.reset_kickoff(seed * 100_003 + g * 1_009)
+        arena.set_ball_touch_callback(lambda arena, car, data: data.add(car.id), touched[g])
+    ticks = np.zeros(games, np.int64)
+    score = np.zeros((games, 2), np.int64)  # blue, orange
+    touches = np.zeros(games, np.int64)
+    running = np.ones(games, bool)
+    prev = torch.zeros(games, c, V.NUM_ACTIONS)
+    while running.any():
+        live = [arenas[g] for g in np.flatnonzero(running)]
+        rows = np.flatnonzero(running)
+        state = soccar_state(live, prev[rows])
+        controls = p.action(torch.where(torch.from_numpy(mine[rows]).reshape(-1), learner(state), opponent(state)), state)
+        for g in rows:
+            touched[g].clear()
+        for hold, count in ((prev[rows], delay), (controls, skip - delay)):
+            if count:
+                for arena, cars in zip(live, hold):
+                    for car, control in zip(cars_in_order(arena), cars.tolist()):
+                        car.set_controls(car_controls(control))
+                rs.Arena.multi_step(live, count)
+        prev[rows] = controls
+        ticks[rows] += skip
+        for k, g in enumerate(rows):
+            arena = arenas[g]
+            ids = [car.id for car, is_mine in zip(cars_in_order(arena), mine[g]) if is_mine]
+            touches[g] += any(i in touched[g] for i in ids)
+            now = (arena.blue_score, arena.orange_score)
+            if now != tuple(score[g]):
+                score[g] = now
+                kickoffs[g] += 1
+                arena.reset_kickoff(seed * 100_003 + g * 1_009 + kickoffs[g])
+            over = (ticks[g] >= end and score[g, 0] != score[g, 1]) or (last is not None and ticks[g] >= last)
+            running[g] = not over
+    goals_for = np.where(learner_team == 0, score[:, 0], score[:, 1])
+    goals_against = np.where(learner_team == 0, score[:, 1], score[:, 0])
+    outcome = np.where(goals_for > goals_against, 1.0, np.where(goals_for == goals_against, 0.5, 0.0))
+    return {"learner_team": learner_team, "goals_for": goals_for, "goals_against": goals_against,
+            "touches": touches, "outcome": outcome, "ticks": ticks}

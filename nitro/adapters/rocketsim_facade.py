@@ -138,17 +138,30 @@ class Angle:
 
 @dataclasses.dataclass
 class CarControls:
+    """A car's inputs, in the binding's argument order (boost before jump)."""
+
     throttle: float = 0.0
     steer: float = 0.0
     pitch: float = 0.0
     yaw: float = 0.0
     roll: float = 0.0
-    jump: bool = False
     boost: bool = False
+    jump: bool = False
     handbrake: bool = False
 
     def as_list(self) -> list[float]:
-        return [float(getattr(self, f.name)) for f in dataclasses.fields(self)]
+        """The 8 values in nitro's control order (throttle, steer, pitch, yaw, roll, jump, boost, handbrake)."""
+        return [float(getattr(self, name)) for name in CONTROLS]
+
+    @staticmethod
+    def from_list(values) -> CarControls:
+        """From nitro's control order (buttons pressed above 0.5)."""
+        values = [float(v) for v in values]
+        return CarControls(**dict(zip(CONTROLS[:5], values[:5])), **{k: v > 0.5 for k, v in zip(CONTROLS[5:], values[5:])})
+
+
+CONTROLS = ("throttle", "steer", "pitch", "yaw", "roll", "jump", "boost", "handbrake")
+"""nitro's control order (the binding's CarControls takes boost before jump: pass them by name)."""
 
 
 @dataclasses.dataclass
@@ -301,7 +314,7 @@ class Car:
         contact = int(c.car_contact_id)
         return CarState(
             **fields, rot_mat=_rot_mat(c.rot_mat.numpy()), car_contact_id=ids[contact - 1] if contact > 0 else 0,
-            last_controls=CarControls(*(float(x) for x in c.last_controls[:5]), *(bool(x > 0.5) for x in c.last_controls[5:])),
+            last_controls=CarControls.from_list(c.last_controls.tolist()),
             ball_hit_info=BallHitInfo(
                 is_valid=bool(c.ball_hit_info_is_valid), relative_pos_on_ball=_vec(c.ball_hit_info_relative_pos_on_ball),
                 ball_pos=_vec(c.ball_hit_info_ball_pos), extra_hit_vel=_vec(c.ball_hit_info_extra_hit_vel),

@@ -139,7 +139,8 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
         if b not in known:
             raise ValueError(f"{cfg.env.id} has no bot {b!r}; its bots: {', '.join(sorted(known)) or 'none'}")
     meta = checkpoint_meta(checkpoint_path(run, checkpoint))
-    played = {**cfg.env.params, **game_params(cfg.env.id), **(env_params or {})}
+    played = {k: v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
+              for k, v in {**cfg.env.params, **game_params(cfg.env.id), **(env_params or {})}.items()}
     out = {"env": cfg.env.id, "games": games, "deterministic": deterministic, "env_params": played,
            "update": meta.get("update"), "global_step": meta.get("global_step"),
            "checkpoint": str(checkpoint_path(run, checkpoint)), "opponents": {}}

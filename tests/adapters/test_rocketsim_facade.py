@@ -128,3 +128,12 @@ def test_bad_input_is_refused():
     car = arena.add_car(facade.Team.BLUE)
     with pytest.raises(TypeError, match="CarControls"):
         car.set_controls((1.0, 0.0))
+
+
+def test_car_controls_take_the_bindings_argument_order():
+    """The binding's CarControls(throttle, steer, pitch, yaw, roll, boost, jump, handbrake): boost before
+    jump, unlike nitro's control vector; as_list gives nitro's order."""
+    for rs in (rocketsim(), facade):
+        c = rs.CarControls(1.0, 0.5, 0.0, 0.0, 0.0, True, False, False)
+        assert (c.boost, c.jump, c.handbrake, c.steer) == (True, False, False, 0.5)
+    assert facade.CarControls(1.0, 0.5, 0.0, 0.0, 0.0, True).as_list() == [1.0, 0.5, 0, 0, 0, 0.0, 1.0, 0.0]

@@ -8,10 +8,10 @@ use them, and how the transfer check plays them in the real RocketSim.
 
 - `ball_chaser`: drives at the ball at full throttle, boosting while it faces the ball (RLBot's
   "always towards ball agent" with boost), powersliding through sharp turns.
-- `shadow_defender`: "shadow and shoot". Goal-side of the ball it shoots: it drives at a point behind
-  the ball on the line from the opponents' goal, so the touch sends the ball toward that goal. Caught
-  on the wrong side it shadows: it retreats to a point between the ball and its own goal and waits
-  there facing the ball.
+- `shadow_defender`: "shadow and shoot". It shadows: it keeps to a point between the ball and its own
+  goal (35% of the way from the goal) and waits there facing the ball. It shoots when it is goal-side
+  of the ball and the ball is in its half or within 1500 UU: it drives at a point behind the ball on
+  the line from the opponents' goal, so the touch sends the ball toward that goal.
 
 Steering: RocketSim's rotation columns are forward, right, up, and steer +1 turns toward ``right``.
 """
@@ -31,6 +31,8 @@ POWERSLIDE_ANGLE = 1.6
 """Handbrake while the target is more than this many radians off the nose (about 92 degrees)."""
 SHOOT_MARGIN = 200.0
 """UU the car must be behind the ball (toward its own goal) to count as goal-side and shoot."""
+SHOOT_RANGE = 1500.0
+"""UU from the ball within which a goal-side defender shoots even with the ball in the opponents' half."""
 SHOOT_OFFSET = 400.0
 """UU behind the ball (on the line from the opponents' goal) the shooter aims at from SHOOT_SLIDE
 away or more; closer, the aim slides onto the ball itself."""
@@ -109,7 +111,8 @@ def shadow_defender(state: SoccarState) -> torch.Tensor:
     shadow = torch.where((distance < SHADOW_ARRIVED).unsqueeze(-1), face, retreat)
 
     goal_side = (ball[..., 1] - cars.pos[..., 1]) * sign > SHOOT_MARGIN  # between the ball and its own goal
-    return torch.where(goal_side.unsqueeze(-1), shoot, shadow)
+    in_reach = (ball[..., 1] * sign < 0) | ((ball - cars.pos).norm(dim=-1) < SHOOT_RANGE)
+    return torch.where((goal_side & in_reach).unsqueeze(-1), shoot, shadow)
 
 
 BOTS = {"ball_chaser": ball_chaser, "shadow_defender": shadow_defender}
