@@ -132,6 +132,7 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
     if policy.recurrent:
         raise ValueError(f"{run} has an LSTM policy; evaluating against bots needs a feed-forward one (policy.lstm=0)")
     a, teams = env.num_agents, agents.num_teams(env)
+    every = 1 if torch.device(device).type == "cpu" else 64  # steps between looks for the end (a sync off the CPU)
     team_of_row = torch.tensor(env.agent_team, device=device).repeat(games)
     known = env.bots()
     bots = list(known) if bots is None else bots
@@ -169,7 +170,7 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
                     final[key] = torch.where(rows, value.float(), final.get(key, torch.zeros(n * a, device=device)))
             running = running & ~ending
             state = tr.state
-            if t % 64 == 63 and not bool(running.any()):  # sync-ok: an evaluation, not a training loop
+            if t % every == every - 1 and not bool(running.any()):  # sync-ok: an evaluation, not a training loop
                 break
         if bool(running.any()):  # sync-ok
             raise RuntimeError(f"{int(running.sum())} games did not end within {max_steps} steps")  # sync-ok

@@ -17,6 +17,7 @@ from nitro.envs.soccar.rl import done_conditions as D
 from nitro.envs.soccar.rl import state_mutators as M
 from nitro.envs.soccar.rl.action_parsers import LookupTableAction, lookup_table
 from nitro.envs.soccar.rl.env import Soccar, SoccarParams
+from tests.envs.soccar.rl.states import random_state
 
 # RLGym's table: action 18 is full throttle with boost, straight ahead.
 THROTTLE_BOOST = 18
@@ -154,3 +155,56 @@ def test_bad_params():
         Soccar(SoccarParams(action_delay=9))
     with pytest.raises(ValueError, match="at least one car"):
         Soccar(SoccarParams(blue=0, orange=0))
+
+
+def test_whole_games_play_on_after_goals(env):
+    """kickoff_after_goal with GameCondition(16 ticks): the shot scores during the first step, the
+    arena puts the ball back on the kickoff spot and the game goes on; at 16 ticks it is over, 1-0,
+    and the result and statistics say so per car (blue: 1 for, 0 against; orange the reverse)."""
+    game = Soccar(dataclasses.replace(env.params, mutator=ShotOnGoal(), kickoff_after_goal=True,
+                                      termination=D.GameCondition(16 / 120), truncation=None))
+    state = game.reset(keys(2), 2, "cpu")
+    still = torch.full((4,), lookup_table().index((0.0,) * 8))
+    state, _, reward, terminated, _ = game.step(state, still, keys(2))
+    assert not terminated.any() and state.game.blue_score.tolist() == [1, 1]
+    assert torch.equal(state.game.ball.pos[:, :2], torch.zeros(2, 2))  # the kickoff after the goal
+    assert reward.tolist() == [10.0, -10.0, 10.0, -10.0]
+    state, _, _, terminated, _ = game.step(state, still, keys(2))
+    assert terminated.all()
+    assert game.result(state).tolist() == [1.0, 0.0, 1.0, 0.0]
+    stats = game.episode_stats(state)
+    assert stats["goals_for"].tolist() == [1, 0, 1, 0] and stats["goals_against"].tolist() == [0, 1, 0, 1]
+
+
+def test_game_condition_goes_to_overtime_on_a_level_score():
+    """GameCondition(seconds=8/120, max_overtime_seconds=16/120) over hand-made steps: over at 8 ticks
+    when the score differs; level, it goes on until a goal or 24 ticks (a draw)."""
+    cond = D.GameCondition(8 / 120, max_overtime_seconds=16 / 120)
+    state = random_state(3, 1, 1)
+    state.game.tick_count = torch.tensor([8, 16, 24])
+    state.game.blue_score = torch.tensor([1, 0, 0], dtype=torch.int32)
+    state.game.orange_score = torch.tensor([0, 0, 0], dtype=torch.int32)
+    assert cond(state, state).tolist() == [True, False, True]
+    state.game.tick_count = torch.tensor([7, 7, 7])
+    assert not cond(state, state).any()
+    assert D.timeout_ticks(300) == 36_000  # a 5-minute game: 36,000 ticks at 120 per second
+    with pytest.raises(ValueError, match="timeout_seconds must be a positive number"):
+        D.GameCondition(0)
+
+
+def test_components_by_name():
+    """String components (YAML presets, --params) resolve through COMPONENTS; unknown names and a game
+    without kickoffs after goals are refused."""
+    from nitro.envs.soccar.rl.env import COMPONENTS, GIGALEARN_REWARD
+    from nitro.envs.soccar.rl.obs_builders import GigaLearnAdvancedObs
+
+    named = Soccar(SoccarParams(obs="gigalearn_advanced", reward="gigalearn", truncation="none", termination="game",
+                                kickoff_after_goal=True, mutator="kickoff"))
+    p = named.params
+    assert p.obs == GigaLearnAdvancedObs() and p.reward is GIGALEARN_REWARD and p.truncation is None
+    assert p.termination == D.GameCondition(300.0, 300.0) and named.observation_space.shape == (109,)
+    assert Soccar(SoccarParams(**Soccar.GAME_PARAMS)).params.termination is COMPONENTS["termination"]["game"]
+    with pytest.raises(ValueError, match="obs='giga' is not a named obs; the names are default, default_unpadded"):
+        Soccar(SoccarParams(obs="giga"))
+    with pytest.raises(ValueError, match="set kickoff_after_goal=True"):
+        Soccar(SoccarParams(termination="game"))
