@@ -3,6 +3,7 @@ AdvancedObs) and the rest of a step's RL work (action parsing with GigaLearn's m
 example rewards, done conditions), in agents per second, from 4k to 1M agents.
 
     python3 bench/soccar_rl_gpu.py --out bench/results [--budget 200] [--meshes DIR] [--env-envs 4096]
+                                   [--train-envs 4096]
 
 Random states (every car field over its range, 20 % of cars demolished, 10 % benched, pads taken
 with timers; 4096 random envs tiled to the batch) in 1v1 and 3v3 layouts. Checks first: each builder on the GPU against the same builder on the CPU (same
@@ -10,8 +11,12 @@ float32 ops; <= 1e-5 apart), and one call of each under ``torch.cuda.set_sync_de
 (no host syncs). Then eager timings at every size and, while the budget lasts, ``torch.compile``d
 builders at the largest 1v1 batch (the compile is part of the warm-up). Times are CUDA-event medians of 10 calls after
 3 warm-up calls. A short stage also steps Soccar-v0 itself (1v1, eager, with the cars' physics; the
-meshes must be present) and records whether its step syncs with the host. Writes ``<out>/soccar_rl_gpu.json`` (device, versions, sizes, results, errors) and
-prints a table last. Runs from the repository root with no installs (the package is read from the
+meshes must be present) and records whether its step syncs with the host. The training stage runs
+``nitro train soccar``'s trainer (1v1, tick skip 8, 256 x 3 MLPs, ``--train-envs`` arenas, 32 steps per
+update) and times whole PPO iterations (collection + update, eager, then captured in a CUDA graph)
+in agent-steps/s, split into physics (the ticks), observations/rewards/conditions/resets (the rest
+of an env step), policy inference and the update, each timed on its own at the same batch. Writes
+``<out>/soccar_rl_gpu.json`` (device, versions, sizes, results, errors) and prints a table last. Runs from the repository root with no installs (the package is read from the
 tree); ``--device cpu`` dry-runs the code paths at small sizes.
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -33,21 +39,15 @@ import torch  # noqa: E402
 
 from nitro.core import rng, tree  # noqa: E402
 from nitro.envs.soccar.rl import done_conditions as D  # noqa: E402
-from nitro.envs.soccar.rl import rewards as R  # noqa: E402
 from nitro.envs.soccar.rl.action_parsers import LookupTableAction  # noqa: E402
-from nitro.envs.soccar.rl.env import Soccar, SoccarParams  # noqa: E402
+from nitro.envs.soccar.rl.env import GIGALEARN_REWARD, Soccar, SoccarParams  # noqa: E402
 from nitro.envs.soccar.rl.obs_builders import DefaultObs, GigaLearnAdvancedObs, GigaLearnDefaultObs  # noqa: E402
 from tests.envs.soccar.rl.states import random_state  # noqa: E402
 
 AGENTS = (1 << 12, 1 << 16, 1 << 18, 1 << 20)
 TEAMS = ((1, 1), (3, 3))
 BUILDERS = {"rlgym_default": DefaultObs(), "giga_default": GigaLearnDefaultObs(), "giga_advanced": GigaLearnAdvancedObs()}
-# GigaLearn's ExampleMain rewards (the touch-based ones read the arena's touch events)
-EXAMPLE_REWARD = R.CombinedReward(
-    (R.AirReward(), 0.25), (R.FaceBallReward(), 0.25), (R.VelocityPlayerToBallReward(per_second=False), 4.0),
-    (R.StrongTouchReward(20, 100), 60.0), (R.ZeroSumReward(R.VelocityBallToGoalReward(), 1.0), 2.0),
-    (R.PickupBoostReward(), 10.0), (R.SaveBoostReward(), 0.2), (R.GoalReward(), 150.0),
-)
+EXAMPLE_REWARD = GIGALEARN_REWARD  # GigaLearn's ExampleMain rewards (the touch-based ones read the touch events)
 DONE = D.AnyCondition(D.GoalCondition(), D.NoTouchTimeoutCondition(10), D.TimeoutCondition(300))
 PARSER = LookupTableAction(masks=True)
 WARMUP, REPEATS = 3, 10
@@ -149,6 +149,77 @@ def env_steps(device: str, num_envs: int, meshes, results: dict) -> None:
             torch.cuda.set_sync_debug_mode("default")
 
 
+def training(device: str, num_envs: int, results: dict) -> None:
+    """Collection + update of the soccar preset's trainer, and its split (see the module docstring)."""
+    from nitro.core.env import autoreset_step
+    from nitro.train import config as C
+    from nitro.train.ppo import Trainer
+
+    out = results["training"] = {"envs": num_envs}
+    for graph in ((False, True) if device == "cuda" else (False,)):
+        dry = [] if device == "cuda" else ["ppo.num_steps=2", "ppo.minibatches=2"]  # a CPU dry run: short updates
+        cfg = C.load("soccar", [f"env.num_envs={num_envs}", f"run.device={device}", "run.console=false",
+                                "run.tensorboard=false", "run.compile=false", f"run.graph={str(graph).lower()}", *dry])
+        trainer = Trainer(cfg)
+        agents = num_envs * trainer.env.num_agents
+        per_iteration = agents * trainer.T
+        if graph:
+            trainer._capture()
+            seconds = timed_few(trainer.graph.replay, device)
+        else:
+            seconds = timed_few(trainer.iteration, device)
+        name = "graph" if graph else "eager"
+        out[name] = {"iteration_ms": seconds * 1e3, "agent_steps_per_s": per_iteration / seconds,
+                     "agents": agents, "steps_per_update": trainer.T}
+        print(f"train     soccar 1v1 {name} {num_envs} envs: {seconds * 1e3:.1f} ms per {trainer.T}-step update, "
+              f"{per_iteration / seconds:.3e} agent-steps/s", flush=True)
+        if graph:
+            break
+        env, c = trainer.env, trainer.carry
+        state, key = c.env_state, c.key
+        action = torch.randint(0, 90, (agents,), device=device)  # any lookup actions: the timings do not depend on them
+        controls = env.params.action(action, state)
+        obs = trainer._normalize(c.obs)
+        parts = {
+            "physics": lambda: env.physics(state, controls),
+            "env_step": lambda: autoreset_step(env, state, action, key),
+            "inference": lambda: trainer.policy(obs, c.hidden, c.first),
+            "update": lambda: (trainer.compute_advantages(), trainer.update_normalizers(), trainer.learn()),
+        }
+        ms = {k: timed_few(fn, device) * 1e3 for k, fn in parts.items()}
+        iteration = seconds * 1e3
+        split = {"physics": trainer.T * ms["physics"], "obs_rewards_resets": trainer.T * (ms["env_step"] - ms["physics"]),
+                 "inference": trainer.T * ms["inference"], "update": ms["update"]}
+        split["other"] = iteration - sum(split.values())
+        out["eager"]["parts_ms"] = ms
+        out["eager"]["split_ms"] = split
+        out["eager"]["split_share"] = {k: v / iteration for k, v in split.items()}
+        print("train     split per update: " + ", ".join(f"{k} {v:.1f} ms ({v / iteration:.0%})" for k, v in split.items()),
+              flush=True)
+        del trainer
+        if device == "cuda":
+            torch.cuda.empty_cache()
+
+
+def timed_few(fn, device: str) -> float:
+    """Median seconds of 3 calls after 1 warm-up (whole PPO iterations are long)."""
+    fn()
+    times = []
+    for _ in range(3):
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1000)
+        else:
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="bench/results")
@@ -156,6 +227,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--meshes", default=None, help="soccar collision meshes (default: $NITRO_MESHES or rlgym)")
     parser.add_argument("--env-envs", type=int, default=4096, help="envs of the Soccar-v0 stage")
+    parser.add_argument("--train-envs", type=int, default=4096, help="arenas of the training stage")
     args = parser.parse_args()
     t0 = time.perf_counter()
     device = args.device
@@ -188,6 +260,15 @@ def main() -> None:
         env_steps(device, args.env_envs if device == "cuda" else 8, args.meshes, results)
     except Exception:
         results["errors"].append({"stage": "env", "error": traceback.format_exc()})
+    save()
+    try:
+        if args.meshes:
+            os.environ["NITRO_MESHES"] = args.meshes  # the trainer's env finds them there
+        training(device, args.train_envs if device == "cuda" else 2, results)
+    except Exception:
+        results["errors"].append({"stage": "training", "error": traceback.format_exc()})
+        if device == "cuda":
+            torch.cuda.empty_cache()
     save()
 
     def measure(kind: str, team, agents: int, name: str, fn) -> None:
@@ -229,6 +310,7 @@ def main() -> None:
             print(f"{kind:9s} {r['builder']:14s} {r['team']} {r['agents']:>8d} {r['median_ms']:9.3f} "
                   f"{r['agents_per_s']:10.3e}")
     print(f"env: {results.get('env')}")
+    print(f"training: {results.get('training')}")
     print(f"checks: {results['checks']}; errors: {len(results['errors'])}; skipped: {len(results['skipped'])}; "
           f"{results['seconds']:.0f} s; wrote {path}")
 

@@ -46,9 +46,10 @@ def summarize(values: np.ndarray) -> tuple[float, float]:
 
 def rocketsim_games(run: str, which: str, bot: str, games: int, seconds: float, max_overtime: float | None,
                     seed: int) -> dict:
+    import RocketSim as rs
+
     from nitro.adapters.rocketsim import play_games
     from nitro.envs.soccar import find_soccar_meshes
-    import RocketSim as rs
 
     try:
         rs.init(str(find_soccar_meshes().parent))

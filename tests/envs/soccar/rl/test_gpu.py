@@ -41,3 +41,52 @@ def test_cuda_matches_cpu_without_syncs():
     for a, b in zip(got, expected):
         # the same float32 operations; CUDA may fuse multiply-adds (a few ulp on values up to ~150)
         torch.testing.assert_close(a.cpu(), b, rtol=1e-5, atol=1e-4)
+
+
+def test_bots_on_cuda_match_the_cpu_without_syncs():
+    """Both scripted players and their lookup-table actions on CUDA: the CPU's controls (float32 atan2 and
+    norms may differ by a few ulp: 1e-5) and the same actions (a few ulp cannot move a nearest-action
+    choice off its row unless the controls sit on a boundary, which random states do not), no syncs."""
+    from nitro.envs.soccar.rl.bots import BOTS
+
+    state = random_state(64, 3, 3, seed=4)
+    parser = LookupTableAction(masks=True)
+    expected = {name: (bot(state), parser.encode(bot(state), state)) for name, bot in BOTS.items()}
+    cuda = tree.to(state, "cuda")
+    for bot in BOTS.values():
+        parser.encode(bot(cuda), cuda)  # warm-up: the constant tables
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        got = {name: (bot(cuda), parser.encode(bot(cuda), cuda)) for name, bot in BOTS.items()}
+        torch.cuda.synchronize()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    for name, (controls, actions) in got.items():
+        torch.testing.assert_close(controls.cpu(), expected[name][0], rtol=0, atol=1e-5)
+        assert torch.equal(actions.cpu(), expected[name][1]), name
+
+
+def test_games_against_a_bot_replayed_from_a_cuda_graph_match_eager():
+    """play_vs_bot with graph=True (steps captured once, replayed) gives the eager run's games exactly:
+    a random policy against the ball chaser in 16-tick games."""
+    from nitro.core import rng
+    from nitro.envs.soccar.rl.done_conditions import GameCondition
+    from nitro.envs.soccar.rl.env import Soccar, SoccarParams
+    from nitro.train.config import PolicyConfig
+    from nitro.train.evaluate import play_vs_bot
+    from nitro.train.policy import ActorCritic
+
+    env = Soccar(SoccarParams(**{**Soccar.GAME_PARAMS, "termination": GameCondition(16 / 120, 8 / 120)}))
+    torch.manual_seed(0)
+    policy = ActorCritic(172, env.action_space, PolicyConfig(hidden=[64, 64])).cuda()
+
+    def actor(state, key):
+        return policy.dist.mode(policy.actor(env.observe(state)))
+
+    with torch.no_grad():
+        runs = [play_vs_bot(env, actor, env.bots()["ball_chaser"], 8, rng.env_keys(rng.key(1, "cuda"), 8), "cuda",
+                            100, graph=graph, steps_per_replay=4) for graph in (False, True)]
+    # the games' outcomes (the runs look for the end at different steps, so their states go on differently)
+    for a, b in zip(*(tree.leaves((r.final, r.ep_return, r.running)) for r in runs)):
+        assert torch.equal(a, b)
