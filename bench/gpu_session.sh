@@ -26,8 +26,10 @@ for s in $STAGES; do
               --variants "" "run.precision=bf16 run.compile=false" --out "$OUT/ppo_throughput_variants.json" ;;
     solve)  timeout 240 python3 bench/ppo_cartpole.py solve --num-envs 16384 65536 --seeds 3 --variants "run.precision=bf16" \
               --out "$OUT/ppo_solve.json" ;;
-    league) timeout 240 python3 bench/league_gpu.py throughput --out "$OUT/league"
-            timeout 280 python3 bench/league_gpu.py learn --out "$OUT/league" ;;
+    league) timeout 250 python3 bench/league_gpu.py throughput --out "$OUT/league"
+            timeout 250 python3 bench/league_gpu.py learn --out "$OUT/league" ;;
+    monitor) timeout 120 python3 -m pytest -q -m gpu tests/monitor/test_gpu.py -p no:cacheprovider --tb=line 2>&1 | tail -15
+            timeout 290 python3 bench/monitor_gpu.py "$OUT/monitor" ;;
     *) echo "unknown stage $s" ;;
   esac
 done

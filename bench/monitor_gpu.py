@@ -158,6 +158,10 @@ def measure(out: Path, seconds: float, phase: float, tui: bool, log_every: int, 
         "every_log_once": updates == sorted(set(updates)) and all(u % log_every == 0 for u in updates),
         "trainer_state": status.get("state") if status else None,
     }
+    for attached in (False, True):
+        if not any(p["sps"] for p in by_phase if p["attached"] == attached):
+            raise RuntimeError(f"no log interval fits inside any {'attached' if attached else 'detached'} phase "
+                               f"({len(rows)} logs in all): raise --phase or lower --log-every")
     sps = {k: statistics.median(s for p in by_phase if p["attached"] == k for s in p["sps"]) for k in (False, True)}
     return {"run": str(run), "num_envs": config["env"]["num_envs"], "num_steps": config["ppo"]["num_steps"],
             "precision": config["run"]["precision"], "rows": len(rows), "phases": by_phase, "checks": checks,

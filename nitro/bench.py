@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 import nitro
-from nitro.core import fast, rng
+from nitro.core import agents, fast, rng
 from nitro.core.env import autoreset_step
 
 
@@ -23,7 +23,8 @@ def _body(env, num_envs: int):
     def body(carry):
         state, key = carry[0], carry[1]
         k_act, k_env, k_next = rng.split(key, 3)
-        action = env.action_space.sample(k_act, num_envs, env.action_mask(state))
+        action = env.action_space.sample(agents.row_keys(k_act, env.num_agents), num_envs * env.num_agents,
+                                         env.action_mask(state))  # one row per agent
         t = autoreset_step(env, state, action, k_env)
         # reward and done flags are carried out so every step writes them, as a rollout would
         return (t.state, k_next, t.reward, t.terminated, t.truncated)

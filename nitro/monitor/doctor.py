@@ -148,9 +148,10 @@ def _thrown_balls(n: int, device: torch.device, mode: str) -> Arena:
     return arena
 
 
-def env_rates(env_id: str, device: torch.device, num_envs: int, steps: int, repeats: int) -> list[dict]:
+def env_rates(env: C.EnvConfig, device: torch.device, num_envs: int, steps: int, repeats: int) -> list[dict]:
+    """Raw steps/s of the preset's env (with its params), eager and on CUDA graphed."""
     modes = ["eager", "graph"] if device.type == "cuda" else ["eager"]
-    return [bench.bench_env(env_id, num_envs, steps, device, mode, repeats) for mode in modes]
+    return [bench.bench_env(env.id, num_envs, steps, device, mode, repeats, **env.params) for mode in modes]
 
 
 def inference_rate(cfg: C.TrainConfig, device: torch.device, num_envs: int, repeats: int) -> dict:
@@ -214,7 +215,7 @@ def run(preset: str = "cartpole", device: str = "auto", quick: bool = False, log
     report["soccar"] = soccar(dev, 1024 if quick else 4096)
     n = ENV_SIZE[kind]
     log(f"env steps/s ({cfg.env.id}, {n} envs)")
-    report["env_steps"] = env_rates(cfg.env.id, dev, n, 20 if quick else 100, repeats)
+    report["env_steps"] = env_rates(cfg.env, dev, n, 20 if quick else 100, repeats)
     log(f"policy inference ({n} envs)")
     report["inference"] = inference_rate(cfg, dev, n, repeats)
     report["ppo"] = []

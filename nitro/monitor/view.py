@@ -74,7 +74,7 @@ def headline(run: Path, config: dict, status: dict | None, rows: list[dict], sta
 
 
 def perf_line(row: dict) -> str:
-    """SPS split, memory, utilisation, episodes and league entries of the newest row."""
+    """SPS split, memory, utilisation, episodes, league entries and curriculum stage of the newest row."""
     parts = []
     if "perf/collect_sps" in row:
         parts.append(f"rollout {si(row['perf/collect_sps'])} steps/s")
@@ -91,6 +91,8 @@ def perf_line(row: dict) -> str:
     if "episode/count" in row:
         parts.append(f"{si(row['episode/count'])} episodes in the last log")
     parts += [f"{k[len('league/'):]} {si(v)}" for k, v in row.items() if k.startswith("league/")]
+    if "curriculum/stage" in row:
+        parts.append(f"curriculum stage {row['curriculum/stage']}")
     return "  ·  ".join(parts) or "-"
 
 

@@ -257,7 +257,7 @@ def _league(args) -> int:
     from nitro.train.league import summary
 
     info = summary(args.run)
-    table = Table(title=f"league of {args.run} at update {info['update']}")
+    table = Table(title=f"league of {Path(args.run).name} at update {info['update']}")
     for col in ("rank", "player", "Elo", "OpenSkill (mu - 3 sigma)", "games", "joined at update"):
         table.add_column(col, justify="left" if col == "player" else "right")
     for i, r in enumerate(info["table"], 1):

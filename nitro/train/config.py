@@ -176,8 +176,9 @@ class LeagueConfig:
     dense_reward: float = 1.0
     """Weight of the env's own reward in what the learner is trained on."""
     outcome_reward: float = 0.0
-    """Weight of the game outcome (+1 win, 0 draw, -1 loss against the other teams) added on an
-    episode's last step; dense_reward=0 with outcome_reward=1 is the sparse-reward mode."""
+    """Weight of the game outcome added on an episode's last step: 2 x (the fraction of the other teams
+    the agent's team beat, ties half) - 1, i.e. +1 win, 0 draw, -1 loss with two teams. dense_reward=0
+    with outcome_reward=1 is the sparse-reward mode."""
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """BallNudge: a tiny soccar env for the monitor tests (training and eval replays need a soccar env,
 and the soccar RL env lives elsewhere). The ball of the real arena flies from a random spot; each step
 the agent may push it along x (Discrete(3): none, +x, -x) and the arena runs ``ticks`` ticks; reward
--|x| / 4096, truncated after ``max_steps``."""
+-|x| / 4096, truncated after ``max_steps``. BallNudgeDuo: the same with two agents (two teams); the ball
+gets the sign of their net push and each is paid the reward (a multi-agent soccar env for the replays)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from nitro.core.spaces import Box, Discrete
 from nitro.envs.soccar import Arena, ArenaEvents, BallState, BoostPadState, CarState, GameState, World, step_ticks
 
 ENV_ID = "BallNudge-test"
+DUO_ID = "BallNudgeDuo-test"
 PUSH = 300.0  # UU/s per step
 
 
@@ -72,7 +74,20 @@ class BallNudge(Env[BallNudgeState, BallNudgeParams]):
         return torch.cat([state.game.ball.pos, state.game.ball.vel], -1) / 1000.0
 
 
-def ensure_registered() -> str:
-    if ENV_ID not in {s.id for s in registered()}:
-        register(ENV_ID, BallNudge)
-    return ENV_ID
+class BallNudgeDuo(BallNudge):
+    num_agents = 2
+    agent_team = (0, 1)
+
+    def step(self, state, action, key):
+        pushes = (action.view(-1, 2) == 1).sum(1) - (action.view(-1, 2) == 2).sum(1)  # as +1, 0 or -1 pushes
+        new, _, reward, terminated, truncated = super().step(state, pushes.clamp(-1, 1) % 3, key)
+        return new, self.observe(new), reward.repeat_interleave(2), terminated, truncated
+
+    def observe(self, state):
+        return super().observe(state).repeat_interleave(2, 0)
+
+
+def ensure_registered(env_id: str = ENV_ID) -> str:
+    if env_id not in {s.id for s in registered()}:
+        register(env_id, {ENV_ID: BallNudge, DUO_ID: BallNudgeDuo}[env_id])
+    return env_id

@@ -28,7 +28,7 @@ def fake_run(path: Path, updates: int, pid: int) -> list[dict]:
              "episode/length": 20.0 + u, "loss/policy": -0.01 * u, "loss/value": 1.0 / u, "loss/entropy": 0.7 - 0.01 * u,
              "loss/approx_kl": 0.001 * u, "loss/clipfrac": 0.1, "loss/explained_variance": 0.5,
              "perf/collect_sps": 9000.0, "perf/collect_seconds": 0.1, "perf/learn_seconds": 0.05,
-             "league/elo": 1200.0 + u} for u in range(1, updates + 1)]
+             "league/elo": 1200.0 + u, "curriculum/stage": 1} for u in range(1, updates + 1)]
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (path / "config.yaml").write_text("env:\n  id: CartPole-v1\nppo:\n  total_steps: 100000\n")
     status = RunStatus(path, {"env": "CartPole-v1", "total_steps": 100_000, "device": "cpu"})
@@ -57,7 +57,8 @@ def test_dashboard_shows_the_run(tmp_path):
             table = app.query_one(DataTable)
             assert table.row_count == 12
             assert [str(c) for c in table.get_row_at(0)][:3] == ["30", "30k", "300"]  # newest first
-            assert "elo 1.23k" in str(app.query_one("#perf", Static).render())
+            perf = str(app.query_one("#perf", Static).render())
+            assert "elo 1.23k" in perf and "curriculum stage 1" in perf
             # the trainer logs again: the next poll shows it
             with (tmp_path / "run" / "metrics.jsonl").open("a") as f:
                 f.write(json.dumps({**rows[-1], "update": 31, "global_step": 31000, "episode/return": 999.0}) + "\n")

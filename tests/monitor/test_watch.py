@@ -8,7 +8,7 @@ import socket
 
 import numpy as np
 import pytest
-from ball_env import ensure_registered
+from ball_env import DUO_ID, ensure_registered
 from monitor_helpers import tiny_trainer
 
 from nitro.cli import main
@@ -49,6 +49,25 @@ def test_training_writes_replays_of_the_rollouts(soccar_run):
     np.testing.assert_array_equal(replay.tick[0], np.arange(6) * 2)
     assert replay.episode_start[:, 0].all() and not replay.episode_start[:, 1:].any()
     assert trainer.watch is not None and trainer.watch.recorder.dropped == 0
+
+
+def test_multi_agent_training_records_its_envs(tmp_path, meshes_available):
+    """Two agents per env: the trainer's rows are agents, the replay's are envs (rows 2e, 2e+1 -> env e)."""
+    trainer = tiny_trainer(tmp_path / "run", f"env.id={ensure_registered(DUO_ID)}", "env.num_envs=4",
+                           "ppo.num_steps=6", "ppo.total_steps=24", "monitor.replay_every=1", "monitor.replay_envs=[2]")
+    firsts = []
+    recorder_capture = trainer.watch.recorder.capture
+
+    def spy(step, state, first):
+        firsts.append(first.clone())
+        recorder_capture(step, state, first)
+
+    trainer.watch.recorder.capture = spy
+    trainer.train()
+    assert [f.shape for f in firsts] == [(4,)] * 6  # env-level, not agent rows
+    replay = R.load(tmp_path / "run" / "replays" / "update_00000001.npz")
+    assert (replay.num_envs, replay.num_frames, replay.meta["env_ids"]) == (1, 6, [2])
+    assert replay.episode_start[0, 0] and not replay.episode_start[0, 1:].any()  # one 6-step episode
 
 
 def test_eval_records_a_replay_and_writes_its_table_and_curve(soccar_run, capsys):
