@@ -19,7 +19,8 @@ bench/soccar_gpu.py: a slow compile, a hang or a crash costs only its section), 
    ``python -m tests.parity.car_sweep --port OUT/soccar_cars_fused_parity.npz --out
    docs/fidelity/cars_h200_fused.md`` compares it with RocketSim (docs/FIDELITY.md).
 3. ``cars_eager``: car-ticks/s of the PyTorch tick (`arena.step_ticks`, eager; the wheels' ray casts
-   run as the query kernel) at every size, and its memory per env.
+   run as the query kernel; the car bodies' arena contacts, which the fused kernel lacks so far, in
+   PyTorch), smallest size first while the next one is predicted to fit, and its memory per env.
 4. ``cars_stages``: the car twins' stage tests (tests/envs/soccar/kernels: test_car, test_vehicle,
    test_rigid_body, test_arena) on the GPU.
 
@@ -115,14 +116,16 @@ def cycling(step, pool):
     return call
 
 
-def tick_rate(rec, args, mode: str, n: int, call, repeats: int | None = None, **extra) -> None:
-    """Time ``call`` (args.ticks ticks of n 1v0 envs) after ~60 ticks of warm-up and record its
-    car-ticks/s."""
-    warmup = max(2, 60 // args.ticks) if common.DEVICE == "cuda" else 1  # the dry run: code paths only
+def tick_rate(rec, args, mode: str, n: int, call, repeats: int | None = None, warmup: int | None = None, **extra):
+    """Time ``call`` (args.ticks ticks of n 1v0 envs) after ``warmup`` calls (default ~60 ticks) and
+    record its car-ticks/s; returns the median seconds per call."""
+    if warmup is None:
+        warmup = max(2, 60 // args.ticks) if common.DEVICE == "cuda" else 1  # the dry run: code paths only
     times = common._time_calls(call, repeats or args.repeats, warmup=warmup)
     row = {"mode": mode, "num_envs": n, "ticks_per_call": args.ticks, **extra, **common._timing_row(times)}
     row["car_ticks_per_s"] = n * args.ticks / row["median_s"]
     rec.add(**row)
+    return row["median_s"]
 
 
 def memory_per_env(rec, name: str, n: int, build_and_step) -> None:
@@ -196,24 +199,36 @@ def section_cars_fused(rec, args) -> None:
 
 
 def section_cars_eager(rec, args) -> None:
-    sizes = common._sizes_largest_first(args)
-    for n in sizes:
+    """Smallest size first: each size's time per call predicts the next one's, which is skipped when
+    it would not fit the section's time (the PyTorch tick, car bodies included, is slow at scale)."""
+    repeats, warmup = max(1, args.repeats // 2), 2
+    done, per_call = [], {}
+    for n in sorted(args.sizes):
+        if done:
+            predicted = per_call[done[-1]] * n / done[-1] * (repeats + warmup + 1)
+            if predicted > rec.time_left() - 10:
+                rec.data["skipped"].append({"what": f"eager at {n} envs", "why": f"~{predicted:.0f} s predicted"})
+                rec.flush()
+                break
 
         def one(n=n):
             arena = car_arena(n, "eager", args.meshes)
             step = cycling(lambda c: arena.step(c, ticks=args.ticks), control_pool(n, 1, arena.device))
-            tick_rate(rec, args, "eager", n, step, repeats=max(1, args.repeats // 2))  # slow: fewer
+            per_call[n] = tick_rate(rec, args, "eager", n, step, repeats=repeats, warmup=warmup)
+            done.append(n)
 
-        rec.measure(f"eager at {n} envs", one, needs_s=20)
+        rec.measure(f"eager at {n} envs", one, needs_s=10)
         common._release()
+    if not done:
+        return
 
     def measure_memory():
         def build_and_step():
-            arena = car_arena(sizes[0], "eager", args.meshes)
-            arena.step(control_pool(sizes[0], 1, arena.device)[0], ticks=1)
+            arena = car_arena(done[-1], "eager", args.meshes)
+            arena.step(control_pool(done[-1], 1, arena.device)[0], ticks=1)
             return arena
 
-        memory_per_env(rec, "eager", sizes[0], build_and_step)
+        memory_per_env(rec, "eager", done[-1], build_and_step)
 
     rec.measure("eager memory per env", measure_memory, needs_s=15)
 
