@@ -99,12 +99,11 @@ def on_car_car_collision(
     and point by point. ``states``: each car's bump state (blue cars first, BLUE of them);
     ``contacts``: each pair's points. Returns the states and each car's bumper and demolisher of
     this tick (index, -1 for none)."""
-    nobody = states[0][5] * 0 - 1
     bumped_by = ()
     demoed_by = ()
     for c in tl.static_range(NUM_CARS):
-        bumped_by = bumped_by + (nobody,)
-        demoed_by = demoed_by + (nobody,)
+        bumped_by = bumped_by + (states[c][5] * 0 - 1,)
+        demoed_by = demoed_by + (states[c][5] * 0 - 1,)
     for a in tl.static_range(NUM_CARS):
         for b in tl.static_range(a + 1, NUM_CARS):
             p: tl.constexpr = a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)  # `contacts.car_pairs` order

@@ -38,7 +38,7 @@ def load_hitbox(hitbox_table_ptr, car: tl.constexpr):
 
 
 @jit
-def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_threshold, ball_radius, frozen):
+def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_contact_gap, ball_radius, frozen):
     """btSphereBoxCollisionAlgorithm::getSphereDistance of the ball against one car's hitbox:
     (is_hit, the contact point on the ball relative to its centre, UU)."""
     inner, margin, offset, car_threshold = hitbox
@@ -53,7 +53,7 @@ def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_threshold, ball_radiu
     )
     radius = ball_radius * UU_TO_BT
     intersection_dist = radius + margin
-    contact_dist = intersection_dist + tl.minimum(car_threshold, ball_threshold)
+    contact_dist = intersection_dist + tl.minimum(car_threshold, ball_contact_gap * UU_TO_BT)
     normal = sub(rel, closest)
     dist2 = dot(normal, normal)
     touching = (dist2 <= contact_dist * contact_dist) & (~frozen)
