@@ -303,11 +303,9 @@ def tick(
         new_cars = ()
         new_infos = ()
         for c in tl.static_range(NUM_CARS):
-            team: tl.constexpr = 1 if c >= BLUE else 0
-            slot: tl.constexpr = c - BLUE if c >= BLUE else c
             fresh, fresh_info = rules.spawned_car(
-                cars[c], kickoff_ptr + team * (KICKOFF_ROWS * rules.SPAWN_WIDTH), rules.kickoff_spot(order, slot),
-                car_spawn_boost_amount,
+                cars[c], kickoff_ptr + (1 if c >= BLUE else 0) * (KICKOFF_ROWS * rules.SPAWN_WIDTH),
+                rules.kickoff_spot(order, c - BLUE if c >= BLUE else c), car_spawn_boost_amount,
             )  # fmt: skip
             new_cars = new_cars + (car_kernels.where_car(kickoff, fresh, cars[c]),)
             new_infos = new_infos + (rules.where_info(kickoff, fresh_info, hit_infos[c]),)
@@ -532,8 +530,8 @@ def step_ticks_kernel(
     car_world_restitution = tl.cast(car_world_restitution, tl.float32)
     unlimited_flips = tl.cast(unlimited_flips, tl.float32)
     unlimited_double_jumps = tl.cast(unlimited_double_jumps, tl.float32)
-    demo_mode = tl.cast(demo_mode, tl.int32)
-    enable_team_demos = tl.cast(enable_team_demos, tl.int32)
+    demo_mode = tl.cast(tl.cast(demo_mode, tl.float32), tl.int32)
+    enable_team_demos = tl.cast(tl.cast(enable_team_demos, tl.float32), tl.int32)
     arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
     ticks = tl.cast(ticks, tl.int32)
     arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
