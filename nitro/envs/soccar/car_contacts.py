@@ -28,11 +28,6 @@ from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import CarState
 from nitro.envs.soccar.vec import dot
 
-def ball_breaking_threshold(params: TickParams) -> float:
-    """The ball's, BT: RocketSim adds 0.08 BT to a sphere's bounding radius."""
-    return (params.ball_radius * C.UU_TO_BT + 0.08) * C.CONTACT_BREAKING_THRESHOLD_FACTOR
-
-
 def car_ball_hits(
     ball_pos: torch.Tensor, cars: CarState, car_params: CarParams, frozen: torch.Tensor, params: TickParams
 ) -> CarBallHits:
@@ -50,7 +45,8 @@ def car_ball_hits(
     closest = torch.maximum(torch.minimum(rel, inner), -inner)
     radius = params.ball_radius * C.UU_TO_BT
     intersection_dist = radius + margin  # [C]
-    threshold = torch.clamp(hitbox.threshold, max=ball_breaking_threshold(params))  # the manifold's: the smaller
+    # the manifold's breaking threshold: the smaller of the car's and the ball's (ball_contact_gap)
+    threshold = torch.clamp(hitbox.threshold, max=params.ball_contact_gap * C.UU_TO_BT)
     contact_dist = intersection_dist + threshold
     normal = rel - closest
     dist2 = dot(normal, normal)

@@ -1,10 +1,12 @@
 """The fused K-tick kernel: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks`, whole ticks
 in one launch, one env per thread, the ball and the env's cars in registers for all K ticks.
 
-`tick` reads like the reference tick: the stages of `kernels/ball.py` and `kernels/car.py` called in
-Arena::Step order; the later stages (car_world, car_ball, car_car, boost pads, rules) go in as calls
-at their places in that order. An env's cars are a tuple of car tuples (`kernels/car.load_car`),
-NUM_CARS of them, walked with static loops.
+`tick` reads like the reference tick: the stages of `kernels/ball.py`, `kernels/car.py` and the game
+rules (`kernels/rules.py`, `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) called in
+Arena::Step order; the car body's own collisions (car_world, the solver's car-ball and car-car
+contacts) go in as calls at their places in that order. An env's cars are a tuple of car tuples
+(`kernels/car.load_car`), NUM_CARS of them, walked with static loops, each with its ball hit info
+beside it; the pads' state stays in memory, walked once per tick.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
+from nitro.envs.soccar.contacts import CAR_CAR_POINTS as _CAR_CAR_POINTS
 from nitro.envs.soccar.contacts import MAX_NEW_CONTACTS, MAX_PUSH_POINTS, PLANE_OBJECT_BASE
+from nitro.envs.soccar.kernels import ball_hit, boost_pads, car_bump, car_contacts, rules
 from nitro.envs.soccar.kernels import car as car_kernels
-from nitro.envs.soccar.kernels import jit, require_triton, tl, triton, triton_op, warps, wrap_triton
+from nitro.envs.soccar.kernels import constexpr, jit, require_triton, tl, triton, triton_op, warps, wrap_triton
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid, grid_args
-from nitro.envs.soccar.kernels.ball import finish_physics_tick, is_ball_scored, physics_step, update_sleeping
+from nitro.envs.soccar.kernels.ball import apply_damping, finish_physics_tick, physics_step, update_sleeping
 from nitro.envs.soccar.kernels.car import (
     SOLVER_DEFAULT_TIME_STEP,
     car_table,
@@ -29,7 +33,8 @@ from nitro.envs.soccar.kernels.car import (
     load_controls,
     store_car,
 )
-from nitro.envs.soccar.kernels.vec import load, store
+from nitro.envs.soccar.kernels.rigid_body import column
+from nitro.envs.soccar.kernels.vec import add, load, store, sub, where
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import ArenaEvents, CarState, GameState, World
 
@@ -40,6 +45,9 @@ FUSED_BLOCK = 32  # envs per program of the fused tick: one warp, so block-wide 
 # triangle the ball can touch, so the contacts, in order, are the same.
 BALL_GRID_CELL = 64.0
 BALL_GRID_RADIUS = 96.0
+CAR_CAR_POINTS = constexpr(_CAR_CAR_POINTS)
+BOOST_PAD_COUNT = constexpr(C.BOOST_PAD_COUNT)
+BALL_REST_Z = constexpr(C.BALL_REST_Z)
 PARAM_NAMES = tuple(f.name for f in dataclasses.fields(TickParams))
 """The kernel's parameters named as `TickParams`' fields (the op carries them as a list in this order)."""
 
@@ -53,9 +61,14 @@ def tick(
     tick_count_since_update,
     tick_count,
     cars,
+    hit_infos,
     controls,
     car_params,
+    game,
+    events,
     curves,
+    tables,
+    env,
     live,
     tick_time,
     gravity_dv,
@@ -81,11 +94,24 @@ def tick(
     unlimited_flips,
     unlimited_double_jumps,
     flip_z_damp_factor,
+    car_spawn_boost_amount,
+    boost_pad_cooldown_big,
+    boost_pad_cooldown_small,
+    ball_hit_extra_force_scale,
+    bump_force_scale,
+    bump_cooldown_time,
+    respawn_delay,
+    demo_mode,
+    enable_team_demos,
     car_world_friction,
     car_world_restitution,
+    hashed_seed,
     arena,
     grid,
     NUM_CARS: tl.constexpr,
+    BLUE: tl.constexpr,
+    KICKOFF_AFTER_GOAL: tl.constexpr,
+    KICKOFF_ROWS: tl.constexpr,
     NUM_PLANES: tl.constexpr,
     PLANE_BASE: tl.constexpr,
     MAX_CONTACTS: tl.constexpr,
@@ -97,20 +123,34 @@ def tick(
     PUSH_POINTS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """One RocketSim tick (Arena::Step) of each lane's arena: the new ball state, cars and tick count,
-    and the goal (0, 1 blue, 2 orange). Stages that are not simulated yet are noted in their place;
-    ball-only arenas (NUM_CARS = 0) skip the car stages, as RocketSim does."""
+    """One RocketSim tick (Arena::Step) of each lane's arena. ``game``: (blue_score, orange_score,
+    scored_last_tick, kickoff_count); ``events``: (goal, and per car: touched, demoed_by, bumped_by,
+    pickup pad) of the ticks so far; ``tables``: the pads' state and table, the hitboxes, the spawn
+    tables. Returns the new ball, tick count, cars, hit infos, game and events. Stages that are not
+    simulated yet are noted in their place; ball-only arenas (NUM_CARS = 0) skip the car stages, as
+    RocketSim does."""
+    curves_ptr, hit_curve_ptr, bump_curve_ptr = curves
+    active_ptr, cooldown_ptr, locked_ptr, pad_table_ptr, hitbox_ptr, respawn_ptr, kickoff_ptr = tables
     sleeping = update_sleeping(vel, ang_vel)  # 1. ball zero-velocity sleeping
-    # 2. cars' pre-tick (suspension, controls, jump, flip, air control, boost)
+    # 2. cars' pre-tick: a demolished car's countdown and respawn, then the rest (suspension, controls,
+    #    jump, flip, air control, boost); Bullet skips the bodies demolished at the tick's start
     solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
+    frozen = ()
     pre_ticked = ()
+    new_infos = ()
     for c in tl.static_range(NUM_CARS):
+        frozen = frozen + (cars[c][28],)
+        car, info = rules.update_demo(
+            cars[c], hit_infos[c], hashed_seed, env, tick_count, respawn_ptr, tick_time, car_spawn_boost_amount, c,
+            1 if c >= BLUE else 0,
+        )  # fmt: skip
+        new_infos = new_infos + (info,)
         pre_ticked = pre_ticked + (
             car_kernels.pre_tick_update(
-                cars[c],
+                car,
                 controls[c],
                 car_params[c],
-                curves,
+                curves_ptr,
                 tick_time,
                 solver_dt,
                 jump_immediate_force,
@@ -128,9 +168,44 @@ def tick(
                 BLOCK,
             ),
         )
-    # 3. boost pad cooldowns (with the boost pads)
+    hit_infos = new_infos
+    # 3. boost pad cooldowns: with the pads' walk below (they read nothing the physics writes)
     # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
-    pos, vel, ang_vel = physics_step(  # 5. Bullet step: the ball, then each car
+    # 5. Bullet step. Contacts at the tick's start, each firing RocketSim's callback: the car-ball hits
+    #    (Ball::_OnHit), then the car-car bumps and demolitions
+    damped_vel = apply_damping(vel, ball_damping)
+    touched = ()
+    new_infos = ()
+    states = ()
+    for c in tl.static_range(NUM_CARS):
+        car = pre_ticked[c][0]
+        is_hit, relative_pos_on_ball = car_contacts.car_ball_hits(
+            pos, car[0], car[1], car_contacts.load_hitbox(hitbox_ptr, c), ball_contact_gap, ball_radius, frozen[c]
+        )
+        added, info = ball_hit.on_hit(
+            is_hit, relative_pos_on_ball, pos, damped_vel, car[0], car[2], column(car[1], 0), hit_infos[c],
+            tick_count, ball_hit_extra_force_scale, hit_curve_ptr,
+        )  # fmt: skip
+        velocity_impulse_cache = add(velocity_impulse_cache, added)
+        touched = touched + (is_hit,)
+        new_infos = new_infos + (info,)
+        states = states + (car_bump.bump_state(car),)
+    hit_infos = new_infos
+    contacts = ()
+    for a in tl.static_range(NUM_CARS):
+        for b in tl.static_range(a + 1, NUM_CARS):
+            contacts = contacts + (
+                car_contacts.car_car_contacts(
+                    states[a][0], states[a][2], car_contacts.load_hitbox(hitbox_ptr, a), frozen[a],
+                    states[b][0], states[b][2], car_contacts.load_hitbox(hitbox_ptr, b), frozen[b], CAR_CAR_POINTS,
+                ),
+            )  # fmt: skip
+    states, bumped_by, demoed_by = car_bump.on_car_car_collision(
+        states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
+        bump_curve_ptr, BLUE, NUM_CARS, CAR_CAR_POINTS,
+    )  # fmt: skip
+    #    then the solve and integration of each body (the car bodies' contacts come with their stage)
+    pos, vel, ang_vel = physics_step(
         pos,
         vel,
         ang_vel,
@@ -161,27 +236,109 @@ def tick(
         BLOCK,
     )
     new_cars = ()
+    cars_min = ()
+    cars_max = ()
+    cars_tested = ()
     for c in tl.static_range(NUM_CARS):
         car, force, torque = pre_ticked[c]
-        car = car_kernels.physics_step(car, force, torque, car_params[c][0], tick_time, gravity_z)
-        car = car_kernels.post_tick_update(car, controls[c], tick_time)  # 6. cars' post-tick and finish
-        new_cars = new_cars + (car_kernels.finish_physics_tick(car),)  # (then boost pad pickups)
-    # 7. boost pads give boost (with the boost pads)
+        car = car_bump.with_bump_state(car, states[c])
+        demoed = car[28]  # demolished during the step: simulated to its end, then skipped
+        car = car_kernels.physics_step(car[:28] + (frozen[c],) + car[29:], force, torque, car_params[c][0], tick_time, gravity_z)
+        car = car[:28] + (demoed,) + car[29:]
+        car = car_kernels.post_tick_update(car, controls[c], tick_time)  # 6. cars' post-tick and finish,
+        car = car_kernels.finish_physics_tick(car)
+        inner, margin, offset, _ = car_contacts.load_hitbox(hitbox_ptr, c)  # then pad pickups
+        extent = add(inner, (margin, margin, margin))
+        lo, hi = boost_pads.car_aabb(car[0], car[1], sub(offset, extent), add(offset, extent))
+        new_cars = new_cars + (car,)
+        cars_min = cars_min + (lo,)
+        cars_max = cars_max + (hi,)
+        cars_tested = cars_tested + (boost_pads.tested(car[0], car[28], car[16]),)
+    cars = new_cars
+    # 3. and 7.: each pad's cooldown, the car it is locked to, the boost it gives
+    given = ()
+    pickup_pad = ()
+    for c in tl.static_range(NUM_CARS):
+        given = given + (tl.zeros([BLOCK], dtype=tl.float32),)
+        pickup_pad = pickup_pad + (tl.full([BLOCK], -1, tl.int32),)
+    if NUM_CARS > 0:
+        cars_pos = ()
+        for c in tl.static_range(NUM_CARS):
+            cars_pos = cars_pos + (cars[c][0],)
+        for p in range(BOOST_PAD_COUNT):
+            pad_pos, is_big = boost_pads.load_pad(pad_table_ptr, p)
+            cooldown = tl.load(cooldown_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0.0)
+            prev = tl.load(locked_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0)
+            is_active, cooldown = boost_pads.pre_tick_update(cooldown, tick_time)
+            locked = boost_pads.check_collision(prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS)
+            is_active, cooldown, prev, pickup, amount = boost_pads.post_tick_update(
+                is_active, cooldown, locked, is_big, boost_pad_cooldown_big, boost_pad_cooldown_small
+            )
+            new_given = ()
+            new_pad = ()
+            for c in tl.static_range(NUM_CARS):
+                new_given = new_given + (given[c] + tl.where(pickup == c + 1, amount, 0.0),)
+                new_pad = new_pad + (tl.where(pickup == c + 1, p, pickup_pad[c]),)
+            given = new_given
+            pickup_pad = new_pad
+            tl.store(active_ptr + env * BOOST_PAD_COUNT + p, is_active.to(tl.int8), mask=live)
+            tl.store(cooldown_ptr + env * BOOST_PAD_COUNT + p, cooldown, mask=live)
+            tl.store(locked_ptr + env * BOOST_PAD_COUNT + p, prev, mask=live)
+    new_cars = ()
+    for c in tl.static_range(NUM_CARS):
+        car = cars[c]
+        new_cars = new_cars + (car[:16] + (boost_pads.give_boost(car[16], given[c]),) + car[17:],)
+    cars = new_cars
     vel, ang_vel, velocity_impulse_cache, tick_count_since_update = finish_physics_tick(  # 8. ball finish
         vel, ang_vel, velocity_impulse_cache, tick_count_since_update, ball_max_speed, ball_max_ang_speed
     )
-    scored = is_ball_scored(pos, goal_y)  # 9. goal (RocketSim fires every tick)
-    goal = tl.where(scored, tl.where(pos[1] > 0, 1, 2), 0)
+    goal = rules.is_ball_scored(pos, goal_y)  # 9. goal (RocketSim fires every scoring tick)
     tick_count += 1  # 10.
-    return pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, new_cars, goal
+    blue_score, orange_score, scored_last_tick, kickoff_count = game
+    blue_score, orange_score, scored_last_tick = rules.count_goals(blue_score, orange_score, scored_last_tick, goal)
+    events = fold_tick(events, goal, tick_count, touched, demoed_by, bumped_by, pickup_pad, NUM_CARS)
+    if KICKOFF_AFTER_GOAL:  # nitro's option: a kickoff after each goal
+        kickoff = goal > 0
+        order = rules.kickoff_order(hashed_seed, env, kickoff_count)
+        new_cars = ()
+        new_infos = ()
+        for c in tl.static_range(NUM_CARS):
+            fresh, fresh_info = rules.spawned_car(
+                cars[c], kickoff_ptr + (1 if c >= BLUE else 0) * (KICKOFF_ROWS * rules.SPAWN_WIDTH),
+                rules.kickoff_spot(order, c - BLUE if c >= BLUE else c), car_spawn_boost_amount,
+            )  # fmt: skip
+            new_cars = new_cars + (car_kernels.where_car(kickoff, fresh, cars[c]),)
+            new_infos = new_infos + (rules.where_info(kickoff, fresh_info, hit_infos[c]),)
+        cars = new_cars
+        hit_infos = new_infos
+        zero = vel[0] * 0.0
+        pos = where(kickoff, (zero, zero, zero + BALL_REST_Z), pos)
+        vel = where(kickoff, (zero, zero, zero), vel)
+        ang_vel = where(kickoff, (zero, zero, zero), ang_vel)
+        velocity_impulse_cache = where(kickoff, (zero, zero, zero), velocity_impulse_cache)
+        tick_count_since_update = tl.where(kickoff, 0, tick_count_since_update)
+        for p in range(BOOST_PAD_COUNT):
+            tl.store(active_ptr + env * BOOST_PAD_COUNT + p, tl.full([BLOCK], 1, tl.int8), mask=live & kickoff)
+            tl.store(cooldown_ptr + env * BOOST_PAD_COUNT + p, tl.zeros([BLOCK], dtype=tl.float32), mask=live & kickoff)
+            tl.store(locked_ptr + env * BOOST_PAD_COUNT + p, tl.zeros([BLOCK], dtype=tl.int32), mask=live & kickoff)
+        kickoff_count += kickoff.to(tl.int64)
+    game = (blue_score, orange_score, scored_last_tick, kickoff_count)
+    return pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, cars, hit_infos, game, events
 
 
 @jit
-def fold_tick(goal, tick_count, goal_tick, goals):
-    """Fold one tick's goal into the events: ``goals`` bit 0 blue, bit 1 orange; the first scoring
-    tick is kept in ``goal_tick``."""
-    first = (goal > 0) & (goal_tick < 0)
-    return tl.where(first, tick_count, goal_tick), goals | goal
+def fold_tick(events, goal, tick_count, touched, demoed_by, bumped_by, pickup_pad, NUM_CARS: tl.constexpr):
+    """Fold one tick's events into the events so far (`rules.fold_events`): ``goals`` bit 0 blue, bit 1
+    orange; the first scoring tick, attacker and pad kept."""
+    goal_tick, goals, car_events = events
+    goal_tick = tl.where((goal > 0) & (goal_tick < 0), tick_count, goal_tick)
+    new = ()
+    for c in tl.static_range(NUM_CARS):
+        touch, demoer, bumper, pad = car_events[c]
+        new = new + (
+            (touch | touched[c], rules.first(demoer, demoed_by[c]), rules.first(bumper, bumped_by[c]), rules.first(pad, pickup_pad[c])),
+        )
+    return goal_tick, goals | goal, new
 
 
 @jit
@@ -193,8 +350,10 @@ def step_ticks_kernel(
     velocity_impulse_cache_ptr,
     tick_count_since_update_ptr,
     tick_count_ptr,
-    goal_tick_ptr,
-    goals_ptr,
+    blue_score_ptr,
+    orange_score_ptr,
+    scored_last_tick_ptr,
+    kickoff_count_ptr,
     # the cars' CarState fields, [N, C, ...] each (bools as int8)
     car_pos_ptr,
     car_rot_mat_ptr,
@@ -237,11 +396,36 @@ def step_ticks_kernel(
     car_lat_friction_ptr,
     car_long_friction_ptr,
     car_extra_pushback_ptr,
+    car_ball_hit_info_is_valid_ptr,
+    car_ball_hit_info_relative_pos_on_ball_ptr,
+    car_ball_hit_info_ball_pos_ptr,
+    car_ball_hit_info_extra_hit_vel_ptr,
+    car_ball_hit_info_tick_count_when_hit_ptr,
+    car_ball_hit_info_tick_count_when_extra_impulse_applied_ptr,
+    # the pads' state [N, 34] (read and written)
+    pad_is_active_ptr,
+    pad_cooldown_ptr,
+    pad_prev_locked_car_id_ptr,
+    # events (folded over the ticks)
+    goal_tick_ptr,
+    goals_ptr,
+    ball_touch_ptr,
+    demoed_by_ptr,
+    bumped_by_ptr,
+    boost_pickup_pad_ptr,
+    # controls and tables
     controls_ptr,
     car_table_ptr,
     curves_ptr,
+    hit_curve_ptr,
+    bump_curve_ptr,
+    pad_table_ptr,
+    hitbox_table_ptr,
+    respawn_spawns_ptr,
+    kickoff_spawns_ptr,
     n,
     ticks,
+    hashed_seed,
     # tick parameters (`TickParams`)
     tick_time,
     gravity_dv,
@@ -267,6 +451,15 @@ def step_ticks_kernel(
     unlimited_flips,
     unlimited_double_jumps,
     flip_z_damp_factor,
+    car_spawn_boost_amount,
+    boost_pad_cooldown_big,
+    boost_pad_cooldown_small,
+    ball_hit_extra_force_scale,
+    bump_force_scale,
+    bump_cooldown_time,
+    respawn_delay,
+    demo_mode,
+    enable_team_demos,
     car_world_friction,
     car_world_restitution,
     # arena
@@ -287,6 +480,9 @@ def step_ticks_kernel(
     dim_y,
     dim_z,
     NUM_CARS: tl.constexpr,
+    BLUE: tl.constexpr,
+    KICKOFF_AFTER_GOAL: tl.constexpr,
+    KICKOFF_ROWS: tl.constexpr,
     NUM_PLANES: tl.constexpr,
     PLANE_BASE: tl.constexpr,
     MAX_CONTACTS: tl.constexpr,
@@ -322,23 +518,39 @@ def step_ticks_kernel(
     boost_accel_ground = tl.cast(boost_accel_ground, tl.float32)
     boost_accel_air = tl.cast(boost_accel_air, tl.float32)
     boost_used_per_second = tl.cast(boost_used_per_second, tl.float32)
+    flip_z_damp_factor = tl.cast(flip_z_damp_factor, tl.float32)
+    car_spawn_boost_amount = tl.cast(car_spawn_boost_amount, tl.float32)
+    boost_pad_cooldown_big = tl.cast(boost_pad_cooldown_big, tl.float32)
+    boost_pad_cooldown_small = tl.cast(boost_pad_cooldown_small, tl.float32)
+    ball_hit_extra_force_scale = tl.cast(ball_hit_extra_force_scale, tl.float32)
+    bump_force_scale = tl.cast(bump_force_scale, tl.float32)
+    bump_cooldown_time = tl.cast(bump_cooldown_time, tl.float32)
+    respawn_delay = tl.cast(respawn_delay, tl.float32)
+    car_world_friction = tl.cast(car_world_friction, tl.float32)
+    car_world_restitution = tl.cast(car_world_restitution, tl.float32)
     unlimited_flips = tl.cast(unlimited_flips, tl.float32)
     unlimited_double_jumps = tl.cast(unlimited_double_jumps, tl.float32)
-    flip_z_damp_factor = tl.cast(flip_z_damp_factor, tl.float32)
+    demo_mode = tl.cast(tl.cast(demo_mode, tl.float32), tl.int32)
+    enable_team_demos = tl.cast(tl.cast(enable_team_demos, tl.float32), tl.int32)
     arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
     ticks = tl.cast(ticks, tl.int32)
     arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
     arena = arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
+    env = lane.to(tl.int64)
     pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     vel = load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     ang_vel = load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     tick_count_since_update = tl.load(tick_count_since_update_ptr + lane, mask=live, other=0)
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
-    goal_tick = tl.load(goal_tick_ptr + lane, mask=live, other=-1)
-    goals = tl.load(goals_ptr + lane, mask=live, other=0).to(tl.int32)  # bit 0: blue, bit 1: orange
+    game = (
+        tl.load(blue_score_ptr + lane, mask=live, other=0),
+        tl.load(orange_score_ptr + lane, mask=live, other=0),
+        tl.load(scored_last_tick_ptr + lane, mask=live, other=0) != 0,
+        tl.load(kickoff_count_ptr + lane, mask=live, other=0),
+    )
     car_ptrs = (
         car_pos_ptr,
         car_rot_mat_ptr,
@@ -381,17 +593,43 @@ def step_ticks_kernel(
         car_lat_friction_ptr,
         car_long_friction_ptr,
         car_extra_pushback_ptr,
+        car_ball_hit_info_is_valid_ptr,
+        car_ball_hit_info_relative_pos_on_ball_ptr,
+        car_ball_hit_info_ball_pos_ptr,
+        car_ball_hit_info_extra_hit_vel_ptr,
+        car_ball_hit_info_tick_count_when_hit_ptr,
+        car_ball_hit_info_tick_count_when_extra_impulse_applied_ptr,
     )
     cars = ()
+    hit_infos = ()
     controls = ()
     car_params = ()
+    car_events = ()
     for c in tl.static_range(NUM_CARS):
-        cars = cars + (load_car(car_ptrs, lane * NUM_CARS + c, live),)
-        controls = controls + (load_controls(controls_ptr, lane * NUM_CARS + c, live),)
+        row = lane * NUM_CARS + c
+        cars = cars + (load_car(car_ptrs, row, live),)
+        hit_infos = hit_infos + (load_hit_info(car_ptrs, row, live),)
+        controls = controls + (load_controls(controls_ptr, row, live),)
         car_params = car_params + (load_car_params(car_table_ptr, c),)
+        car_events = car_events + (
+            (
+                tl.load(ball_touch_ptr + row, mask=live, other=0) != 0,
+                tl.load(demoed_by_ptr + row, mask=live, other=-1),
+                tl.load(bumped_by_ptr + row, mask=live, other=-1),
+                tl.load(boost_pickup_pad_ptr + row, mask=live, other=-1),
+            ),
+        )
+    events = (
+        tl.load(goal_tick_ptr + lane, mask=live, other=-1),
+        tl.load(goals_ptr + lane, mask=live, other=0).to(tl.int32),  # bit 0: blue, bit 1: orange
+        car_events,
+    )
+    curves = (curves_ptr, hit_curve_ptr, bump_curve_ptr)
+    tables = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr)
+    tables = tables + (respawn_spawns_ptr, kickoff_spawns_ptr)
     k = 0
     while k < ticks:
-        pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, cars, goal = tick(
+        pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, cars, hit_infos, game, events = tick(
             pos,
             vel,
             ang_vel,
@@ -399,9 +637,14 @@ def step_ticks_kernel(
             tick_count_since_update,
             tick_count,
             cars,
+            hit_infos,
             controls,
             car_params,
-            curves_ptr,
+            game,
+            events,
+            curves,
+            tables,
+            env,
             live,
             tick_time,
             gravity_dv,
@@ -427,11 +670,24 @@ def step_ticks_kernel(
             unlimited_flips,
             unlimited_double_jumps,
             flip_z_damp_factor,
+            car_spawn_boost_amount,
+            boost_pad_cooldown_big,
+            boost_pad_cooldown_small,
+            ball_hit_extra_force_scale,
+            bump_force_scale,
+            bump_cooldown_time,
+            respawn_delay,
+            demo_mode,
+            enable_team_demos,
             car_world_friction,
             car_world_restitution,
+            hashed_seed,
             arena,
             arena_grid,
             NUM_CARS,
+            BLUE,
+            KICKOFF_AFTER_GOAL,
+            KICKOFF_ROWS,
             NUM_PLANES,
             PLANE_BASE,
             MAX_CONTACTS,
@@ -443,7 +699,6 @@ def step_ticks_kernel(
             PUSH_POINTS,
             BLOCK,
         )
-        goal_tick, goals = fold_tick(goal, tick_count, goal_tick, goals)
         k += 1
     store(pos_ptr + lane * 3, pos, mask=live)
     store(vel_ptr + lane * 3, vel, mask=live)
@@ -451,70 +706,84 @@ def step_ticks_kernel(
     store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
     tl.store(tick_count_since_update_ptr + lane, tick_count_since_update, mask=live)
     tl.store(tick_count_ptr + lane, tick_count, mask=live)
-    tl.store(goal_tick_ptr + lane, goal_tick, mask=live)
-    tl.store(goals_ptr + lane, goals.to(tl.int8), mask=live)
+    tl.store(blue_score_ptr + lane, game[0], mask=live)
+    tl.store(orange_score_ptr + lane, game[1], mask=live)
+    tl.store(scored_last_tick_ptr + lane, game[2].to(tl.int8), mask=live)
+    tl.store(kickoff_count_ptr + lane, game[3], mask=live)
+    tl.store(goal_tick_ptr + lane, events[0], mask=live)
+    tl.store(goals_ptr + lane, events[1].to(tl.int8), mask=live)
     for c in tl.static_range(NUM_CARS):
-        store_car(car_ptrs, lane * NUM_CARS + c, live, cars[c])
+        row = lane * NUM_CARS + c
+        store_car(car_ptrs, row, live, cars[c])
+        store_hit_info(car_ptrs, row, live, hit_infos[c])
+        touch, demoer, bumper, pad = events[2][c]
+        tl.store(ball_touch_ptr + row, touch.to(tl.int8), mask=live)
+        tl.store(demoed_by_ptr + row, demoer, mask=live)
+        tl.store(bumped_by_ptr + row, bumper, mask=live)
+        tl.store(boost_pickup_pad_ptr + row, pad, mask=live)
 
 
-@triton_op("nitro::soccar_step_ticks_", mutates_args={'pos', 'vel', 'ang_vel', 'velocity_impulse_cache', 'tick_count_since_update', 'tick_count', 'goal_tick', 'goals', 'cars'})
+@jit
+def load_hit_info(ptrs, row, live):
+    """A car's ball hit info from the ``ball_hit_info_*`` fields (the last six of `CarState.FIELDS`)."""
+    return (
+        tl.load(ptrs[41] + row, mask=live, other=0) != 0,
+        load(ptrs[42] + row * 3, live, (0.0, 0.0, 0.0)),
+        load(ptrs[43] + row * 3, live, (0.0, 0.0, 0.0)),
+        load(ptrs[44] + row * 3, live, (0.0, 0.0, 0.0)),
+        tl.load(ptrs[45] + row, mask=live, other=-1),
+        tl.load(ptrs[46] + row, mask=live, other=-1),
+    )
+
+
+@jit
+def store_hit_info(ptrs, row, live, info):
+    tl.store(ptrs[41] + row, info[0].to(tl.int8), mask=live)
+    store(ptrs[42] + row * 3, info[1], mask=live)
+    store(ptrs[43] + row * 3, info[2], mask=live)
+    store(ptrs[44] + row * 3, info[3], mask=live)
+    tl.store(ptrs[45] + row, info[4], mask=live)
+    tl.store(ptrs[46] + row, info[5], mask=live)
+
+
+@triton_op("nitro::soccar_step_ticks_", mutates_args={"ball", "game", "cars", "pads", "events"})
 def step_ticks_op(
-    pos: torch.Tensor,
-    vel: torch.Tensor,
-    ang_vel: torch.Tensor,
-    velocity_impulse_cache: torch.Tensor,
-    tick_count_since_update: torch.Tensor,
-    tick_count: torch.Tensor,
-    goal_tick: torch.Tensor,
-    goals: torch.Tensor,
+    ball: list[torch.Tensor],
+    game: list[torch.Tensor],
     cars: list[torch.Tensor],
+    pads: list[torch.Tensor],
+    events: list[torch.Tensor],
     controls: torch.Tensor,
-    car_table: torch.Tensor,
-    curves: torch.Tensor,
+    tables: list[torch.Tensor],
     ticks: int,
     params: list[float],
-    tri: torch.Tensor,
-    tri_bounds: torch.Tensor,
-    tri_mesh: torch.Tensor,
-    edge_angle: torch.Tensor,
-    edge_flags: torch.Tensor,
-    plane_normals: torch.Tensor,
-    plane_offsets: torch.Tensor,
-    cell_start: torch.Tensor,
-    cell_tris: torch.Tensor,
+    hashed_seed: int,
+    arena: list[torch.Tensor],
     grid: list[float],
+    blue: int,
+    kickoff_after_goal: bool,
     block: int,
     maxnreg: int = 0,
 ) -> None:
-    n = pos.shape[0]
+    """The fused step as a registered op: ``ball`` (pos, vel, ang_vel, velocity_impulse_cache,
+    tick_count_since_update), ``game`` (tick_count, blue_score, orange_score, scored_last_tick,
+    kickoff_count), ``cars`` (`CarState.FIELDS`), ``pads`` (is_active, cooldown, prev_locked_car_id),
+    ``events`` (goal_tick, goals, ball_touch, demoed_by, bumped_by, boost_pickup_pad), ``tables``
+    (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`)."""
+    n = ball[0].shape[0]
     # ptxas's register cap per thread (trading spills for occupancy): eager launches only, as
     # torch.compile does not pass it through to Triton.
     cap = {"maxnreg": maxnreg} if maxnreg else {}
     wrap_triton(step_ticks_kernel)[(triton.cdiv(n, block),)](
-        pos_ptr=pos,
-        vel_ptr=vel,
-        ang_vel_ptr=ang_vel,
-        velocity_impulse_cache_ptr=velocity_impulse_cache,
-        tick_count_since_update_ptr=tick_count_since_update,
-        tick_count_ptr=tick_count,
-        goal_tick_ptr=goal_tick,
-        goals_ptr=goals,
+        **{f"{name}_ptr": x for name, x in zip(BALL_NAMES + GAME_NAMES, ball + game)},
         **{f"car_{name}_ptr": field for name, field in zip(CarState.FIELDS, cars)},
+        **{f"{name}_ptr": x for name, x in zip(PAD_NAMES + EVENT_NAMES, pads + events)},
         controls_ptr=controls,
-        car_table_ptr=car_table,
-        curves_ptr=curves,
+        **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
         n=n,
         ticks=ticks,
+        hashed_seed=hashed_seed,
         **dict(zip(PARAM_NAMES, params)),
-        tri_ptr=tri,
-        tri_bounds_ptr=tri_bounds,
-        tri_mesh_ptr=tri_mesh,
-        edge_angle_ptr=edge_angle,
-        edge_flags_ptr=edge_flags,
-        plane_normals_ptr=plane_normals,
-        plane_offsets_ptr=plane_offsets,
-        cell_start_ptr=cell_start,
-        cell_tris_ptr=cell_tris,
         ox0=grid[0],
         oy0=grid[1],
         oz0=grid[2],
@@ -523,6 +792,9 @@ def step_ticks_op(
         dim_y=int(grid[5]),
         dim_z=int(grid[6]),
         NUM_CARS=controls.shape[1],
+        BLUE=blue,
+        KICKOFF_AFTER_GOAL=kickoff_after_goal,
+        KICKOFF_ROWS=tables[7].shape[1],
         NUM_PLANES=4,
         PLANE_BASE=PLANE_OBJECT_BASE,
         MAX_CONTACTS=MAX_NEW_CONTACTS,
@@ -536,6 +808,16 @@ def step_ticks_op(
         num_warps=warps(block),
         **cap,
     )
+
+
+BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")
+GAME_NAMES = ("tick_count", "blue_score", "orange_score", "scored_last_tick", "kickoff_count")
+PAD_NAMES = ("pad_is_active", "pad_cooldown", "pad_prev_locked_car_id")
+EVENT_NAMES = ("goal_tick", "goals", "ball_touch", "demoed_by", "bumped_by", "boost_pickup_pad")
+TABLE_NAMES = ("car_table", "curves", "hit_curve", "bump_curve", "pad_table", "hitbox_table", "respawn_spawns",
+               "kickoff_spawns")  # fmt: skip
+ARENA_NAMES = ("tri", "tri_bounds", "tri_mesh", "edge_angle", "edge_flags", "plane_normals", "plane_offsets",
+               "cell_start", "cell_tris")  # fmt: skip
 
 
 def ball_grid(world: World) -> ArenaMesh:
@@ -576,60 +858,65 @@ def launch_step_ticks_(
     ``block``: envs per program (32, 64, ...; one per thread). ``maxnreg``: a cap on registers per
     thread (0: ptxas's choice, about 255 here), for benchmarks of spills against occupancy.
 
-    ``events.goal_blue`` / ``goal_orange`` are rewritten from the kernel's per-env goal bits, so they
-    must be the arena's own event buffers. The state's tensors must be contiguous (the Arena's are).
+    The events' flags are rewritten from the kernel's per-env goal bits and per-car attackers and
+    pads, so they must be the arena's own event buffers. The state's tensors must be contiguous (the
+    Arena's are).
     """
     require_triton()
     mesh = ball_grid(world)
     b = state.ball
     goals = events.goal_blue.to(torch.int8) | (events.goal_orange.to(torch.int8) << 1)
-    cars = [getattr(state.cars, name) for name in CarState.FIELDS]
+    touch = events.ball_touch.to(torch.int8)
     step_ticks_op(
-        b.pos,
-        b.vel,
-        b.ang_vel,
-        b.velocity_impulse_cache,
-        b.tick_count_since_update,
-        state.tick_count,
-        events.goal_tick,
-        goals,
-        [x.view(torch.int8) if x.dtype == torch.bool else x for x in cars],
+        [b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update],
+        [state.tick_count, state.blue_score, state.orange_score, _int8(state.scored_last_tick), state.kickoff_count],
+        [_int8(getattr(state.cars, name)) for name in CarState.FIELDS],
+        [_int8(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id],
+        [events.goal_tick, goals, touch, events.demoed_by, events.bumped_by, events.boost_pickup_pad],
         controls.contiguous(),
-        _car_table(world),
-        _curves(mesh.device),
+        _tables(world, mesh.device),
         int(ticks),
         [float(getattr(world.params, name)) for name in PARAM_NAMES],
-        flat_tris(mesh),
-        mesh.tri_bounds,
-        mesh.tri_mesh,
-        mesh.edge_angle,
-        mesh.edge_flags,
-        mesh.plane_normals,
-        mesh.plane_offsets,
-        mesh.cell_start,
-        mesh.cell_tris,
+        rules.seed_hash(world.game.seed),
+        [flat_tris(mesh), mesh.tri_bounds, mesh.tri_mesh, mesh.edge_angle, mesh.edge_flags, mesh.plane_normals,
+         mesh.plane_offsets, mesh.cell_start, mesh.cell_tris],  # fmt: skip
         grid_args(mesh),
+        world.game.blue,
+        world.game.kickoff_after_goal,
         int(block),
         int(maxnreg),
     )
     events.goal_blue.copy_((goals & 1) > 0)
     events.goal_orange.copy_((goals & 2) > 0)
+    events.ball_touch.copy_(touch != 0)
+    events.demo.copy_(events.demoed_by >= 0)
+    events.bump.copy_(events.bumped_by >= 0)
+    events.boost_pickup.copy_(events.boost_pickup_pad >= 0)
 
 
-def _car_table(world: World) -> torch.Tensor:
-    """`car_table` of the world's presets, built once per World."""
-    key = id(world.cars)
-    if key not in _CAR_TABLES:
-        _CAR_TABLES[key] = (world.cars, car_table(world.cars))
-    return _CAR_TABLES[key][1]
+def _int8(x: torch.Tensor) -> torch.Tensor:
+    """A bool tensor as the kernels read and write it (a view: writes land in the bool tensor)."""
+    return x.view(torch.int8) if x.dtype == torch.bool else x
 
 
-def _curves(device: torch.device) -> torch.Tensor:
-    key = str(device)
-    if key not in _CURVES:
-        _CURVES[key] = curve_table(device)
-    return _CURVES[key]
+def _tables(world: World, device: torch.device) -> list[torch.Tensor]:
+    """`TABLE_NAMES`' tensors of the world, built once per World."""
+    key = (id(world), str(device))
+    if key not in _TABLES:
+        _TABLES[key] = (
+            world,  # kept alive with its tables, so its id is not reused
+            [
+                car_table(world.cars),
+                curve_table(device),
+                ball_hit.curve_table(device),
+                car_bump.curve_table(device),
+                boost_pads.pad_table(world.pads),
+                car_contacts.hitbox_table(world.cars),
+                world.game.respawn_spawns.contiguous(),
+                world.game.kickoff_spawns.contiguous(),
+            ],
+        )
+    return _TABLES[key][1]
 
 
-_CAR_TABLES: dict[int, tuple[object, torch.Tensor]] = {}
-_CURVES: dict[str, torch.Tensor] = {}
+_TABLES: dict[tuple[int, str], tuple[World, list[torch.Tensor]]] = {}

@@ -91,6 +91,34 @@ def _set(values, index: tl.constexpr, value, N: tl.constexpr):
 
 
 @jit
+def _one_way(
+    states, bumped_by, demoed_by, live, hit, local_point, bump_force_scale, bump_cooldown_time, respawn_delay,
+    bumper: tl.constexpr, victim: tl.constexpr, NUM_CARS: tl.constexpr,
+):  # fmt: skip
+    """One direction of one callback, ``bumper`` on ``victim``: the cooldown, the bumper's front, the
+    demolition or the bump; ``live`` turns false once either car is demolished (the call returns)."""
+    live = live & (~states[bumper][7]) & (~states[victim][7])
+    s = states[bumper]
+    v = states[victim]
+    in_cooldown = (s[5] == victim + 1) & (s[6] > 0)
+    with_bumper = local_point[0] > BUMP_MIN_FORWARD_DIST
+    fires = live & (~in_cooldown) & hit[0] & with_bumper
+    demo = fires & hit[1]
+    pushed = fires & (~hit[1])
+    impulse = add(hit[2], scale(hit[3], bump_force_scale))
+    v = (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] | demo, tl.where(demo, respawn_delay, v[8]),
+         where(pushed, add(v[9], impulse), v[9]))  # fmt: skip
+    states = _set(states, victim, v, NUM_CARS)
+    s = states[bumper]
+    s = (s[0], s[1], s[2], s[3], s[4], tl.where(fires, victim + 1, s[5]), tl.where(fires, bump_cooldown_time, s[6]),
+         s[7], s[8], s[9])  # fmt: skip
+    states = _set(states, bumper, s, NUM_CARS)
+    demoed_by = _set(demoed_by, victim, tl.where(demo & (demoed_by[victim] < 0), bumper, demoed_by[victim]), NUM_CARS)
+    bumped_by = _set(bumped_by, victim, tl.where(pushed & (bumped_by[victim] < 0), bumper, bumped_by[victim]), NUM_CARS)
+    return states, bumped_by, demoed_by, live
+
+
+@jit
 def on_car_car_collision(
     states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
     curve_ptr, BLUE: tl.constexpr, NUM_CARS: tl.constexpr, POINTS: tl.constexpr,
@@ -99,54 +127,28 @@ def on_car_car_collision(
     and point by point. ``states``: each car's bump state (blue cars first, BLUE of them);
     ``contacts``: each pair's points. Returns the states and each car's bumper and demolisher of
     this tick (index, -1 for none)."""
-    nobody = states[0][5] * 0 - 1
     bumped_by = ()
     demoed_by = ()
     for c in tl.static_range(NUM_CARS):
-        bumped_by = bumped_by + (nobody,)
-        demoed_by = demoed_by + (nobody,)
+        bumped_by = bumped_by + (states[c][5] * 0 - 1,)
+        demoed_by = demoed_by + (states[c][5] * 0 - 1,)
     for a in tl.static_range(NUM_CARS):
         for b in tl.static_range(a + 1, NUM_CARS):
-            p: tl.constexpr = a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)  # `contacts.car_pairs` order
             if (a < BLUE) == (b < BLUE):
                 team_ok = enable_team_demos != 0  # teammates
             else:
                 team_ok = enable_team_demos == enable_team_demos
             hit_ab = bump(states[a], states[b], team_ok, demo_mode, curve_ptr)
             hit_ba = bump(states[b], states[a], team_ok, demo_mode, curve_ptr)
+            pair = contacts[a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)]  # `contacts.car_pairs` order
             for k in tl.static_range(POINTS):
-                live = contacts[p][k][0]
-                for d in tl.static_range(2):
-                    if d == 0:
-                        bumper: tl.constexpr = a
-                        victim: tl.constexpr = b
-                        local_point = contacts[p][k][1]
-                        hit = hit_ab
-                    else:
-                        bumper: tl.constexpr = b
-                        victim: tl.constexpr = a
-                        local_point = contacts[p][k][2]
-                        hit = hit_ba
-                    live = live & (~states[a][7]) & (~states[b][7])  # a demolition ends the call
-                    s = states[bumper]
-                    v = states[victim]
-                    in_cooldown = (s[5] == victim + 1) & (s[6] > 0)
-                    with_bumper = local_point[0] > BUMP_MIN_FORWARD_DIST
-                    fires = live & (~in_cooldown) & hit[0] & with_bumper
-                    demo = fires & hit[1]
-                    pushed = fires & (~hit[1])
-                    impulse = add(hit[2], scale(hit[3], bump_force_scale))
-                    v = (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] | demo, tl.where(demo, respawn_delay, v[8]),
-                         where(pushed, add(v[9], impulse), v[9]))  # fmt: skip
-                    states = _set(states, victim, v, NUM_CARS)
-                    s = states[bumper]
-                    s = (s[0], s[1], s[2], s[3], s[4], tl.where(fires, victim + 1, s[5]),
-                         tl.where(fires, bump_cooldown_time, s[6]), s[7], s[8], s[9])  # fmt: skip
-                    states = _set(states, bumper, s, NUM_CARS)
-                    demoed_by = _set(
-                        demoed_by, victim, tl.where(demo & (demoed_by[victim] < 0), bumper, demoed_by[victim]), NUM_CARS
-                    )
-                    bumped_by = _set(
-                        bumped_by, victim, tl.where(pushed & (bumped_by[victim] < 0), bumper, bumped_by[victim]), NUM_CARS
-                    )
+                live = pair[k][0]
+                states, bumped_by, demoed_by, live = _one_way(
+                    states, bumped_by, demoed_by, live, hit_ab, pair[k][1], bump_force_scale,
+                    bump_cooldown_time, respawn_delay, a, b, NUM_CARS,
+                )  # fmt: skip
+                states, bumped_by, demoed_by, live = _one_way(
+                    states, bumped_by, demoed_by, live, hit_ba, pair[k][2], bump_force_scale,
+                    bump_cooldown_time, respawn_delay, b, a, NUM_CARS,
+                )  # fmt: skip
     return states, bumped_by, demoed_by

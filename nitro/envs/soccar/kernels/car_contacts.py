@@ -38,7 +38,7 @@ def load_hitbox(hitbox_table_ptr, car: tl.constexpr):
 
 
 @jit
-def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_threshold, ball_radius, frozen):
+def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_contact_gap, ball_radius, frozen):
     """btSphereBoxCollisionAlgorithm::getSphereDistance of the ball against one car's hitbox:
     (is_hit, the contact point on the ball relative to its centre, UU)."""
     inner, margin, offset, car_threshold = hitbox
@@ -53,7 +53,7 @@ def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_threshold, ball_radiu
     )
     radius = ball_radius * UU_TO_BT
     intersection_dist = radius + margin
-    contact_dist = intersection_dist + tl.minimum(car_threshold, ball_threshold)
+    contact_dist = intersection_dist + tl.minimum(car_threshold, ball_contact_gap * UU_TO_BT)
     normal = sub(rel, closest)
     dist2 = dot(normal, normal)
     touching = (dist2 <= contact_dist * contact_dist) & (~frozen)
@@ -65,20 +65,21 @@ def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_threshold, ball_radiu
     face_dist = inner[0] - rel[0]
     face_normal = (1.0, 0.0, 0.0)
     face_point = (inner[0], rel[1], rel[2])
-    for f in tl.static_range(1, 6):
-        axis = f % 3
-        sign = 1.0 - 2.0 * (f // 3)
-        dist = inner[axis] - sign * rel[axis]
-        better = dist < face_dist
-        face_dist = tl.where(better, dist, face_dist)
-        n_f = (1.0 * sign if axis == 0 else 0.0, 1.0 * sign if axis == 1 else 0.0, 1.0 * sign if axis == 2 else 0.0)
-        p_f = (
-            sign * inner[0] if axis == 0 else rel[0],
-            sign * inner[1] if axis == 1 else rel[1],
-            sign * inner[2] if axis == 2 else rel[2],
-        )
-        face_normal = where(better, n_f, face_normal)
-        face_point = where(better, p_f, face_point)
+    dist = inner[1] - rel[1]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (0.0, 1.0, 0.0), (rel[0], inner[1], rel[2]), face_dist, face_normal, face_point)
+    dist = inner[2] - rel[2]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (0.0, 0.0, 1.0), (rel[0], rel[1], inner[2]), face_dist, face_normal, face_point)
+    dist = inner[0] + rel[0]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (-1.0, 0.0, 0.0), (-inner[0], rel[1], rel[2]), face_dist, face_normal, face_point)
+    dist = inner[1] + rel[1]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (0.0, -1.0, 0.0), (rel[0], -inner[1], rel[2]), face_dist, face_normal, face_point)
+    dist = inner[2] + rel[2]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (0.0, 0.0, -1.0), (rel[0], rel[1], -inner[2]), face_dist, face_normal, face_point)
     normal = where(inside, face_normal, normal)
     distance = tl.where(inside, -face_dist, distance)
     closest = where(inside, face_point, closest)
@@ -87,6 +88,12 @@ def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_threshold, ball_radiu
     point_on_ball = add(mat_vec(rot_mat, point_on_box), origin)
     point_on_ball = add(point_on_ball, scale(mat_vec(rot_mat, normal), depth))
     return touching, scale(sub(point_on_ball, center), BT_TO_UU)
+
+
+@jit
+def _face(better, dist, normal, point, face_dist, face_normal, face_point):
+    """getSpherePenetration's step: take the face ``dist`` away where it is nearer."""
+    return tl.where(better, dist, face_dist), where(better, normal, face_normal), where(better, point, face_point)
 
 
 @jit

@@ -70,7 +70,7 @@ def spawned_car(car, spawn_ptr, spot, boost):
         (tl.load(base + 6), tl.load(base + 7), tl.load(base + 8)),
         (tl.load(base + 9), tl.load(base + 10), tl.load(base + 11)),
     )
-    zero = boost * 0.0
+    zero = car[10] * 0.0  # per lane (``boost`` is one value for every lane)
     no = zero != zero
     vec0 = (zero, zero, zero)
     fresh = (

@@ -62,7 +62,7 @@ def random_game(n: int, num_cars: int, seed: int) -> tuple[BallState, CarState, 
 
     ball = BallState.rest(n, torch.device("cpu"))
     near_car = cars.pos[:, 0] + cars.rot_mat[:, 0, :, 0] * uniform(80, 200, n)[:, None]
-    ball.pos = torch.where((torch.rand(n, generator=g) < 0.6)[:, None], near_car + torch.tensor([0, 0, 60.0]), ball.pos)
+    ball.pos = torch.where((torch.rand(n, generator=g) < 0.6)[:, None], near_car + torch.tensor([0, 0, 100.0]), ball.pos)
     ball.vel = torch.randn(n, 3, generator=g) * 800 * (torch.rand(n, 1, generator=g) < 0.7)
     ball.velocity_impulse_cache = torch.randn(n, 3, generator=g) * (torch.rand(n, 1, generator=g) < 0.2)
 

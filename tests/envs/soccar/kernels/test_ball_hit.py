@@ -28,7 +28,7 @@ REL_POS_TOL = 1e-3
 def hits_kernel(
     ball_pos_ptr, ball_vel_ptr, pos_ptr, rot_ptr, vel_ptr, frozen_ptr, hitbox_ptr, curve_ptr,
     valid_ptr, rel_ptr, hit_ball_ptr, extra_ptr, when_hit_ptr, when_applied_ptr, tick_ptr,
-    cache_ptr, is_hit_ptr, n, ball_threshold, ball_radius, scale,
+    cache_ptr, is_hit_ptr, n, ball_contact_gap, ball_radius, scale,
     NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -45,7 +45,7 @@ def hits_kernel(
         vel = load(vel_ptr + row * 3, live, (0.0, 0.0, 0.0))
         frozen = tl.load(frozen_ptr + row, mask=live, other=0) != 0
         is_hit, rel = contacts_twin.car_ball_hits(
-            ball_pos, pos, rot, contacts_twin.load_hitbox(hitbox_ptr, c), ball_threshold, ball_radius, frozen
+            ball_pos, pos, rot, contacts_twin.load_hitbox(hitbox_ptr, c), ball_contact_gap, ball_radius, frozen
         )
         info = (
             tl.load(valid_ptr + row, mask=live, other=0) != 0,
@@ -88,7 +88,7 @@ def test_ball_hits_match_the_reference(num_cars):
     hits_kernel[programs(n)](
         flat(ball.pos), flat(ball_vel), flat(cars.pos), flat(cars.rot_mat), flat(cars.vel), flat(frozen),
         contacts_twin.hitbox_table(params), twin.curve_table(DEVICE), *info, flat(tick), cache, is_hit, n,
-        car_contacts.ball_breaking_threshold(PARAMS), PARAMS.ball_radius, PARAMS.ball_hit_extra_force_scale,
+        PARAMS.ball_contact_gap, PARAMS.ball_radius, PARAMS.ball_hit_extra_force_scale,
         NUM_CARS=num_cars, BLOCK=BLOCK,
     )  # fmt: skip
     same = assert_same(is_hit.bool(), hits.is_hit)

@@ -62,10 +62,9 @@ def bump_kernel(
                 sb[0], sb[2], contacts_twin.load_hitbox(hitbox_ptr, b), sb[7], POINTS,
             )  # fmt: skip
             contacts = contacts + (points,)
-            pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
-            pair: tl.constexpr = a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)
             for k in tl.static_range(POINTS):
-                base = points_ptr + ((lane * pairs + pair) * POINTS + k) * 7
+                pair = a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)  # `contacts.car_pairs` order
+                base = points_ptr + ((lane * (NUM_CARS * (NUM_CARS - 1) // 2) + pair) * POINTS + k) * 7
                 tl.store(base, points[k][0].to(tl.float32), mask=live)
                 store(base + 1, points[k][1], live)
                 store(base + 4, points[k][2], live)
