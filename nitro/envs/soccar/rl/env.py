@@ -25,11 +25,13 @@ import math
 
 import torch
 
+from nitro.core import tree
 from nitro.core.env import Env
 from nitro.core.errors import as_count
 from nitro.core.spaces import Box
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import Arena, ArenaEvents, BallState, BoostPadState, CarState, GameState, step_ticks
+from nitro.envs.soccar import Arena, ArenaEvents, BallState, BoostPadState, CarState, GameState, World, step_ticks
+from nitro.envs.soccar.kernels.arena import launch_step_ticks_
 from nitro.envs.soccar.rl import rewards as R
 from nitro.envs.soccar.rl.action_parsers import ActionParser, ContinuousAction, LookupTableAction
 from nitro.envs.soccar.rl.bots import BOTS
@@ -97,6 +99,10 @@ class SoccarParams:
     kickoff_after_goal: bool = False
     """Play on after a goal: the arena resets to a kickoff on the scoring tick (whole games; the
     `GameCondition` termination needs it). False: the ball stays in the goal (episodes end there)."""
+    physics: str = "eager"
+    """How the ticks run: "eager" (the PyTorch tick, `arena.step_ticks`) or "fused" (each held action's
+    ticks in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA, or the CPU under
+    TRITON_INTERPRET=1). The fused tick does not yet collide car bodies with the arena (docs/SOCCAR.md)."""
     meshes: str | None = None
     """Folder of the soccar collision meshes (None: look where `nitro.envs.soccar.find_soccar_meshes` does)."""
 
@@ -116,6 +122,8 @@ class Soccar(Env[SoccarState, SoccarParams]):
         blue, orange = as_count("blue", p.blue, minimum=0), as_count("orange", p.orange, minimum=0)
         if blue + orange == 0:
             raise ValueError("a soccar env needs at least one car: set blue or orange to 1 or more")
+        if p.physics not in PHYSICS:
+            raise ValueError(f"physics must be one of {PHYSICS}, got {p.physics!r}")
         tick_skip = as_count("tick_skip", p.tick_skip)
         delay = as_count("action_delay", p.action_delay, minimum=0)
         if delay > tick_skip:
@@ -185,10 +193,11 @@ class Soccar(Env[SoccarState, SoccarParams]):
         p = self.params
         world = self.arena(state.num_envs, controls.device).world
         game, events = state.game, ArenaEvents.none(state.num_envs, state.num_cars, controls.device)
+        ticks = step_ticks if p.physics == "eager" else fused_ticks
         if p.action_delay:
-            game, events = step_ticks(game, events, state.prev_action, world, p.action_delay)
+            game, events = ticks(game, events, state.prev_action, world, p.action_delay)
         if p.tick_skip > p.action_delay:
-            game, events = step_ticks(game, events, controls, world, p.tick_skip - p.action_delay)
+            game, events = ticks(game, events, controls, world, p.tick_skip - p.action_delay)
         return game, events
 
     # --- what the agents see and may do ------------------------------------------------------------------
@@ -220,6 +229,17 @@ class Soccar(Env[SoccarState, SoccarParams]):
     def bots(self) -> dict:
         """Scripted players (`bots`): ``bot(state, key) -> actions [N * C]`` of this env's action parser."""
         return {name: functools.partial(play, self.params.action, controls) for name, controls in BOTS.items()}
+
+
+PHYSICS = ("eager", "fused")
+
+
+def fused_ticks(game: GameState, events: ArenaEvents, controls: torch.Tensor, world: World,
+                ticks: int) -> tuple[GameState, ArenaEvents]:
+    """`step_ticks` in one fused kernel launch, on contiguous copies (the kernel writes in place)."""
+    game, events = tree.tree_map(lambda x: x.clone(memory_format=torch.contiguous_format), (game, events))
+    launch_step_ticks_(game, events, controls.contiguous(), world, ticks)
+    return game, events
 
 
 def play(parser: ActionParser, controls, state: SoccarState, key: torch.Tensor) -> torch.Tensor:

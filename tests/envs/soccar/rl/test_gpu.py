@@ -90,3 +90,27 @@ def test_games_against_a_bot_replayed_from_a_cuda_graph_match_eager():
     # the games' outcomes (the runs look for the end at different steps, so their states go on differently)
     for a, b in zip(*(tree.leaves((r.final, r.ep_return, r.running)) for r in runs)):
         assert torch.equal(a, b)
+
+
+def test_fused_physics_steps_as_the_eager_env():
+    """Soccar-v0 with physics="fused" (the K-tick kernel per held action) against the eager env: four
+    steps of the ball chaser against the shadow defender from 64 kickoffs, cars on their wheels (the
+    fused tick has no car-body contacts yet, and none happen here); the cars' tolerances are the
+    fused-tick tests' (tests/envs/soccar/kernels/car_states.py), the ball within 2e-3 UU as there."""
+    from nitro.core import rng
+    from nitro.envs.soccar.rl.env import Soccar, SoccarParams
+    from tests.envs.soccar.kernels.car_states import assert_cars_close
+
+    eager, fused = Soccar(SoccarParams()), Soccar(SoccarParams(physics="fused"))
+    keys = rng.env_keys(rng.key(0, "cuda"), 64)
+    state = eager.reset(keys, 64, "cuda")
+    a, b = state, state
+    for _ in range(4):
+        rows = torch.arange(128, device="cuda") % 2 == 0
+        chase, shadow = eager.bots()["ball_chaser"], eager.bots()["shadow_defender"]
+        a = eager.step(a, torch.where(rows, chase(a, keys), shadow(a, keys)), keys)[0]
+        b = fused.step(b, torch.where(rows, chase(b, keys), shadow(b, keys)), keys)[0]
+        assert not a.game.cars.has_world_contact.any()
+    assert_cars_close(b.game.cars, a.game.cars)
+    assert float((b.game.ball.pos - a.game.ball.pos).norm(dim=-1).max()) <= 2e-3
+    assert torch.equal(b.events.ball_touch, a.events.ball_touch)
