@@ -25,7 +25,7 @@ def add_commands(sub) -> None:
                        description="Single-agent envs: returns over N episodes. Multi-agent envs: the policy on one "
                                    "team and a bot in every other seat, N of the env's whole games per bot (soccar: "
                                    "5 minutes): win rate, wins, draws, losses, mean result and return, the env's "
-                                   "episode statistics (soccar: goals for and against, touches), with 95%% "
+                                   "episode statistics (soccar: goals for and against, touches), with 95% "
                                    "confidence intervals; RUN/eval/vs_bots.csv and vs_bots.png.")
     p.add_argument("run", help="run directory")
     p.add_argument("--episodes", type=int, default=100, help="episodes (multi-agent: games per bot)")
