@@ -51,6 +51,7 @@ EXAMPLE_REWARD = GIGALEARN_REWARD  # GigaLearn's ExampleMain rewards (the touch-
 DONE = D.AnyCondition(D.GoalCondition(), D.NoTouchTimeoutCondition(10), D.TimeoutCondition(300))
 PARSER = LookupTableAction(masks=True)
 WARMUP, REPEATS = 3, 10
+FEW = (1, 3)  # warm-up and timed calls of whole PPO iterations (long)
 
 
 def step_extras(before, after, actions):
@@ -58,12 +59,12 @@ def step_extras(before, after, actions):
     return PARSER(actions, after), PARSER.action_mask(after), EXAMPLE_REWARD(before, after), DONE(before, after)
 
 
-def timed(fn, device: str) -> float:
-    """Median seconds of ``fn()`` (CUDA events on the GPU)."""
-    for _ in range(WARMUP):
+def timed(fn, device: str, warmup: int = WARMUP, repeats: int = REPEATS) -> float:
+    """Median seconds of ``fn()`` after ``warmup`` calls (CUDA events on the GPU)."""
+    for _ in range(warmup):
         fn()
     times = []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         if device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
@@ -165,9 +166,9 @@ def training(device: str, num_envs: int, results: dict) -> None:
         per_iteration = agents * trainer.T
         if graph:
             trainer._capture()
-            seconds = timed_few(trainer.graph.replay, device)
+            seconds = timed(trainer.graph.replay, device, *FEW)
         else:
-            seconds = timed_few(trainer.iteration, device)
+            seconds = timed(trainer.iteration, device, *FEW)
         name = "graph" if graph else "eager"
         out[name] = {"iteration_ms": seconds * 1e3, "agent_steps_per_s": per_iteration / seconds,
                      "agents": agents, "steps_per_update": trainer.T}
@@ -186,7 +187,7 @@ def training(device: str, num_envs: int, results: dict) -> None:
             "inference": lambda: trainer.policy(obs, c.hidden, c.first),
             "update": lambda: (trainer.compute_advantages(), trainer.update_normalizers(), trainer.learn()),
         }
-        ms = {k: timed_few(fn, device) * 1e3 for k, fn in parts.items()}
+        ms = {k: timed(fn, device, *FEW) * 1e3 for k, fn in parts.items()}
         iteration = seconds * 1e3
         split = {"physics": trainer.T * ms["physics"], "obs_rewards_resets": trainer.T * (ms["env_step"] - ms["physics"]),
                  "inference": trainer.T * ms["inference"], "update": ms["update"]}
@@ -199,25 +200,6 @@ def training(device: str, num_envs: int, results: dict) -> None:
         del trainer
         if device == "cuda":
             torch.cuda.empty_cache()
-
-
-def timed_few(fn, device: str) -> float:
-    """Median seconds of 3 calls after 1 warm-up (whole PPO iterations are long)."""
-    fn()
-    times = []
-    for _ in range(3):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1000)
-        else:
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -168,7 +168,7 @@ def _eval(args) -> int:
     import yaml
 
     from nitro.core.registry import make_env
-    from nitro.monitor import evals, require
+    from nitro.monitor import evals
     from nitro.monitor.watch import EvalWatch
     from nitro.train.evaluate import checkpoint_path, evaluate, evaluate_vs_bots
 
@@ -189,15 +189,7 @@ def _eval(args) -> int:
         print(json.dumps(result))
         if not args.no_write:
             files = evals.write_vs_bots(run, result)
-            try:
-                require("matplotlib", "the eval curve (vs_bots.png)")
-            except ValueError as missing:
-                print(f"wrote {files['table']} and {files['json'].name}; {missing}", file=sys.stderr)
-                return 0
-            from nitro.monitor import plot
-
-            curve = plot.vs_bots_curve(run, evals.read_vs_bots(run))
-            print(f"wrote {files['table']}, {files['json'].name} and {curve.name}", file=sys.stderr)
+            _eval_curve(run, files["table"], files["json"].name, "vs_bots_curve", evals.read_vs_bots)
         return 0
     bad = [i for i in args.replay_envs if not 0 <= i < args.episodes]
     if bad:
@@ -219,16 +211,26 @@ def _eval(args) -> int:
             print(f"wrote {path}; view it with: nitro replay {path} --html replay.html", file=sys.stderr)
     if not args.no_write:
         files = evals.write(run, result)
-        try:
-            require("matplotlib", "the eval curve (eval.png)")
-        except ValueError as missing:
-            print(f"wrote {files['table']} and {files['episodes'].name}; {missing}", file=sys.stderr)
-            return 0
-        from nitro.monitor import plot
-
-        curve = plot.eval_curve(run, evals.read(run))
-        print(f"wrote {files['table']}, {files['episodes'].name} and {curve.name}", file=sys.stderr)
+        _eval_curve(run, files["table"], files["episodes"].name, "eval_curve", evals.read)
     return 0
+
+
+def _eval_curve(run, table, other: str, draw: str, read) -> None:
+    """Draw the eval curve (``nitro.monitor.plot.<draw>`` of ``read(run)``) where matplotlib is installed,
+    and say what was written."""
+    import sys
+
+    from nitro.monitor import require
+
+    try:
+        require("matplotlib", "the eval curve")
+    except ValueError as missing:
+        print(f"wrote {table} and {other}; {missing}", file=sys.stderr)
+        return
+    from nitro.monitor import plot
+
+    curve = getattr(plot, draw)(run, read(run))
+    print(f"wrote {table}, {other} and {curve.name}", file=sys.stderr)
 
 
 def _export(args) -> int:
