@@ -50,7 +50,7 @@ to its nose, then coasts."""
 FACE_THROTTLE = 0.3
 
 
-def team_sign(state: SoccarState) -> torch.Tensor:
+def attack_sign(state: SoccarState) -> torch.Tensor:
     """[C] +1 for blue cars (attacking +y), -1 for orange."""
     return 1.0 - 2.0 * state.is_orange().float()
 
@@ -91,7 +91,7 @@ def shadow_defender(state: SoccarState) -> torch.Tensor:
     """Shadow and shoot: controls [N, C, 8] (see the module's docstring)."""
     cars = state.game.cars
     ball = state.game.ball.pos.unsqueeze(1).expand_as(cars.pos)  # [N, C, 3]
-    sign = team_sign(state)  # [C]: the y direction each car attacks
+    sign = attack_sign(state)  # [C]: the y direction each car attacks
     zero = torch.zeros_like(ball[..., 0])
 
     # shoot: aim behind the ball on the line from the opponents' goal (at the ball's height)
