@@ -99,7 +99,7 @@ def test_goals_and_their_scorers_count_as_rocketsim_counts_them():
 
 def test_cars_come_and_go_by_id():
     """Ids count from 1 in the order cars are added and are not reused; get_cars lists them by id;
-    adding a car keeps the others' states; removed cars are gone."""
+    adding a car keeps the others' states; removed cars are gone; a clone goes its own way."""
     for rs in (rocketsim(), facade):
         arena, blue, orange = two_cars(rs)
         arena.step(4)
@@ -112,6 +112,10 @@ def test_cars_come_and_go_by_id():
         assert arena.add_car(rs.Team.ORANGE).id == 4
         with pytest.raises(KeyError):
             arena.get_car_from_id(1)
+        copy = arena.clone()
+        copy.step(3)
+        assert copy.tick_count == arena.tick_count + 3 and [c.id for c in copy.get_cars()] == [2, 3, 4]
+        assert copy.get_car_from_id(3).get_state().pos.as_tuple() != third.get_state().pos.as_tuple()
         pads = arena.get_boost_pads()
         assert len(pads) == 34 and [p.is_big for p in pads].count(True) == 6
         assert pads[0].get_pos().as_tuple()[:2] == (0.0, -4240.0)  # RLBot's first pad
