@@ -16,7 +16,8 @@ Stages, each written to ``OUT/soccar_learn_gpu.json`` as it ends:
    checkpoints every 60 s). ``--graph auto`` captures each PPO iteration in a CUDA graph and falls back
    to eager steps (recorded) when the capture fails;
 3. the target: the last checkpoint against the ball chaser, ``--games`` 5-minute games (Soccar's
-   GAME_PARAMS: kickoffs after goals, overtime until a goal, a draw after 5 more minutes) on the GPU,
+   GAME_PARAMS: kickoffs after goals, overtime until a goal, a draw after ``--overtime`` seconds more,
+   default 120, which bounds the stage at 420 s of game time) on the GPU,
    the policy deterministic, on blue in even games and orange in odd ones (nitro eval's
    evaluate_vs_bots, its steps replayed from CUDA graphs);
 4. the curve: up to ``--curve-points`` earlier checkpoints, each in ``--curve-games`` games of
@@ -170,6 +171,7 @@ def main() -> int:
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="more config overrides, e.g. ppo.lr=1e-4")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--game-seconds", type=float, default=300.0, help="the target games' length (a dry run shortens it)")
+    ap.add_argument("--overtime", type=float, default=120.0, help="overtime limit of the target games (s): then a draw")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -189,7 +191,8 @@ def main() -> int:
         "bench": "soccar_learn_gpu", "torch": torch.__version__,
         "device": torch.cuda.get_device_name() if args.device == "cuda" else platform.processor() or "cpu",
         "triton": triton_version, "cuda": torch.version.cuda, "python": platform.python_version(),
-        "budget_seconds": args.budget, "games": args.games, "target": {"win_rate": TARGET_WIN_RATE,
+        "budget_seconds": args.budget, "games": args.games, "game_seconds": args.game_seconds,
+        "overtime_seconds": args.overtime, "target": {"win_rate": TARGET_WIN_RATE,
         "minutes": TARGET_MINUTES, "games": 200, "game_seconds": 300}, "checks": {}, "training": {},
         "errors": [], "curve_evals": [],
     }  # fmt: skip
@@ -219,7 +222,7 @@ def main() -> int:
         return 1
 
     final = checkpoint.latest(run_dir)
-    result, wall = play(run_dir, str(final), args.games, args.game_seconds, args.game_seconds, args.seed, args.device)
+    result, wall = play(run_dir, str(final), args.games, args.game_seconds, args.overtime, args.seed, args.device)
     results["target_eval"] = {**result["opponents"]["ball_chaser"], "wall_seconds": wall, "graph": result["graph"],
                               "update": result["update"], "env_steps": result["global_step"],
                               "graph_error": result.get("graph_error")}
