@@ -11,10 +11,11 @@ Stages, each written to ``OUT/soccar_learn_gpu.json`` as it ends:
 1. checks: the scripted players on CUDA against the CPU (controls within 1e-5, the same lookup actions)
    and one Soccar-v0 step with their actions under ``torch.cuda.set_sync_debug_mode("error")``;
 2. training: the ``soccar`` preset on CUDA (1v1 self-play, GigaLearn's example rewards, 256 x 3 ReLU,
-   gamma 0.99, lambda 0.95, clip 0.2, tick skip 8) for ``--budget`` seconds of wall time counted from
-   the trainer's construction (env set-up and graph capture included), in OUT/run (metrics.jsonl,
-   checkpoints every 60 s). ``--graph auto`` captures each PPO iteration in a CUDA graph and falls back
-   to eager steps (recorded) when the capture fails;
+   gamma 0.99, lambda 0.95, clip 0.2, tick skip 8, the fused physics kernel) for ``--budget`` seconds
+   of wall time counted from the trainer's construction (env set-up and graph capture included), in
+   OUT/run (metrics.jsonl, checkpoints every 60 s). ``--graph auto`` captures each PPO iteration in a
+   CUDA graph and falls back to eager steps when that fails, then to the eager physics (each failure
+   recorded);
 3. the target: the last checkpoint against the ball chaser, ``--games`` 5-minute games (Soccar's
    GAME_PARAMS: kickoffs after goals, overtime until a goal, a draw after ``--overtime`` seconds more,
    default 120, which bounds the stage at 420 s of game time) on the GPU,
@@ -90,8 +91,9 @@ def checks(results: dict) -> None:
     results["checks"]["step_with_bots_no_host_syncs"] = True
 
 
-def train(args, out: Path, graph: bool, results: dict) -> tuple[Path, dict]:
-    """The soccar preset for ``args.budget`` seconds; returns the run directory and the last metrics."""
+def train(args, out: Path, graph: bool, physics: str | None, results: dict) -> tuple[Path, dict]:
+    """The soccar preset (its physics, or ``physics``) for ``args.budget`` seconds; returns the run
+    directory and the last metrics."""
     run_dir = out / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -100,6 +102,8 @@ def train(args, out: Path, graph: bool, results: dict) -> tuple[Path, dict]:
                  f"run.seed={args.seed}", f"run.device={args.device}"]
     if args.num_envs:
         overrides.append(f"env.num_envs={args.num_envs}")
+    if physics:
+        overrides.append(f"env.params.physics={physics}")
     overrides += args.set
     cfg = C.load("soccar", overrides)
     results["config"] = C.to_dict(cfg)
@@ -120,7 +124,7 @@ def train(args, out: Path, graph: bool, results: dict) -> tuple[Path, dict]:
     trainer.save(metrics.get("episode/return"))
     wall = time.perf_counter() - start
     results["training"].update({
-        "graph": graph, "wall_seconds": wall, "setup_seconds": trainer.setup_seconds, "updates": trainer.update,
+        "graph": graph, "physics": trainer.env.params.physics, "wall_seconds": wall, "setup_seconds": trainer.setup_seconds, "updates": trainer.update,
         "env_steps": trainer.global_step, "agent_steps": trainer.global_step * agents, "num_envs": trainer.N,
         "agents": agents, "agent_steps_per_s": trainer.global_step * agents / max(trainer.train_seconds, 1e-9),
         "final_return": metrics.get("episode/return"), "phases": {k: v for k, v in metrics.items() if k.startswith("perf/")},
@@ -207,14 +211,16 @@ def main() -> int:
             results["errors"].append({"stage": "checks", "error": traceback.format_exc()})
         save()
 
-    graphs = {"auto": [True, False], "true": [True], "false": [False]}[args.graph]
+    attempts = [(graph, None) for graph in {"auto": [True, False], "true": [True], "false": [False]}[args.graph]]
+    attempts.append((attempts[-1][0], "eager"))  # the PyTorch tick, should the fused kernel fail here
     run_dir = None
-    for graph in graphs:
+    for graph, physics in attempts:
         try:
-            run_dir, _ = train(args, out, graph, results)
+            run_dir, _ = train(args, out, graph, physics, results)
             break
         except Exception:
-            results["errors"].append({"stage": f"training (graph={graph})", "error": traceback.format_exc()[-4000:]})
+            results["errors"].append({"stage": f"training (graph={graph}, physics={physics or 'preset'})",
+                                      "error": traceback.format_exc()[-4000:]})
             save()
     save()
     if run_dir is None:
@@ -262,7 +268,8 @@ def main() -> int:
 
     tr = results["training"]
     print(f"wrote {path}")
-    print(f"device {results['device']}  torch {results['torch']}  graph={tr['graph']}  envs {tr['num_envs']}")
+    print(f"device {results['device']}  torch {results['torch']}  graph={tr['graph']}  physics={tr['physics']}  "
+          f"envs {tr['num_envs']}")
     print(f"{'stage':<30} {'value':>20}")
     print(f"{'training wall (s)':<30} {tr['wall_seconds']:>20.1f}")
     print(f"{'agent steps':<30} {tr['agent_steps']:>20.3e}")

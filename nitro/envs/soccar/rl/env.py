@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 
 import torch
 
@@ -141,6 +142,9 @@ class Soccar(Env[SoccarState, SoccarParams]):
         key = (num_envs, device)
         if key not in self._arenas:
             p = self.params
+            if p.physics == "fused" and device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+                raise ValueError(f"physics='fused' runs a Triton kernel: it needs a CUDA device (or TRITON_INTERPRET=1), "
+                                 f"got {device}; use physics='eager' there (nitro eval: --params physics=eager)")
             self._arenas[key] = Arena(num_envs, p.blue, p.orange, car=p.car, device=device, meshes=p.meshes,
                                       kickoff_after_goal=p.kickoff_after_goal)
         return self._arenas[key]

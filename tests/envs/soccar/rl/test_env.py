@@ -5,6 +5,7 @@ bookkeeping of touches (fed through the arena's events)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -155,6 +156,11 @@ def test_bad_params():
         Soccar(SoccarParams(action_delay=9))
     with pytest.raises(ValueError, match="at least one car"):
         Soccar(SoccarParams(blue=0, orange=0))
+    with pytest.raises(ValueError, match="physics must be one of"):
+        Soccar(SoccarParams(physics="fast"))
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        with pytest.raises(ValueError, match="physics='fused' runs a Triton kernel: it needs a CUDA device"):
+            Soccar(SoccarParams(physics="fused")).reset(keys(2), 2, "cpu")
 
 
 def test_whole_games_play_on_after_goals(env):
