@@ -189,7 +189,7 @@ def _eval(args) -> int:
         print(json.dumps(result))
         if not args.no_write:
             files = evals.write_vs_bots(run, result)
-            _eval_curve(run, files["table"], files["json"].name, "vs_bots_curve", evals.read_vs_bots)
+            _eval_curve(run, [files["json"], files["table"]], "vs_bots_curve", evals.read_vs_bots)
         return 0
     bad = [i for i in args.replay_envs if not 0 <= i < args.episodes]
     if bad:
@@ -211,26 +211,27 @@ def _eval(args) -> int:
             print(f"wrote {path}; view it with: nitro replay {path} --html replay.html", file=sys.stderr)
     if not args.no_write:
         files = evals.write(run, result)
-        _eval_curve(run, files["table"], files["episodes"].name, "eval_curve", evals.read)
+        _eval_curve(run, [files["table"], files["episodes"].name], "eval_curve", evals.read)
     return 0
 
 
-def _eval_curve(run, table, other: str, draw: str, read) -> None:
+def _eval_curve(run, written: list, draw: str, read) -> None:
     """Draw the eval curve (``nitro.monitor.plot.<draw>`` of ``read(run)``) where matplotlib is installed,
     and say what was written."""
     import sys
 
     from nitro.monitor import require
 
+    files = ", ".join(map(str, written))
     try:
         require("matplotlib", "the eval curve")
     except ValueError as missing:
-        print(f"wrote {table} and {other}; {missing}", file=sys.stderr)
+        print(f"wrote {files}; {missing}", file=sys.stderr)
         return
     from nitro.monitor import plot
 
     curve = getattr(plot, draw)(run, read(run))
-    print(f"wrote {table}, {other} and {curve.name}", file=sys.stderr)
+    print(f"wrote {files} and {curve.name}", file=sys.stderr)
 
 
 def _export(args) -> int:
