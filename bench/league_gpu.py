@@ -21,8 +21,9 @@ with 95% bootstrap intervals), the score against the tactical bot with its Wilso
 the policy's most likely move is a best move of the 300 solver-valued positions of tests/envs/data (the
 tactical bot: 0.91). The claims checked: the final policy scores >= 0.60 against the tactical bot (2,048
 games, its 95% interval above 0.5), and rates >= 400 Elo (an expected score of 0.91) above its copy at
-update 20 with the two intervals apart. The run directory (league.jsonl, metrics, last checkpoint) is
-copied to OUTDIR: ``nitro league OUTDIR/run`` prints the league table and draws the rating curve.
+update 20 with the two intervals apart. The league's rating history is in the JSON (``history``, the
+rating curve's data, drawn as OUTDIR/connect_four_league.png where matplotlib is installed), and the run
+directory is in OUTDIR/run: ``nitro league OUTDIR/run`` prints the league table and draws the curve.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ from nitro.core import rng  # noqa: E402
 from nitro.core.spaces import Discrete  # noqa: E402
 from nitro.envs.connect_four import ConnectFour  # noqa: E402
 from nitro.train import tournament as tour  # noqa: E402
+from nitro.monitor.plots import rating_curve  # noqa: E402
 from nitro.train.config import PolicyConfig, load  # noqa: E402
+from nitro.train.league import read_history  # noqa: E402
 from nitro.train.opponents import PolicyStack  # noqa: E402
 from nitro.train.policy import ActorCritic  # noqa: E402
 from nitro.train.ppo import Trainer  # noqa: E402
@@ -346,12 +349,11 @@ def learn(args, rec: dict, save) -> None:
                                  "ok": bool(mine["elo"] - theirs["elo"] >= BEATS_EARLY and
                                             mine["elo_low"] > theirs["elo_high"])}
     save()
+    rec["history"] = read_history(run_dir)  # the league's ratings per league step: the rating curve's data
+    save()
     try:
-        from nitro.monitor.plots import rating_curve
-        from nitro.train.league import read_history
-
-        rating_curve(read_history(run_dir), Path(args.out) / "connect_four_league.png", "ConnectFour-v3 league")
-    except ImportError as e:  # no matplotlib on this machine: draw it later with nitro league OUTDIR/run
+        rating_curve(rec["history"], Path(args.out) / "connect_four_league.png", "ConnectFour-v3 league")
+    except ImportError as e:  # no matplotlib on this machine: draw it later from the JSON's history
         rec["picture"] = str(e)
 
 

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import textwrap
 
 
 def add_commands(sub) -> None:
     """Register the training subcommands on the ``nitro`` parser."""
     p = sub.add_parser("train", help="train PPO: nitro train ENV_OR_PRESET [section.key=value ...]",
-                       description="Train PPO. ENV is a preset (cartpole, pendulum, ...) or an env id; "
-                                   "overrides look like ppo.lr=3e-4 env.num_envs=65536.")
-    p.add_argument("env", nargs="?", help="preset name or env id (omit with --resume)")
-    p.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. ppo.lr=3e-4")
-    p.add_argument("--config", help="YAML file applied after the preset")
-    p.add_argument("--resume", metavar="RUN", help="continue a run from its latest checkpoint")
-    p.add_argument("--help-config", action="store_true", help="list every config key with its doc")
+                       description=textwrap.fill(
+                           "Train PPO on an env. ENV is a preset (below) or any env id (nitro envs lists "
+                           "them); overrides look like ppo.lr=3e-4 env.num_envs=65536 (nitro train "
+                           "--help-config lists every key). The run goes to a new directory "
+                           "runs/<env>-<time> (run.dir, run.name).", 78),
+                       epilog=presets_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("env", nargs="?", metavar="ENV", help="preset name or env id (omit with --resume)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="dotted config overrides, e.g. ppo.lr=3e-4 env.num_envs=65536")
+    p.add_argument("--config", metavar="FILE", help="YAML file of overrides applied after the preset")
+    p.add_argument("--resume", metavar="RUN", help="continue the run in directory RUN from its newest readable "
+                                                    "checkpoint (overrides such as ppo.total_steps=... apply)")
+    p.add_argument("--help-config", action="store_true", help="list every config key with its default and doc")
     p.add_argument("--monitor", action="store_true",
                    help="open a live dashboard beside the run (a tmux pane inside tmux; else training goes to the "
                         "background and the dashboard takes this terminal)")
@@ -22,21 +30,26 @@ def add_commands(sub) -> None:
 
     p = sub.add_parser("eval", help="returns of a trained run over N episodes; multi-agent: its results against "
                                     "the env's bots",
-                       description="Single-agent envs: returns over N episodes. Multi-agent envs: the policy on one "
-                                   "team and a bot in every other seat, N of the env's whole games per bot (soccar: "
-                                   "5 minutes): win rate, wins, draws, losses, mean result and return, the env's "
-                                   "episode statistics (soccar: goals for and against, touches), with 95% "
-                                   "confidence intervals; RUN/eval/vs_bots.csv and vs_bots.png.")
-    p.add_argument("run", help="run directory")
-    p.add_argument("--episodes", type=int, default=100, help="episodes (multi-agent: games per bot)")
-    p.add_argument("--vs", nargs="*", help="multi-agent: the bots to play (default: every bot of the env)")
+                       description=textwrap.fill(
+                           "Play a trained policy on fresh episodes and print the results as JSON. Single-agent "
+                           "envs: returns over N episodes. Multi-agent envs: the policy on one team and a bot in "
+                           "every other seat, N of the env's whole games per bot (soccar: 5 minutes): win rate, "
+                           "wins, draws, losses, mean result, result margin and return, the env's episode "
+                           "statistics (soccar: goals for and against, touches), with 95% confidence intervals; "
+                           "RUN/eval/vs_bots.csv and vs_bots.png.", 78))
+    p.add_argument("run", metavar="RUN", help="run directory (runs/<env>-<time>)")
+    p.add_argument("--episodes", type=int, default=100,
+                   help="episodes to play, in parallel (multi-agent: games per bot; default 100)")
+    p.add_argument("--vs", nargs="*", metavar="BOT", help="multi-agent: the bots to play (default: every bot of the env)")
     p.add_argument("--params", nargs="*", default=[], metavar="KEY=VALUE",
                    help="env params to change, e.g. episode=game round_weights=none (whole Skull King games)")
-    p.add_argument("--sample", action="store_true", help="sample actions (default: deterministic mode)")
+    p.add_argument("--sample", action="store_true",
+                   help="sample actions from the policy (default: its most likely action)")
     p.add_argument("--checkpoint", default="auto",
-                   help="best | latest | a .safetensors path (auto: best, or latest for multi-agent self-play runs)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--seed", type=int, default=12345)
+                   help="best (highest recent return), latest, or a .safetensors path (default auto: best, or "
+                        "latest for multi-agent self-play runs)")
+    p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda or cuda:N")
+    p.add_argument("--seed", type=int, default=12345, help="seed of the episodes (default 12345)")
     p.add_argument("--replay", action="store_true",
                    help="soccar envs: record --replay-envs into RUN/replays/eval_<checkpoint>.npz")
     p.add_argument("--replay-envs", type=int, nargs="+", default=[0], metavar="I",
@@ -47,9 +60,11 @@ def add_commands(sub) -> None:
                    help="only print the result (default: also RUN/eval/eval.csv, the episodes and eval.png)")
     p.set_defaults(fn=_eval)
 
-    p = sub.add_parser("league", help="a run's league: rating table and rating-over-time picture")
-    p.add_argument("run", help="run directory of a training run with a league")
-    p.add_argument("--png", help="where to write the picture (default RUN/league.png)")
+    p = sub.add_parser("league", help="a run's league: rating table and rating-over-time picture",
+                       description="Print a run's league rating table and draw its ratings over time (the picture "
+                                   "needs matplotlib: pip install \"nitro-rl[league]\").")
+    p.add_argument("run", metavar="RUN", help="run directory of a training run with a league")
+    p.add_argument("--png", metavar="FILE", help="where to write the picture (default RUN/league.png)")
     p.set_defaults(fn=_league)
 
     p = sub.add_parser("tournament", help="round robin of runs, checkpoints and bots on the device",
@@ -57,26 +72,42 @@ def add_commands(sub) -> None:
                                    "the device; prints a Bradley-Terry Elo table with 95% bootstrap intervals.")
     p.add_argument("targets", nargs="*", metavar="RUN_OR_CHECKPOINT",
                    help="run directories (their latest checkpoint) or .safetensors checkpoints")
-    p.add_argument("--games", type=int, default=256, help="games per ordered pair of players")
-    p.add_argument("--bots", nargs="*", default=[], help="scripted players of the env, e.g. random tactical")
+    p.add_argument("--games", type=int, default=256, help="games per ordered pair of players (default 256)")
+    p.add_argument("--bots", nargs="*", default=[], metavar="BOT",
+                   help="scripted players of the env, e.g. random tactical")
     p.add_argument("--pool", action="store_true", help="also the league snapshots stored in each checkpoint")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda or cuda:N")
+    p.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
     p.add_argument("--params", nargs="*", default=[], metavar="KEY=VALUE",
                    help="env params to change, e.g. episode=game round_weights=none (whole Skull King games)")
-    p.add_argument("--out", help="also write the results as JSON here")
+    p.add_argument("--out", metavar="FILE", help="also write the results as JSON here")
     p.set_defaults(fn=_tournament)
 
-    p = sub.add_parser("export", help="export a run's policy: ONNX, or a Rocket League bot for RLBot v5")
-    p.add_argument("run", help="run directory")
+    p = sub.add_parser("export", help="export a run's policy: ONNX, or a Rocket League bot for RLBot v5",
+                       description="Export a trained policy: to ONNX (observation in, action and value out; needs "
+                                   "the export extra: pip install \"nitro-rl[export]\"), or as an RLBot v5 bot "
+                                   "folder (soccar runs; docs/RLBOT.md).")
+    p.add_argument("run", metavar="RUN", help="run directory (runs/<env>-<time>)")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--onnx", action="store_true", help="export the policy to ONNX")
     target.add_argument("--rlbot", metavar="DIR", help="write an RLBot v5 bot folder (soccar runs; docs/RLBOT.md)")
-    p.add_argument("--out", help="--onnx output path (default RUN/policy.onnx)")
+    p.add_argument("--out", metavar="FILE", help="--onnx output path (default RUN/policy.onnx)")
     p.add_argument("--name", help="--rlbot: the bot's name (default: the run directory's name)")
     p.add_argument("--checkpoint", default="auto",
-                   help="best | latest | a .safetensors path (auto: best; --rlbot: latest for self-play runs)")
+                   help="best (highest recent return), latest, or a .safetensors path (default auto: best; "
+                        "--rlbot: latest for self-play runs)")
     p.set_defaults(fn=_export)
+
+
+def presets_help() -> str:
+    """The presets, one line each: name and the first line of the preset file's leading comment."""
+    from nitro.train.config import presets
+
+    lines = ["presets:"]
+    for name, path in sorted(presets().items()):
+        first = (path.read_text().splitlines() or [""])[0].lstrip("#").strip()
+        lines.append(textwrap.fill(first, 78, initial_indent=f"  {name:<10} ", subsequent_indent=" " * 13))
+    return "\n".join(lines)
 
 
 def _train(args) -> int:
@@ -86,6 +117,7 @@ def _train(args) -> int:
 
     from nitro.monitor import beside, require
     from nitro.train import config as C
+    from nitro.train import rundir
     from nitro.train.ppo import Trainer, run_dir_for
 
     if args.help_config:
@@ -113,17 +145,25 @@ def _train(args) -> int:
         cfg = C.load(args.env, args.overrides, args.config)
         if args.monitor:
             require("textual", "nitro train --monitor")
-            run_dir = run_dir_for(cfg)
-            cfg.run.name = run_dir.name  # the dashboard watches this folder before the trainer makes it
+        run_dir = run_dir_for(cfg) if _is_main() else None
+        if args.monitor:
+            cfg.run.name = run_dir.name  # the dashboard watches this folder before the trainer fills it
             if not beside.in_tmux():
                 train_args = [args.env, *args.overrides, *(["--config", args.config] if args.config else []),
                               f"run.dir={run_dir.parent}", f"run.name={run_dir.name}", "run.console=false"]
                 return beside.watch_background(beside.train_in_background(train_args, run_dir), run_dir)
             beside.open_tmux_pane(run_dir)
-        trainer = Trainer(cfg, run_dir_for(cfg) if _is_main() else None)
+        try:
+            trainer = Trainer(cfg, run_dir)
+        except BaseException:
+            if run_dir:
+                rundir.discard_if_unused(run_dir)  # a failed set-up leaves nothing behind
+            raise
     metrics = trainer.train()
     if trainer.dist.is_main:
-        summary = {k: metrics[k] for k in ("global_step", "episode/return", "perf/sps") if k in metrics}
+        print(f"nitro: {trainer.outcome}; run: {trainer.run_dir}", flush=True)
+        keys = ("global_step", "episode/return_recent", "episode/recent_episodes", "target_reached", "perf/sps")
+        summary = {k: metrics[k] for k in keys if k in metrics}
         print(json.dumps({"run": str(trainer.run_dir), **summary}))
     from nitro.train import dist
 
@@ -263,12 +303,14 @@ def _league(args) -> int:
 
     info = summary(args.run)
     table = Table(title=f"league of {Path(args.run).name} at update {info['update']}")
-    for col in ("rank", "player", "Elo", "OpenSkill (mu - 3 sigma)", "games", "joined at update"):
+    for col in ("rank", "player", "Elo", "OpenSkill (mu - 3 sigma)", "games", "joined at update",
+                "learner's recent score"):
         table.add_column(col, justify="left" if col == "player" else "right")
     for i, r in enumerate(info["table"], 1):
         skill = "-" if r["openskill"] is None else f"{r['openskill']:.2f}"
         joined = "-" if r["joined"] is None else str(r["joined"])
-        table.add_row(str(i), r["name"], f"{r['elo']:.0f}", skill, str(r["games"]), joined)
+        recent = "-" if r["recent_score"] is None else f"{r['recent_score']:.3f}"
+        table.add_row(str(i), r["name"], f"{r['elo']:.0f}", skill, str(r["games"]), joined, recent)
     Console().print(table)
     if info["history"]:
         path = rating_curve(info["history"], args.png or Path(args.run) / "league.png", f"league of {Path(args.run).name}")

@@ -120,8 +120,9 @@ class RunConfig:
     graph: str = "auto"
     """Capture rollout and update in one CUDA graph: auto (on CUDA) | true | false."""
     threads: int = 0
-    """CPU threads of PyTorch's intra-op pool; 0 keeps PyTorch's default. The run records the count it
-    used (resumes use it again): results are bit-identical at a fixed thread count, not across counts."""
+    """CPU threads of PyTorch's intra-op pool; 0 picks: on a CPU one per 4,096 envs (at least 1, at most
+    PyTorch's default; small batches run fastest on one), on a GPU PyTorch's default. The run records the
+    count (resumes use it again): results are bit-identical at a fixed thread count, not across counts."""
     dir: str = "runs"
     """Parent folder of run directories."""
     name: str = ""
@@ -160,10 +161,15 @@ class LeagueConfig:
     league.matchmaking) and any bot by name (a fixed share for it). Normalized to sum to 1."""
     matchmaking: str = "pfsp"
     """How the pool share is spread: uniform | pfsp (prioritized fictitious self-play: weight (1 - p)^power
-    for p the learner's Elo-expected score against the member) | even (weight p (1 - p): members near the
-    learner's rating)."""
+    for p the learner's recent score against the member, see score_decay) | even (weight p (1 - p):
+    members it beats about half the time)."""
     pfsp_power: float = 2.0
     """The exponent of pfsp's weighting (0: uniform; larger: harder opponents more often)."""
+    score_decay: float = 0.9
+    """Matchmaking's p against a member: the learner's score in its games against it (wins + draws / 2,
+    plus one virtual win and one virtual loss: 0.5 before any game), each league step keeping this share of
+    the earlier games' weight (0: the last step's games only). Measured, not read off Elo, which drifts in
+    a self-play pool (a beaten bot would seem ever easier and stop being played)."""
     update_every: int = 5
     """Updates between league steps: results read from the device, ratings and matchmaking updated."""
     elo_k: float = 8.0
@@ -459,6 +465,8 @@ def validate(cfg: TrainConfig) -> None:
         ("league.add_every", lg.add_every, lg.add_every >= 1, "an int >= 1 (updates between snapshots)"),
         ("league.update_every", lg.update_every, lg.update_every >= 1, "an int >= 1 (updates between league steps)"),
         ("league.pfsp_power", lg.pfsp_power, finite(lg.pfsp_power) and lg.pfsp_power >= 0, "a number >= 0 (e.g. 2)"),
+        ("league.score_decay", lg.score_decay, finite(lg.score_decay) and 0 <= lg.score_decay < 1,
+         "a number in [0, 1) (e.g. 0.9)"),
         ("league.elo_k", lg.elo_k, finite(lg.elo_k) and lg.elo_k > 0, "a number > 0 (e.g. 8)"),
         ("league.rated_games", lg.rated_games, lg.rated_games >= 1, "an int >= 1 (e.g. 512)"),
         ("league.dense_reward", lg.dense_reward, finite(lg.dense_reward), "a finite number (e.g. 1.0)"),

@@ -211,9 +211,10 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
     in every other seat, ``games`` games per bot (default: every bot of the env), all at once, in the
     env's whole games (`game_params`, then ``env_params``). Per bot: the policy's win rate (the top
     ``env.result``, ties shared) and its wins, draws (the top shared with other teams) and losses,
-    mean result, mean return and the env's ``episode_stats``, each with the half-width of its 95%
-    confidence interval over games; and the env params played and the checkpoint's update and step.
-    ``graph``: replay the steps from CUDA graphs (auto: on CUDA; `play_vs_bot`)."""
+    mean result, result margin (its team's mean result minus the other seats' mean in the same game),
+    mean return and the env's ``episode_stats``, each with the half-width of its 95% confidence
+    interval over games; and the env params played and the checkpoint's update and step. ``graph``:
+    replay the steps from CUDA graphs (auto: on CUDA; `play_vs_bot`)."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     cfg, env, policy, rms = load_policy(run, checkpoint, device, env_params, games=True)
@@ -250,13 +251,15 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
 
 
 def summarize_games(g: Games, games: int, num_agents: int) -> dict:
-    """The learner's win rate, wins, draws, losses, return and final statistics, each a mean over games
-    with its 95% interval (team statistics: the mean over the learner's cars)."""
+    """The learner's win rate, wins, draws, losses, result margin, return and final statistics, each a
+    mean over games with its 95% interval (team statistics: the mean over the learner's cars)."""
     standing = g.final.get("result", g.ep_return).view(games, num_agents)
+    learner = g.learner.view(games, num_agents)
     top = standing == standing.max(1, keepdim=True).values
-    mine = (top & g.learner.view(games, num_agents)).sum(1)
+    mine = (top & learner).sum(1)
     won, shared = (mine > 0) & (mine == top.sum(1)), (mine > 0) & (mine < top.sum(1))
-    row = {"win_rate": mine / top.sum(1), "wins": won, "draws": shared, "losses": mine == 0,
+    margin = standing[learner].view(games, -1).mean(1) - standing[~learner].view(games, -1).mean(1)
+    row = {"win_rate": mine / top.sum(1), "wins": won, "draws": shared, "losses": mine == 0, "result_margin": margin,
            "return": g.ep_return[g.learner].view(games, -1).mean(1)}
     row.update({k: v[g.learner].view(games, -1).mean(1) for k, v in g.final.items()})  # per game: the team's mean
     summary = {}

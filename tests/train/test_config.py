@@ -160,9 +160,9 @@ INVALID = {
     "run.threads": -1, "run.dir": "", "run.name": "a/b", "run.log_every": 0, "run.checkpoint_every": 0,
     "run.checkpoint_seconds": -1, "run.keep_last": 0, "run.tensorboard": "x", "run.console": "x",
     "league.pool_size": -1, "league.add_every": 0, "league.drop": "newest", "league.bots": "[nobody]",
-    "league.mix": "{self: -1}", "league.matchmaking": "elo", "league.pfsp_power": -1, "league.update_every": 0,
-    "league.elo_k": 0, "league.rated_games": 0, "league.opponent_eval": "loop", "league.dense_reward": "nan",
-    "league.outcome_reward": "inf", "curriculum.stages": "[{until: 'win >= x'}]",
+    "league.mix": "{self: -1}", "league.matchmaking": "elo", "league.pfsp_power": -1, "league.score_decay": 1,
+    "league.update_every": 0, "league.elo_k": 0, "league.rated_games": 0, "league.opponent_eval": "loop",
+    "league.dense_reward": "nan", "league.outcome_reward": "inf", "curriculum.stages": "[{until: 'win >= x'}]",
     "monitor.replay_every": -1, "monitor.replay_envs": "[0, 99999]", "monitor.render": "unity",
 }
 """One invalid value per config field (the issue's observed ones among them)."""

@@ -27,17 +27,34 @@ def test_pool_adds_and_drops_by_the_stated_rule():
 def test_matchmaking_weights_by_hand():
     lg = League(LeagueConfig(pool_size=1, bots=["random"], mix={"self": 0.5, "pool": 0.5}, matchmaking="pfsp"))
     lg.add_snapshot(0)
-    lg.ratings.elo.update({LEARNER: 1000.0, "snap0": 1000.0, "bot:random": 800.0})
-    # pfsp (power 2): p = 0.5 against snap0 -> 0.25; p = 0.7597469 against random -> 0.2402531^2 = 0.0577215
-    w = [0.25, 0.2402531**2]
-    assert lg.probs() == pytest.approx([0.5, 0.5 * w[0] / sum(w), 0.5 * w[1] / sum(w)], abs=1e-6)
-    lg.cfg.matchmaking = "even"  # p (1 - p): 0.25 and 0.7597469 * 0.2402531 = 0.1825316
-    w = [0.25, 0.7597469 * 0.2402531]
-    assert lg.probs() == pytest.approx([0.5, 0.5 * w[0] / sum(w), 0.5 * w[1] / sum(w)], abs=1e-6)
+    # the learner scored 0 of 0 against snap0 (p = 1 / 2) and 7 of 8 against random (p = 8 / 10)
+    lg.scores.update({"snap0": [0.0, 0.0], "bot:random": [7.0, 8.0]})
+    assert lg.expected("snap0") == 0.5 and lg.expected("bot:random") == 0.8
+    w = [0.25, 0.2**2]  # pfsp (power 2): (1 - p)^2
+    assert lg.probs() == pytest.approx([0.5, 0.5 * w[0] / sum(w), 0.5 * w[1] / sum(w)], abs=1e-12)
+    lg.cfg.matchmaking = "even"  # p (1 - p): 0.25 and 0.16
+    w = [0.25, 0.16]
+    assert lg.probs() == pytest.approx([0.5, 0.5 * w[0] / sum(w), 0.5 * w[1] / sum(w)], abs=1e-12)
     lg.cfg.matchmaking = "uniform"
     assert lg.probs() == pytest.approx([0.5, 0.25, 0.25])
     lg.mix = {"self": 1.0, "random": 3.0}  # a named bot takes a fixed share
     assert lg.probs() == pytest.approx([0.25, 0.0, 0.75])
+
+
+def test_matchmaking_reads_recent_scores_not_ratings():
+    """Scores decay by league.score_decay per league step; Elo plays no part, so a bot whose Elo has fallen
+    far behind the learner's is played again as soon as the learner starts losing to it."""
+    lg = League(LeagueConfig(pool_size=1, bots=["tactical"], mix={"pool": 1.0}, score_decay=0.5))
+    lg.add_snapshot(0)
+    lg.record([[0, 0, 0], [0, 0, 0], [10, 0, 0]], update=1)  # 10 wins: [10, 10], p = 11 / 12
+    assert lg.scores["bot:tactical"] == [10.0, 10.0] and lg.expected("bot:tactical") == pytest.approx(11 / 12)
+    lg.record([[0, 0, 0], [0, 0, 0], [0, 2, 2]], update=2)  # [5 + 1, 5 + 4] = [6, 9]: p = 7 / 11
+    assert lg.scores["bot:tactical"] == [6.0, 9.0] and lg.expected("bot:tactical") == pytest.approx(7 / 11)
+    lg.record([[0, 0, 0], [0, 0, 0], [0, 0, 0]], update=3)  # no games: both halve, p = 4 / 6.5
+    assert lg.scores["bot:tactical"] == [3.0, 4.5] and lg.scores["snap0"] == [0.0, 0.0]
+    lg.ratings.elo.update({LEARNER: 3000.0, "snap0": 3000.0, "bot:tactical": 1000.0})  # no effect
+    w = [0.25, (1 - 4 / 6.5) ** 2]  # pfsp: snap0 at p = 1 / 2, the bot at 4 / 6.5
+    assert lg.probs() == pytest.approx([0.0, w[0] / sum(w), w[1] / sum(w)], abs=1e-12)
 
 
 def test_record_rates_the_learner_against_each_member():

@@ -142,9 +142,6 @@ class Soccar(Env[SoccarState, SoccarParams]):
         key = (num_envs, device)
         if key not in self._arenas:
             p = self.params
-            if p.physics == "fused" and device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
-                raise ValueError(f"physics='fused' runs a Triton kernel: it needs a CUDA device (or TRITON_INTERPRET=1), "
-                                 f"got {device}; use physics='eager' there (nitro eval: --params physics=eager)")
             self._arenas[key] = Arena(num_envs, p.blue, p.orange, car=p.car, device=device, meshes=p.meshes,
                                       kickoff_after_goal=p.kickoff_after_goal)
         return self._arenas[key]
@@ -241,6 +238,9 @@ PHYSICS = ("eager", "fused")
 def fused_ticks(game: GameState, events: ArenaEvents, controls: torch.Tensor, world: World,
                 ticks: int) -> tuple[GameState, ArenaEvents]:
     """`step_ticks` in one fused kernel launch, on contiguous copies (the kernel writes in place)."""
+    if controls.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError(f"physics='fused' runs a Triton kernel: it needs a CUDA device (or TRITON_INTERPRET=1), "
+                         f"got {controls.device}; use physics='eager' there (nitro eval: --params physics=eager)")
     game, events = tree.tree_map(lambda x: x.clone(memory_format=torch.contiguous_format), (game, events))
     launch_step_ticks_(game, events, controls.contiguous(), world, ticks)
     return game, events

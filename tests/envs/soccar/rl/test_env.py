@@ -159,8 +159,10 @@ def test_bad_params():
     with pytest.raises(ValueError, match="physics must be one of"):
         Soccar(SoccarParams(physics="fast"))
     if os.environ.get("TRITON_INTERPRET") != "1":
+        fused = Soccar(SoccarParams(physics="fused"))
+        state = fused.reset(keys(2), 2, "cpu")  # resets need no kernel (a trainer sizes its memory on the CPU)
         with pytest.raises(ValueError, match="physics='fused' runs a Triton kernel: it needs a CUDA device"):
-            Soccar(SoccarParams(physics="fused")).reset(keys(2), 2, "cpu")
+            fused.step(state, torch.zeros(4, dtype=torch.int64), keys(2))
 
 
 def test_whole_games_play_on_after_goals(env):
