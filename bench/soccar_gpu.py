@@ -160,6 +160,11 @@ class Recorder:
 
 
 def _row_text(row: dict) -> str:
+    if "env_ticks_per_s" in row:
+        return (
+            f"{row['mode']} {row['teams']} {row['num_envs']} envs: {row['env_ticks_per_s']:.3e} env-ticks/s "
+            f"({row['median_s'] * 1e3:.3f} ms per {row['ticks_per_call']} ticks)"
+        )
     if "car_ticks_per_s" in row:
         return (
             f"{row['mode']} {row['num_envs']} envs: {row['car_ticks_per_s']:.3e} car-ticks/s "
@@ -395,6 +400,8 @@ def section_checks(rec: Recorder, args) -> None:
 
 CAR_STAGE_TESTS = ("test_arena", "test_car", "test_rigid_body", "test_vehicle")
 """The car twins' stage tests: bench/soccar_cars_gpu.py runs them."""
+GAME_STAGE_TESTS = ("test_boost_pads", "test_ball_hit", "test_car_bump", "test_rules", "test_game")
+"""The game rules' twins: bench/soccar_game_gpu.py runs them."""
 
 
 def run_stage_tests(rec: Recorder, meshes, stems) -> None:
@@ -437,8 +444,8 @@ def _parametrized(test) -> list[dict]:
 
 def section_stages(rec: Recorder, args) -> None:
     folder = ROOT / "tests" / "envs" / "soccar" / "kernels"
-    # the classifier's own tests are reference only; the car twins run in bench/soccar_cars_gpu.py
-    skip = ("test_kernel_checks", *CAR_STAGE_TESTS)
+    # the classifier's own tests are reference only; the car and game twins run in their own benches
+    skip = ("test_kernel_checks", *CAR_STAGE_TESTS, *GAME_STAGE_TESTS)
     run_stage_tests(rec, args.meshes, [p.stem for p in sorted(folder.glob("test_*.py")) if p.stem not in skip])
 
 
