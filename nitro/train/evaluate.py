@@ -214,7 +214,8 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
     mean result, result margin (its team's mean result minus the other seats' mean in the same game),
     mean return and the env's ``episode_stats``, each with the half-width of its 95% confidence
     interval over games; and the env params played and the checkpoint's update and step. ``graph``:
-    replay the steps from CUDA graphs (auto: on CUDA; `play_vs_bot`)."""
+    replay the steps from CUDA graphs (auto: on CUDA, eagerly where capturing fails, noted in the
+    result; `play_vs_bot`)."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     cfg, env, policy, rms = load_policy(run, checkpoint, device, env_params, games=True)
@@ -245,7 +246,14 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
 
     for i, name in enumerate(bots):
         keys = rng.env_keys(rng.key(seed + i, device), games)
-        played_games = play_vs_bot(env, actor, known[name], games, keys, device, max_steps, graphed)
+        try:
+            played_games = play_vs_bot(env, actor, known[name], games, keys, device, max_steps, graphed)
+        except RuntimeError as error:  # an env whose step cannot be captured: auto plays it eagerly
+            if graph != "auto" or not graphed:
+                raise
+            out["graph"], graphed = False, False
+            out["graph_error"] = " ".join(str(error).split())[:500]
+            played_games = play_vs_bot(env, actor, known[name], games, keys, device, max_steps, False)
         out["opponents"][name] = summarize_games(played_games, games, a)
     return out
 
