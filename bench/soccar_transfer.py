@@ -2,7 +2,7 @@
 RocketSim (the ``rocketsim`` binding, CPU) and its win rate there is set beside its win rate in nitro.
 
     python3 bench/soccar_transfer.py RUN --out DIR [--games 200] [--checkpoint latest] [--bot ball_chaser]
-                                     [--seconds 300] [--max-overtime 300] [--nitro-json FILE | --nitro]
+                                     [--seconds 300] [--max-overtime 120] [--nitro-json FILE | --nitro]
                                      [--seed 0]
 
 RocketSim's games go through nitro's observation path (`nitro.adapters.rocketsim.play_games`: the
@@ -89,7 +89,8 @@ def main() -> int:
     ap.add_argument("--checkpoint", default="latest", help="best | latest | a .safetensors path")
     ap.add_argument("--bot", default="ball_chaser")
     ap.add_argument("--seconds", type=float, default=300.0, help="game length (s)")
-    ap.add_argument("--max-overtime", type=float, default=300.0, help="overtime limit (s); a level game is a draw")
+    ap.add_argument("--max-overtime", type=float, default=120.0,
+                    help="overtime limit (s), then a level game is a draw (120: as bench/soccar_learn_gpu.py plays)")
     ap.add_argument("--seed", type=int, default=0)
     side = ap.add_mutually_exclusive_group()
     side.add_argument("--nitro-json", help="nitro's side: an evaluate_vs_bots JSON of the same checkpoint and bot")
