@@ -84,15 +84,18 @@ def bump_kernel(
         tl.store(demoed_by_ptr + row, demoed_by[c], mask=live)
 
 
+MUTATORS = {
+    "default": MutatorConfig(),
+    "on contact": MutatorConfig(demo_mode="on_contact", bump_force_scale=1.5),
+    "disabled, team demos": MutatorConfig(demo_mode="disabled", enable_team_demos=True, bump_cooldown_time=0.0),
+}
+
+
 @pytest.mark.parametrize(
-    "blue, orange, mutators",
-    [
-        (1, 1, MutatorConfig()),
-        (2, 2, MutatorConfig(demo_mode="on_contact", bump_force_scale=1.5)),
-        (2, 1, MutatorConfig(demo_mode="disabled", enable_team_demos=True, bump_cooldown_time=0.0)),
-    ],
+    "blue, orange, mutators", [(1, 1, "default"), (2, 2, "on contact"), (2, 1, "disabled, team demos")]
 )
 def test_bumps_match_the_reference(blue, orange, mutators):
+    mutators = MUTATORS[mutators]
     n, num_cars = 128, blue + orange
     _, cars, _ = random_game(n, num_cars, seed=20 + num_cars)
     params = car_params(num_cars)
