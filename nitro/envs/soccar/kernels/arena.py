@@ -23,15 +23,16 @@ from nitro.envs.soccar.kernels.ball import finish_physics_tick, is_ball_scored, 
 from nitro.envs.soccar.kernels.car import (
     SOLVER_DEFAULT_TIME_STEP,
     car_table,
-    curve_table,
     load_car,
     load_car_params,
     load_controls,
+    pack_cars,
     store_car,
+    unpack_cars_,
 )
 from nitro.envs.soccar.kernels.vec import load, store
 from nitro.envs.soccar.mutators import TickParams
-from nitro.envs.soccar.state import ArenaEvents, CarState, GameState, World
+from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
 FUSED_BLOCK = 32  # envs per program of the fused tick: one warp, so block-wide branches are warp-wide
 # The fused tick reads its own grid, made for the ball's reach (radius + gap = 93.2 UU): 64-UU cells
@@ -55,7 +56,6 @@ def tick(
     cars,
     controls,
     car_params,
-    curves,
     live,
     tick_time,
     gravity_dv,
@@ -110,7 +110,6 @@ def tick(
                 cars[c],
                 controls[c],
                 car_params[c],
-                curves,
                 tick_time,
                 solver_dt,
                 jump_immediate_force,
@@ -195,51 +194,12 @@ def step_ticks_kernel(
     tick_count_ptr,
     goal_tick_ptr,
     goals_ptr,
-    # the cars' CarState fields, [N, C, ...] each (bools as int8)
-    car_pos_ptr,
-    car_rot_mat_ptr,
-    car_vel_ptr,
-    car_ang_vel_ptr,
-    car_is_on_ground_ptr,
-    car_wheels_with_contact_ptr,
-    car_has_jumped_ptr,
-    car_has_double_jumped_ptr,
-    car_has_flipped_ptr,
-    car_flip_rel_torque_ptr,
-    car_jump_time_ptr,
-    car_flip_time_ptr,
-    car_is_flipping_ptr,
-    car_is_jumping_ptr,
-    car_air_time_ptr,
-    car_air_time_since_jump_ptr,
-    car_boost_ptr,
-    car_boosting_time_ptr,
-    car_is_supersonic_ptr,
-    car_supersonic_time_ptr,
-    car_handbrake_val_ptr,
-    car_is_auto_flipping_ptr,
-    car_auto_flip_timer_ptr,
-    car_auto_flip_torque_scale_ptr,
-    car_has_world_contact_ptr,
-    car_world_contact_normal_ptr,
-    car_car_contact_id_ptr,
-    car_car_contact_cooldown_timer_ptr,
-    car_is_demoed_ptr,
-    car_demo_respawn_timer_ptr,
-    car_last_controls_ptr,
+    # the cars: their packed rows (`kernels/car.pack_cars`) and their two integer fields, [N * C]
+    car_rows_ptr,
+    car_contact_id_ptr,
     car_tick_count_since_update_ptr,
-    car_is_boosting_ptr,
-    car_time_since_boosted_ptr,
-    car_velocity_impulse_cache_ptr,
-    car_engine_force_ptr,
-    car_brake_ptr,
-    car_steer_angle_ptr,
-    car_lat_friction_ptr,
-    car_long_friction_ptr,
-    car_extra_pushback_ptr,
     controls_ptr,
     car_table_ptr,
-    curves_ptr,
     n,
     ticks,
     # tick parameters (`TickParams`)
@@ -339,55 +299,12 @@ def step_ticks_kernel(
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
     goal_tick = tl.load(goal_tick_ptr + lane, mask=live, other=-1)
     goals = tl.load(goals_ptr + lane, mask=live, other=0).to(tl.int32)  # bit 0: blue, bit 1: orange
-    car_ptrs = (
-        car_pos_ptr,
-        car_rot_mat_ptr,
-        car_vel_ptr,
-        car_ang_vel_ptr,
-        car_is_on_ground_ptr,
-        car_wheels_with_contact_ptr,
-        car_has_jumped_ptr,
-        car_has_double_jumped_ptr,
-        car_has_flipped_ptr,
-        car_flip_rel_torque_ptr,
-        car_jump_time_ptr,
-        car_flip_time_ptr,
-        car_is_flipping_ptr,
-        car_is_jumping_ptr,
-        car_air_time_ptr,
-        car_air_time_since_jump_ptr,
-        car_boost_ptr,
-        car_boosting_time_ptr,
-        car_is_supersonic_ptr,
-        car_supersonic_time_ptr,
-        car_handbrake_val_ptr,
-        car_is_auto_flipping_ptr,
-        car_auto_flip_timer_ptr,
-        car_auto_flip_torque_scale_ptr,
-        car_has_world_contact_ptr,
-        car_world_contact_normal_ptr,
-        car_car_contact_id_ptr,
-        car_car_contact_cooldown_timer_ptr,
-        car_is_demoed_ptr,
-        car_demo_respawn_timer_ptr,
-        car_last_controls_ptr,
-        car_tick_count_since_update_ptr,
-        car_is_boosting_ptr,
-        car_time_since_boosted_ptr,
-        car_velocity_impulse_cache_ptr,
-        car_engine_force_ptr,
-        car_brake_ptr,
-        car_steer_angle_ptr,
-        car_lat_friction_ptr,
-        car_long_friction_ptr,
-        car_extra_pushback_ptr,
-    )
     cars = ()
     controls = ()
     car_params = ()
     for c in tl.static_range(NUM_CARS):
-        cars = cars + (load_car(car_ptrs, lane * NUM_CARS + c, live),)
-        controls = controls + (load_controls(controls_ptr, lane * NUM_CARS + c, live),)
+        cars = cars + (load_car(car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, lane * NUM_CARS + c, live, BLOCK),)
+        controls = controls + (load_controls(controls_ptr, lane * NUM_CARS + c, live, BLOCK),)
         car_params = car_params + (load_car_params(car_table_ptr, c),)
     k = 0
     while k < ticks:
@@ -401,7 +318,6 @@ def step_ticks_kernel(
             cars,
             controls,
             car_params,
-            curves_ptr,
             live,
             tick_time,
             gravity_dv,
@@ -454,10 +370,25 @@ def step_ticks_kernel(
     tl.store(goal_tick_ptr + lane, goal_tick, mask=live)
     tl.store(goals_ptr + lane, goals.to(tl.int8), mask=live)
     for c in tl.static_range(NUM_CARS):
-        store_car(car_ptrs, lane * NUM_CARS + c, live, cars[c])
+        store_car(car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, lane * NUM_CARS + c, live, cars[c], BLOCK)
 
 
-@triton_op("nitro::soccar_step_ticks_", mutates_args={'pos', 'vel', 'ang_vel', 'velocity_impulse_cache', 'tick_count_since_update', 'tick_count', 'goal_tick', 'goals', 'cars'})
+@triton_op(
+    "nitro::soccar_step_ticks_",
+    mutates_args={
+        "pos",
+        "vel",
+        "ang_vel",
+        "velocity_impulse_cache",
+        "tick_count_since_update",
+        "tick_count",
+        "goal_tick",
+        "goals",
+        "car_rows",
+        "car_contact_id",
+        "car_tick_count_since_update",
+    },
+)
 def step_ticks_op(
     pos: torch.Tensor,
     vel: torch.Tensor,
@@ -467,10 +398,11 @@ def step_ticks_op(
     tick_count: torch.Tensor,
     goal_tick: torch.Tensor,
     goals: torch.Tensor,
-    cars: list[torch.Tensor],
+    car_rows: torch.Tensor,
+    car_contact_id: torch.Tensor,
+    car_tick_count_since_update: torch.Tensor,
     controls: torch.Tensor,
     car_table: torch.Tensor,
-    curves: torch.Tensor,
     ticks: int,
     params: list[float],
     tri: torch.Tensor,
@@ -499,10 +431,11 @@ def step_ticks_op(
         tick_count_ptr=tick_count,
         goal_tick_ptr=goal_tick,
         goals_ptr=goals,
-        **{f"car_{name}_ptr": field for name, field in zip(CarState.FIELDS, cars)},
+        car_rows_ptr=car_rows,
+        car_contact_id_ptr=car_contact_id,
+        car_tick_count_since_update_ptr=car_tick_count_since_update,
         controls_ptr=controls,
         car_table_ptr=car_table,
-        curves_ptr=curves,
         n=n,
         ticks=ticks,
         **dict(zip(PARAM_NAMES, params)),
@@ -583,7 +516,8 @@ def launch_step_ticks_(
     mesh = ball_grid(world)
     b = state.ball
     goals = events.goal_blue.to(torch.int8) | (events.goal_orange.to(torch.int8) << 1)
-    cars = [getattr(state.cars, name) for name in CarState.FIELDS]
+    cars = state.cars
+    car_rows = pack_cars(cars)  # one row per car: read and written with one memory operation each
     step_ticks_op(
         b.pos,
         b.vel,
@@ -593,10 +527,11 @@ def launch_step_ticks_(
         state.tick_count,
         events.goal_tick,
         goals,
-        [x.view(torch.int8) if x.dtype == torch.bool else x for x in cars],
+        car_rows,
+        cars.car_contact_id,
+        cars.tick_count_since_update,
         controls.contiguous(),
         _car_table(world),
-        _curves(mesh.device),
         int(ticks),
         [float(getattr(world.params, name)) for name in PARAM_NAMES],
         flat_tris(mesh),
@@ -612,6 +547,7 @@ def launch_step_ticks_(
         int(block),
         int(maxnreg),
     )
+    unpack_cars_(car_rows, cars)
     events.goal_blue.copy_((goals & 1) > 0)
     events.goal_orange.copy_((goals & 2) > 0)
 
@@ -624,12 +560,4 @@ def _car_table(world: World) -> torch.Tensor:
     return _CAR_TABLES[key][1]
 
 
-def _curves(device: torch.device) -> torch.Tensor:
-    key = str(device)
-    if key not in _CURVES:
-        _CURVES[key] = curve_table(device)
-    return _CURVES[key]
-
-
 _CAR_TABLES: dict[int, tuple[object, torch.Tensor]] = {}
-_CURVES: dict[str, torch.Tensor] = {}
