@@ -25,18 +25,21 @@ from nitro.envs.soccar.kernels import constexpr, jit, require_triton, tl, triton
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid, grid_args
 from nitro.envs.soccar.kernels.ball import apply_damping, finish_physics_tick, physics_step, update_sleeping
 from nitro.envs.soccar.kernels.car import (
+    CAR_WIDTH,
+    PACKED,
     SOLVER_DEFAULT_TIME_STEP,
     car_table,
-    curve_table,
     load_car,
     load_car_params,
     load_controls,
+    pack_cars,
     store_car,
+    unpack_cars_,
 )
 from nitro.envs.soccar.kernels.rigid_body import column
-from nitro.envs.soccar.kernels.vec import add, load, store, sub, where
+from nitro.envs.soccar.kernels.vec import add, load, load_row, store, store_row, sub, where
 from nitro.envs.soccar.mutators import TickParams
-from nitro.envs.soccar.state import ArenaEvents, CarState, GameState, World
+from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
 FUSED_BLOCK = 32  # envs per program of the fused tick: one warp, so block-wide branches are warp-wide
 # The fused tick reads its own grid, made for the ball's reach (radius + gap = 93.2 UU): 64-UU cells
@@ -48,6 +51,11 @@ BALL_GRID_RADIUS = 96.0
 CAR_CAR_POINTS = constexpr(_CAR_CAR_POINTS)
 BOOST_PAD_COUNT = constexpr(C.BOOST_PAD_COUNT)
 BALL_REST_Z = constexpr(C.BALL_REST_Z)
+HIT_INFO_AT = car_kernels.CAR_TUPLE_FLOATS
+"""Where the ball hit info's floats start in a packed car row: right after `load_car`'s fields."""
+assert PACKED[PACKED.index("ball_hit_info_is_valid") :] == (
+    "ball_hit_info_is_valid", "ball_hit_info_relative_pos_on_ball", "ball_hit_info_ball_pos", "ball_hit_info_extra_hit_vel"
+)  # fmt: skip
 PARAM_NAMES = tuple(f.name for f in dataclasses.fields(TickParams))
 """The kernel's parameters named as `TickParams`' fields (the op carries them as a list in this order)."""
 
@@ -66,7 +74,6 @@ def tick(
     car_params,
     game,
     events,
-    curves,
     tables,
     env,
     live,
@@ -129,7 +136,6 @@ def tick(
     tables. Returns the new ball, tick count, cars, hit infos, game and events. Stages that are not
     simulated yet are noted in their place; ball-only arenas (NUM_CARS = 0) skip the car stages, as
     RocketSim does."""
-    curves_ptr, hit_curve_ptr, bump_curve_ptr = curves
     active_ptr, cooldown_ptr, locked_ptr, pad_table_ptr, hitbox_ptr, respawn_ptr, kickoff_ptr = tables
     sleeping = update_sleeping(vel, ang_vel)  # 1. ball zero-velocity sleeping
     # 2. cars' pre-tick: a demolished car's countdown and respawn, then the rest (suspension, controls,
@@ -150,7 +156,6 @@ def tick(
                 car,
                 controls[c],
                 car_params[c],
-                curves_ptr,
                 tick_time,
                 solver_dt,
                 jump_immediate_force,
@@ -184,7 +189,7 @@ def tick(
         )
         added, info = ball_hit.on_hit(
             is_hit, relative_pos_on_ball, pos, damped_vel, car[0], car[2], column(car[1], 0), hit_infos[c],
-            tick_count, ball_hit_extra_force_scale, hit_curve_ptr,
+            tick_count, ball_hit_extra_force_scale,
         )  # fmt: skip
         velocity_impulse_cache = add(velocity_impulse_cache, added)
         touched = touched + (is_hit,)
@@ -202,7 +207,7 @@ def tick(
             )  # fmt: skip
     states, bumped_by, demoed_by = car_bump.on_car_car_collision(
         states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
-        bump_curve_ptr, BLUE, NUM_CARS, CAR_CAR_POINTS,
+        BLUE, NUM_CARS, CAR_CAR_POINTS,
     )  # fmt: skip
     #    then the solve and integration of each body (the car bodies' contacts come with their stage)
     pos, vel, ang_vel = physics_step(
@@ -354,52 +359,10 @@ def step_ticks_kernel(
     orange_score_ptr,
     scored_last_tick_ptr,
     kickoff_count_ptr,
-    # the cars' CarState fields, [N, C, ...] each (bools as int8)
-    car_pos_ptr,
-    car_rot_mat_ptr,
-    car_vel_ptr,
-    car_ang_vel_ptr,
-    car_is_on_ground_ptr,
-    car_wheels_with_contact_ptr,
-    car_has_jumped_ptr,
-    car_has_double_jumped_ptr,
-    car_has_flipped_ptr,
-    car_flip_rel_torque_ptr,
-    car_jump_time_ptr,
-    car_flip_time_ptr,
-    car_is_flipping_ptr,
-    car_is_jumping_ptr,
-    car_air_time_ptr,
-    car_air_time_since_jump_ptr,
-    car_boost_ptr,
-    car_boosting_time_ptr,
-    car_is_supersonic_ptr,
-    car_supersonic_time_ptr,
-    car_handbrake_val_ptr,
-    car_is_auto_flipping_ptr,
-    car_auto_flip_timer_ptr,
-    car_auto_flip_torque_scale_ptr,
-    car_has_world_contact_ptr,
-    car_world_contact_normal_ptr,
-    car_car_contact_id_ptr,
-    car_car_contact_cooldown_timer_ptr,
-    car_is_demoed_ptr,
-    car_demo_respawn_timer_ptr,
-    car_last_controls_ptr,
+    # the cars: their packed rows (`kernels/car.pack_cars`) and their integer fields, [N * C]
+    car_rows_ptr,
+    car_contact_id_ptr,
     car_tick_count_since_update_ptr,
-    car_is_boosting_ptr,
-    car_time_since_boosted_ptr,
-    car_velocity_impulse_cache_ptr,
-    car_engine_force_ptr,
-    car_brake_ptr,
-    car_steer_angle_ptr,
-    car_lat_friction_ptr,
-    car_long_friction_ptr,
-    car_extra_pushback_ptr,
-    car_ball_hit_info_is_valid_ptr,
-    car_ball_hit_info_relative_pos_on_ball_ptr,
-    car_ball_hit_info_ball_pos_ptr,
-    car_ball_hit_info_extra_hit_vel_ptr,
     car_ball_hit_info_tick_count_when_hit_ptr,
     car_ball_hit_info_tick_count_when_extra_impulse_applied_ptr,
     # the pads' state [N, 34] (read and written)
@@ -416,9 +379,6 @@ def step_ticks_kernel(
     # controls and tables
     controls_ptr,
     car_table_ptr,
-    curves_ptr,
-    hit_curve_ptr,
-    bump_curve_ptr,
     pad_table_ptr,
     hitbox_table_ptr,
     respawn_spawns_ptr,
@@ -551,55 +511,6 @@ def step_ticks_kernel(
         tl.load(scored_last_tick_ptr + lane, mask=live, other=0) != 0,
         tl.load(kickoff_count_ptr + lane, mask=live, other=0),
     )
-    car_ptrs = (
-        car_pos_ptr,
-        car_rot_mat_ptr,
-        car_vel_ptr,
-        car_ang_vel_ptr,
-        car_is_on_ground_ptr,
-        car_wheels_with_contact_ptr,
-        car_has_jumped_ptr,
-        car_has_double_jumped_ptr,
-        car_has_flipped_ptr,
-        car_flip_rel_torque_ptr,
-        car_jump_time_ptr,
-        car_flip_time_ptr,
-        car_is_flipping_ptr,
-        car_is_jumping_ptr,
-        car_air_time_ptr,
-        car_air_time_since_jump_ptr,
-        car_boost_ptr,
-        car_boosting_time_ptr,
-        car_is_supersonic_ptr,
-        car_supersonic_time_ptr,
-        car_handbrake_val_ptr,
-        car_is_auto_flipping_ptr,
-        car_auto_flip_timer_ptr,
-        car_auto_flip_torque_scale_ptr,
-        car_has_world_contact_ptr,
-        car_world_contact_normal_ptr,
-        car_car_contact_id_ptr,
-        car_car_contact_cooldown_timer_ptr,
-        car_is_demoed_ptr,
-        car_demo_respawn_timer_ptr,
-        car_last_controls_ptr,
-        car_tick_count_since_update_ptr,
-        car_is_boosting_ptr,
-        car_time_since_boosted_ptr,
-        car_velocity_impulse_cache_ptr,
-        car_engine_force_ptr,
-        car_brake_ptr,
-        car_steer_angle_ptr,
-        car_lat_friction_ptr,
-        car_long_friction_ptr,
-        car_extra_pushback_ptr,
-        car_ball_hit_info_is_valid_ptr,
-        car_ball_hit_info_relative_pos_on_ball_ptr,
-        car_ball_hit_info_ball_pos_ptr,
-        car_ball_hit_info_extra_hit_vel_ptr,
-        car_ball_hit_info_tick_count_when_hit_ptr,
-        car_ball_hit_info_tick_count_when_extra_impulse_applied_ptr,
-    )
     cars = ()
     hit_infos = ()
     controls = ()
@@ -607,9 +518,14 @@ def step_ticks_kernel(
     car_events = ()
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        cars = cars + (load_car(car_ptrs, row, live),)
-        hit_infos = hit_infos + (load_hit_info(car_ptrs, row, live),)
-        controls = controls + (load_controls(controls_ptr, row, live),)
+        cars = cars + (load_car(car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, BLOCK),)
+        hit_infos = hit_infos + (
+            load_hit_info(
+                car_rows_ptr, car_ball_hit_info_tick_count_when_hit_ptr,
+                car_ball_hit_info_tick_count_when_extra_impulse_applied_ptr, row, live, BLOCK,
+            ),
+        )  # fmt: skip
+        controls = controls + (load_controls(controls_ptr, row, live, BLOCK),)
         car_params = car_params + (load_car_params(car_table_ptr, c),)
         car_events = car_events + (
             (
@@ -624,7 +540,6 @@ def step_ticks_kernel(
         tl.load(goals_ptr + lane, mask=live, other=0).to(tl.int32),  # bit 0: blue, bit 1: orange
         car_events,
     )
-    curves = (curves_ptr, hit_curve_ptr, bump_curve_ptr)
     tables = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr)
     tables = tables + (respawn_spawns_ptr, kickoff_spawns_ptr)
     k = 0
@@ -642,7 +557,6 @@ def step_ticks_kernel(
             car_params,
             game,
             events,
-            curves,
             tables,
             env,
             live,
@@ -714,8 +628,10 @@ def step_ticks_kernel(
     tl.store(goals_ptr + lane, events[1].to(tl.int8), mask=live)
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        store_car(car_ptrs, row, live, cars[c])
-        store_hit_info(car_ptrs, row, live, hit_infos[c])
+        store_car_and_hit_info(
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ball_hit_info_tick_count_when_hit_ptr,
+            car_ball_hit_info_tick_count_when_extra_impulse_applied_ptr, row, live, cars[c], hit_infos[c], BLOCK,
+        )  # fmt: skip
         touch, demoer, bumper, pad = events[2][c]
         tl.store(ball_touch_ptr + row, touch.to(tl.int8), mask=live)
         tl.store(demoed_by_ptr + row, demoer, mask=live)
@@ -724,26 +640,42 @@ def step_ticks_kernel(
 
 
 @jit
-def load_hit_info(ptrs, row, live):
-    """A car's ball hit info from the ``ball_hit_info_*`` fields (the last six of `CarState.FIELDS`)."""
+def load_hit_info(rows_ptr, when_hit_ptr, when_applied_ptr, row, live, BLOCK: tl.constexpr):
+    """A car's ball hit info: its ``ball_hit_info_*`` floats from the car's packed row (after `load_car`'s
+    fields, `HIT_INFO_AT`) and its two tick counts."""
+    v = load_row(rows_ptr, row, live, CAR_WIDTH, BLOCK)
     return (
-        tl.load(ptrs[41] + row, mask=live, other=0) != 0,
-        load(ptrs[42] + row * 3, live, (0.0, 0.0, 0.0)),
-        load(ptrs[43] + row * 3, live, (0.0, 0.0, 0.0)),
-        load(ptrs[44] + row * 3, live, (0.0, 0.0, 0.0)),
-        tl.load(ptrs[45] + row, mask=live, other=-1),
-        tl.load(ptrs[46] + row, mask=live, other=-1),
+        v[HIT_INFO_AT] != 0,
+        (v[HIT_INFO_AT + 1], v[HIT_INFO_AT + 2], v[HIT_INFO_AT + 3]),
+        (v[HIT_INFO_AT + 4], v[HIT_INFO_AT + 5], v[HIT_INFO_AT + 6]),
+        (v[HIT_INFO_AT + 7], v[HIT_INFO_AT + 8], v[HIT_INFO_AT + 9]),
+        tl.load(when_hit_ptr + row, mask=live, other=-1),
+        tl.load(when_applied_ptr + row, mask=live, other=-1),
     )
 
 
 @jit
-def store_hit_info(ptrs, row, live, info):
-    tl.store(ptrs[41] + row, info[0].to(tl.int8), mask=live)
-    store(ptrs[42] + row * 3, info[1], mask=live)
-    store(ptrs[43] + row * 3, info[2], mask=live)
-    store(ptrs[44] + row * 3, info[3], mask=live)
-    tl.store(ptrs[45] + row, info[4], mask=live)
-    tl.store(ptrs[46] + row, info[5], mask=live)
+def store_car_and_hit_info(
+    rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, when_hit_ptr, when_applied_ptr, row, live, car, info,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`kernels/car.store_car` with the ball hit info's floats in the same row, and its tick counts."""
+    f = (
+        car[0] + car[1][0] + car[1][1] + car[1][2] + car[2] + car[3] + (car[4],) + car[5] + (car[6], car[7], car[8])
+        + car[9] + car[10:25] + car[25] + car[27:30] + car[30] + car[32:34] + car[34] + car[35:38] + car[38]
+        + car[39] + car[40] + (info[0],) + info[1] + info[2] + info[3]
+    )  # fmt: skip
+    values = ()
+    for k in tl.static_range(CAR_WIDTH):
+        if k < HIT_INFO_AT + 10:
+            values = values + (f[k].to(tl.float32),)
+        else:
+            values = values + (f[0].to(tl.float32) * 0.0,)
+    store_row(rows_ptr, row, values, live, CAR_WIDTH, BLOCK)
+    tl.store(car_contact_id_ptr + row, car[26], mask=live)
+    tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
+    tl.store(when_hit_ptr + row, info[4], mask=live)
+    tl.store(when_applied_ptr + row, info[5], mask=live)
 
 
 @triton_op("nitro::soccar_step_ticks_", mutates_args={"ball", "game", "cars", "pads", "events"})
@@ -767,7 +699,8 @@ def step_ticks_op(
 ) -> None:
     """The fused step as a registered op: ``ball`` (pos, vel, ang_vel, velocity_impulse_cache,
     tick_count_since_update), ``game`` (tick_count, blue_score, orange_score, scored_last_tick,
-    kickoff_count), ``cars`` (`CarState.FIELDS`), ``pads`` (is_active, cooldown, prev_locked_car_id),
+    kickoff_count), ``cars`` (`CAR_NAMES`: the packed rows and the integer fields), ``pads`` (is_active,
+    cooldown, prev_locked_car_id),
     ``events`` (goal_tick, goals, ball_touch, demoed_by, bumped_by, boost_pickup_pad), ``tables``
     (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`)."""
     n = ball[0].shape[0]
@@ -776,7 +709,7 @@ def step_ticks_op(
     cap = {"maxnreg": maxnreg} if maxnreg else {}
     wrap_triton(step_ticks_kernel)[(triton.cdiv(n, block),)](
         **{f"{name}_ptr": x for name, x in zip(BALL_NAMES + GAME_NAMES, ball + game)},
-        **{f"car_{name}_ptr": field for name, field in zip(CarState.FIELDS, cars)},
+        **{f"car_{name}_ptr": x for name, x in zip(CAR_NAMES, cars)},
         **{f"{name}_ptr": x for name, x in zip(PAD_NAMES + EVENT_NAMES, pads + events)},
         controls_ptr=controls,
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
@@ -794,7 +727,7 @@ def step_ticks_op(
         NUM_CARS=controls.shape[1],
         BLUE=blue,
         KICKOFF_AFTER_GOAL=kickoff_after_goal,
-        KICKOFF_ROWS=tables[7].shape[1],
+        KICKOFF_ROWS=tables[4].shape[1],
         NUM_PLANES=4,
         PLANE_BASE=PLANE_OBJECT_BASE,
         MAX_CONTACTS=MAX_NEW_CONTACTS,
@@ -812,10 +745,11 @@ def step_ticks_op(
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")
 GAME_NAMES = ("tick_count", "blue_score", "orange_score", "scored_last_tick", "kickoff_count")
+CAR_NAMES = ("rows", "contact_id", "tick_count_since_update", "ball_hit_info_tick_count_when_hit",
+             "ball_hit_info_tick_count_when_extra_impulse_applied")  # fmt: skip
 PAD_NAMES = ("pad_is_active", "pad_cooldown", "pad_prev_locked_car_id")
 EVENT_NAMES = ("goal_tick", "goals", "ball_touch", "demoed_by", "bumped_by", "boost_pickup_pad")
-TABLE_NAMES = ("car_table", "curves", "hit_curve", "bump_curve", "pad_table", "hitbox_table", "respawn_spawns",
-               "kickoff_spawns")  # fmt: skip
+TABLE_NAMES = ("car_table", "pad_table", "hitbox_table", "respawn_spawns", "kickoff_spawns")
 ARENA_NAMES = ("tri", "tri_bounds", "tri_mesh", "edge_angle", "edge_flags", "plane_normals", "plane_offsets",
                "cell_start", "cell_tris")  # fmt: skip
 
@@ -867,10 +801,12 @@ def launch_step_ticks_(
     b = state.ball
     goals = events.goal_blue.to(torch.int8) | (events.goal_orange.to(torch.int8) << 1)
     touch = events.ball_touch.to(torch.int8)
+    car_rows = pack_cars(state.cars)  # one row per car: read and written with one memory operation each
     step_ticks_op(
         [b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update],
         [state.tick_count, state.blue_score, state.orange_score, _int8(state.scored_last_tick), state.kickoff_count],
-        [_int8(getattr(state.cars, name)) for name in CarState.FIELDS],
+        [car_rows, state.cars.car_contact_id, state.cars.tick_count_since_update,
+         state.cars.ball_hit_info_tick_count_when_hit, state.cars.ball_hit_info_tick_count_when_extra_impulse_applied],
         [_int8(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id],
         [events.goal_tick, goals, touch, events.demoed_by, events.bumped_by, events.boost_pickup_pad],
         controls.contiguous(),
@@ -886,6 +822,7 @@ def launch_step_ticks_(
         int(block),
         int(maxnreg),
     )
+    unpack_cars_(car_rows, state.cars)
     events.goal_blue.copy_((goals & 1) > 0)
     events.goal_orange.copy_((goals & 2) > 0)
     events.ball_touch.copy_(touch != 0)
@@ -907,9 +844,6 @@ def _tables(world: World, device: torch.device) -> list[torch.Tensor]:
             world,  # kept alive with its tables, so its id is not reused
             [
                 car_table(world.cars),
-                curve_table(device),
-                ball_hit.curve_table(device),
-                car_bump.curve_table(device),
                 boost_pads.pad_table(world.pads),
                 car_contacts.hitbox_table(world.cars),
                 world.game.respawn_spawns.contiguous(),

@@ -1,6 +1,7 @@
 """`kernels/arena.py`'s fused K-tick kernel against `arena.step_ticks`, with cars: the cars of
 `car_states.sample_cars` (every scenario family, hidden state included) in 1v0 and 1v1 arenas, the
-ball flying beside them, stepped by the fused kernel and by the PyTorch pipeline from the same state.
+ball flying beside them, stepped by the fused kernel and by the PyTorch pipeline from the same state (the cars compared where
+their bodies did not touch the arena: `car_world` has no kernel twin yet).
 (The ball-only fused tick is checked on the parity throws by tests/envs/soccar/test_kernels.py.)"""
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ from nitro.core import tree
 from nitro.envs.soccar.arena import Arena, step_ticks
 from nitro.envs.soccar.kernels.arena import launch_step_ticks_
 from nitro.envs.soccar.state import ArenaEvents, CarState
-from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars
+from tests.envs.soccar.kernels.car_states import assert_cars_close, rows_of, sample_cars
 from tests.envs.soccar.kernels.twins import DEVICE, runnable
 
 pytest.importorskip("triton")
 pytestmark = runnable
 BALL_POS_TOL = 2e-3
 """UU: a flying ball after two ticks (the ball twins' own position tolerance)."""
-CARS = 64
-"""Cars per test (every fourth of the sample: all families, several ticks each); on the interpreter
-a tick of 64 lanes takes seconds."""
+ENVS = 32
+"""Envs per test: one program of the Arena's fused launch (on the interpreter a program's tick takes
+seconds); their cars are spread over the sample (all families, several ticks each)."""
 
 
 def regroup(cars: CarState, envs: int, per_env: int, rows=slice(None)) -> CarState:
@@ -40,8 +41,8 @@ def test_fused_ticks_with_cars(blue, orange, launches):
     """``launches`` kernel launches of K ticks each (controls held) equal as many PyTorch ticks."""
     sample = sample_cars()
     per_env = blue + orange
-    envs = CARS // per_env
-    rows = torch.arange(CARS) * (len(sample.cars.pos) // CARS)
+    envs, cars = ENVS, ENVS * per_env
+    rows = torch.arange(cars) * (len(sample.cars.pos) // cars)
     arena = Arena(envs, blue=blue, orange=orange, device=DEVICE)
     g = torch.Generator().manual_seed(2)
     # the ball in flight high above the field, where its contact queries are cheap
@@ -56,17 +57,19 @@ def test_fused_ticks_with_cars(blue, orange, launches):
     )
     fused = tree.clone(expected)  # the fused kernel updates its state in place
     controls = sample.controls[rows].reshape(envs, per_env, 8).contiguous().to(DEVICE)
+    touched = torch.zeros(envs, dtype=torch.bool, device=DEVICE)
     for ticks in launches:
         events = ArenaEvents.none(envs, per_env, DEVICE)
-        launch_step_ticks_(fused, events, controls, arena.world, ticks, block=max(32, envs))
-        expected, expected_events = step_ticks(expected, ArenaEvents.none(envs, per_env, DEVICE), controls, arena.world, ticks)
+        launch_step_ticks_(fused, events, controls, arena.world, ticks)  # the Arena's own launch
+        expected_events = ArenaEvents.none(envs, per_env, DEVICE)
+        for _ in range(ticks):  # a tick at a time: which car bodies touched the arena in which tick
+            expected, expected_events = step_ticks(expected, expected_events, controls, arena.world, 1)
+            touched |= expected.cars.has_world_contact.any(1)
         assert torch.equal(events.goal_tick.cpu(), expected_events.goal_tick.cpu())
-    # the fused tick has no car body collisions yet (car_world): compare the cars whose bodies kept
-    # off the arena in the reference
-    fused_cars, expected_cars = regroup(fused.cars, CARS, 1), regroup(expected.cars, CARS, 1)
-    clear = ~expected_cars.has_world_contact[:, 0]
-    kept = int(clear.sum())
-    assert kept >= CARS * 3 // 4
-    assert_cars_close(regroup(fused_cars, kept, 1, clear), regroup(expected_cars, kept, 1, clear))
+    # The car body's contacts with the arena (`car_world`) have no kernel twin yet: the cars are
+    # compared in the envs where no car body touched the arena (most of them).
+    free = (~touched).repeat_interleave(per_env).cpu()
+    assert float(free.float().mean()) > 0.6
+    assert_cars_close(rows_of(regroup(fused.cars, cars, 1), free), rows_of(regroup(expected.cars, cars, 1), free))
     assert torch.equal(fused.tick_count.cpu(), expected.tick_count.cpu())
     assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL

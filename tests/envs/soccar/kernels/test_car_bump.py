@@ -42,7 +42,7 @@ def load_state(ptrs, row, live):
 @triton.jit
 def bump_kernel(
     pos_ptr, vel_ptr, rot_ptr, ground_ptr, ss_ptr, id_ptr, cd_ptr, demoed_ptr, timer_ptr, cache_ptr,
-    hitbox_ptr, curve_ptr, points_ptr, bumped_ptr, demoed_by_ptr, n, demo_mode, enable_team_demos,
+    hitbox_ptr, points_ptr, bumped_ptr, demoed_by_ptr, n, demo_mode, enable_team_demos,
     bump_force_scale, bump_cooldown_time, respawn_delay,
     BLUE: tl.constexpr, NUM_CARS: tl.constexpr, POINTS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
@@ -70,7 +70,7 @@ def bump_kernel(
                 store(base + 4, points[k][2], live)
     states, bumped_by, demoed_by = twin.on_car_car_collision(
         states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
-        curve_ptr, BLUE, NUM_CARS, POINTS,
+        BLUE, NUM_CARS, POINTS,
     )  # fmt: skip
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
@@ -113,7 +113,7 @@ def test_bumps_match_the_reference(blue, orange, mutators):
     bumped = torch.zeros(n, num_cars, dtype=torch.int32, device=DEVICE)
     demoed_by = torch.zeros_like(bumped)
     bump_kernel[programs(n)](
-        *buffers, contacts_twin.hitbox_table(params), twin.curve_table(DEVICE), points, bumped, demoed_by, n,
+        *buffers, contacts_twin.hitbox_table(params), points, bumped, demoed_by, n,
         tick.demo_mode, int(tick.enable_team_demos), tick.bump_force_scale, tick.bump_cooldown_time,
         tick.respawn_delay, BLUE=blue, NUM_CARS=num_cars, POINTS=CAR_CAR_POINTS, BLOCK=BLOCK,
     )  # fmt: skip
