@@ -59,7 +59,7 @@ def bump_kernel(
             sb = states[b]
             points = contacts_twin.car_car_contacts(
                 sa[0], sa[2], contacts_twin.load_hitbox(hitbox_ptr, a), sa[7],
-                sb[0], sb[2], contacts_twin.load_hitbox(hitbox_ptr, b), sb[7], POINTS,
+                sb[0], sb[2], contacts_twin.load_hitbox(hitbox_ptr, b), sb[7],
             )  # fmt: skip
             contacts = contacts + (points,)
             for k in tl.static_range(POINTS):

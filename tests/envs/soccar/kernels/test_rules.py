@@ -11,6 +11,7 @@ from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels import rules as twin
 from nitro.envs.soccar.kernels.arena import load_hit_info, store_car_and_hit_info
 from nitro.envs.soccar.kernels.car import load_car, pack_cars, unpack_cars_
+from nitro.envs.soccar.kernels.vec import load_row, store_row
 from nitro.envs.soccar.state import CarState
 from tests.envs.soccar.kernels.game_states import random_game
 from tests.envs.soccar.kernels.twins import BLOCK, DEVICE, assert_close, assert_same, programs, runnable
@@ -56,7 +57,7 @@ def test_streams_match_the_reference():
 
 @triton.jit
 def demo_kernel(
-    rows_ptr, contact_id_ptr, ticks_since_ptr, when_hit_ptr, when_applied_ptr, tick_ptr, respawn_ptr, n, hashed_seed,
+    rows_ptr, contact_id_ptr, ticks_since_ptr, ints_ptr, tick_ptr, respawn_ptr, n, hashed_seed,
     tick_time, boost, BLUE: tl.constexpr, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -65,11 +66,13 @@ def demo_kernel(
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
         car = load_car(rows_ptr, contact_id_ptr, ticks_since_ptr, row, live, BLOCK)
-        info = load_hit_info(rows_ptr, when_hit_ptr, when_applied_ptr, row, live, BLOCK)
+        info = load_hit_info(rows_ptr, load_row(ints_ptr, row, live, 2, BLOCK), row, live, BLOCK)
         car, info = twin.update_demo(
-            car, info, hashed_seed, lane.to(tl.int64), tick, respawn_ptr, tick_time, boost, c, 1 if c >= BLUE else 0
+            car, info, hashed_seed, lane.to(tl.int64), tick, respawn_ptr, tick_time, boost, live, c, 1 if c >= BLUE else 0,
+            BLOCK,
         )
-        store_car_and_hit_info(rows_ptr, contact_id_ptr, ticks_since_ptr, when_hit_ptr, when_applied_ptr, row, live, car, info, BLOCK)
+        store_car_and_hit_info(rows_ptr, contact_id_ptr, ticks_since_ptr, row, live, car, info, BLOCK)
+        store_row(ints_ptr, row, (info[4], info[5]), live, 2, BLOCK)
 
 
 def test_demolished_cars_respawn_as_the_reference():
@@ -82,13 +85,14 @@ def test_demolished_cars_respawn_as_the_reference():
     respawned = cars.is_demoed & ~expected.is_demoed
     assert bool(respawned.any()) and bool((cars.is_demoed & expected.is_demoed).any())
     rows = pack_cars(cars)
-    ints = [getattr(cars, name).clone() for name in INT_FIELDS]
+    ints = [getattr(cars, name).clone() for name in INT_FIELDS[:2]]
+    ticks = torch.stack([getattr(cars, name) for name in INT_FIELDS[2:]], -1).reshape(-1, 2).contiguous()
     demo_kernel[programs(n)](
-        rows, *ints, tick, arena.world.game.respawn_spawns.contiguous(), n, twin.seed_hash(77),
+        rows, *ints, ticks, tick, twin.spawn_rows(arena.world.game.respawn_spawns), n, twin.seed_hash(77),
         arena.world.params.tick_time, arena.world.params.car_spawn_boost_amount, BLUE=blue, NUM_CARS=3, BLOCK=BLOCK,
     )  # fmt: skip
     unpack_cars_(rows, cars)
-    for name, value in zip(INT_FIELDS, ints):
+    for name, value in zip(INT_FIELDS, ints + list(ticks.reshape(n, 3, 2).unbind(-1))):
         setattr(cars, name, value)
     for name in CarState.FIELDS:
         assert torch.equal(getattr(cars, name), getattr(expected, name)), name
