@@ -87,9 +87,9 @@ def _space_str(space) -> str:
     if isinstance(space, MultiDiscrete):
         return f"MultiDiscrete({list(space.nvec)})"
     if isinstance(space, Box):
-        low, high = space.low, space.high  # scalars, or one bound per element
-        low, high = (min(low), max(high)) if isinstance(low, (list, tuple)) else (low, high)
-        return f"Box{list(space.shape)} [{low:.3g}, {high:.3g}]"
+        # bounds as Box.of makes them (tuples), or as a Box(low, high, shape) made directly holds them
+        low, high = (v if isinstance(v, (tuple, list)) else (v,) for v in (space.low, space.high))
+        return f"Box{list(space.shape)} [{min(low):.3g}, {max(high):.3g}]"
     return repr(space)
 
 

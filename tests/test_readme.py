@@ -1,10 +1,10 @@
 """README.md runs as written: its Python examples (in order, sharing one namespace, on whatever device
-this machine has) and its ``nitro`` commands. Commands are run in-process (``nitro.cli.main``) with two
-changes that keep this test small: a new training run is one update of at most 64 envs x 16 steps and a
-resumed one goes one update further (the presets' full runs are tests/train/test_learning.py's), and a
-tournament plays 16 games per pair. ``RUN`` stands for the directory the last ``nitro train`` made, as
-the README says. pip, pytest and torchrun lines are checked, not run (the extras they name exist;
-torchrun is tests/train/test_distributed.py's)."""
+this machine has) and its ``nitro`` commands. Commands are run in-process (``nitro.cli.main``), made
+small: a new training run is one update of at most 64 envs x 16 steps and a resumed one goes one update
+further (the presets' full runs are tests/train/test_learning.py's), a tournament plays 16 games per
+pair and an evaluation 32 episodes (games per bot). ``RUN`` stands for the directory the last ``nitro
+train`` made, as the README says. pip, pytest and torchrun lines are checked, not run (the extras they
+name exist; torchrun is tests/train/test_distributed.py's)."""
 
 from __future__ import annotations
 
@@ -112,6 +112,8 @@ def test_the_commands_run(tmp_path, monkeypatch, capsys, one_thread):
             argv = _capped(argv, run)
         if argv[0] == "tournament":
             argv = [*argv, "--games", "16"]
+        if argv[0] == "eval":
+            argv = [*argv, "--episodes", "32"]
         assert main(argv) == 0, (argv, capsys.readouterr().err)
         out = capsys.readouterr().out
         if argv[0] == "train":

@@ -9,10 +9,10 @@ have no contact response, and RocketSim's callback ignores them: they touch noth
 so a touch is found on the tick RocketSim finds it. `car_car_contacts` stands in for Bullet's
 btBoxBoxDetector until the car bodies' contact solver provides its points: separating axes decide
 the contact (the boxes, margins included, overlap: btBoxBoxDetector reports nothing for a gap) and
-the points are the corners of each box inside the other, deepest first (or, when no corner is
-inside, the midpoint of the two deepest corners). The bump rule reads only which cars touch and how
-far forward on the bumper each point lies; Bullet's points (the incident face clipped against the
-reference face) and their order replace these with the car body's stage.
+the points are each box's deepest corner inside the other, car a's first (or, when neither has a
+corner inside, one point between the two deepest corners). The bump rule reads only which cars touch
+and how far forward on the bumper each point lies; Bullet's points (the incident face clipped
+against the reference face) and their order replace these with the car body's stage.
 """
 
 from __future__ import annotations
@@ -86,27 +86,17 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
         ra, rb = cars.rot_mat[:, a], cars.rot_mat[:, b]
         separation = _separation(center[:, a], ra, half[a], center[:, b], rb, half[b])
         touching = (separation < 0) & ~frozen[:, a] & ~frozen[:, b]  # btBoxBoxDetector: overlap only
-        # corners of each box, with how deep each lies inside the other
+        # each box's deepest corner inside the other (a's first), or between the two deepest corners
         corners_a = center[:, a, None] + torch.einsum("nij,kj->nki", ra, signs * half[a])  # [N, 8, 3]
         corners_b = center[:, b, None] + torch.einsum("nij,kj->nki", rb, signs * half[b])
-        depth_a = _inside_depth(corners_a, center[:, b], rb, half[b])
-        depth_b = _inside_depth(corners_b, center[:, a], ra, half[a])
-        world = torch.cat((corners_a, corners_b), 1)  # [N, 16, 3]
-        depth = torch.cat((depth_a, depth_b), 1)
-        order = torch.sort(depth, dim=-1, descending=True, stable=True).indices[:, :k]
-        chosen = world.gather(1, order[..., None].expand(-1, -1, 3))
-        chosen_depth = depth.gather(1, order)
-        in_reach = chosen_depth >= 0
-        # no corner inside: one point between the boxes' closest corners
-        fallback = 0.5 * (
-            corners_a.gather(1, depth_a.argmax(-1)[:, None, None].expand(-1, 1, 3))
-            + corners_b.gather(1, depth_b.argmax(-1)[:, None, None].expand(-1, 1, 3))
-        )
-        first_only = ~in_reach.any(-1)
-        chosen = torch.where(first_only[:, None, None], fallback.expand(-1, k, -1), chosen)
-        is_contact = touching[:, None] & torch.where(
-            first_only[:, None], torch.arange(k, device=device) == 0, in_reach
-        )
+        depth_a, deepest_a = _inside_depth(corners_a, center[:, b], rb, half[b]).max(-1)
+        depth_b, deepest_b = _inside_depth(corners_b, center[:, a], ra, half[a]).max(-1)
+        corner_a = corners_a.gather(1, deepest_a[:, None, None].expand(-1, 1, 3))[:, 0]
+        corner_b = corners_b.gather(1, deepest_b[:, None, None].expand(-1, 1, 3))[:, 0]
+        inside = torch.stack((depth_a >= 0, depth_b >= 0), 1)  # [N, 2]
+        neither = ~inside.any(1)
+        chosen = torch.stack((torch.where(neither[:, None], 0.5 * (corner_a + corner_b), corner_a), corner_b), 1)
+        is_contact = touching[:, None] & (inside | (neither[:, None] & (torch.arange(k, device=device) == 0)))
         local_a = torch.einsum("nji,nkj->nki", ra, chosen - cars.pos[:, a, None])
         local_b = torch.einsum("nji,nkj->nki", rb, chosen - cars.pos[:, b, None])
         points.append((is_contact, local_a, local_b))

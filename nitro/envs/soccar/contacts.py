@@ -110,7 +110,7 @@ class BoxContacts:
 
 
 # --- Contacts between the bodies: what RocketSim's contact-added callbacks see -----------------------
-CAR_CAR_POINTS = 4  # contact points of one car pair per tick (btBoxBoxDetector's maxc)
+CAR_CAR_POINTS = 2  # contact points of one car pair per tick (`car_contacts`; btBoxBoxDetector makes up to 4)
 
 
 @dataclasses.dataclass

@@ -25,18 +25,21 @@ from nitro.envs.soccar.kernels import constexpr, jit, require_triton, tl, triton
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid, grid_args
 from nitro.envs.soccar.kernels.ball import apply_damping, finish_physics_tick, physics_step, update_sleeping
 from nitro.envs.soccar.kernels.car import (
+    CAR_WIDTH,
+    PACKED,
     SOLVER_DEFAULT_TIME_STEP,
     car_table,
-    curve_table,
     load_car,
     load_car_params,
     load_controls,
+    pack_cars,
     store_car,
+    unpack_cars_,
 )
 from nitro.envs.soccar.kernels.rigid_body import column
-from nitro.envs.soccar.kernels.vec import add, load, store, sub, where
+from nitro.envs.soccar.kernels.vec import add, load, load_row, store, store_row, sub, where
 from nitro.envs.soccar.mutators import TickParams
-from nitro.envs.soccar.state import ArenaEvents, CarState, GameState, World
+from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
 FUSED_BLOCK = 32  # envs per program of the fused tick: one warp, so block-wide branches are warp-wide
 # The fused tick reads its own grid, made for the ball's reach (radius + gap = 93.2 UU): 64-UU cells
@@ -48,6 +51,11 @@ BALL_GRID_RADIUS = 96.0
 CAR_CAR_POINTS = constexpr(_CAR_CAR_POINTS)
 BOOST_PAD_COUNT = constexpr(C.BOOST_PAD_COUNT)
 BALL_REST_Z = constexpr(C.BALL_REST_Z)
+HIT_INFO_AT = car_kernels.CAR_TUPLE_FLOATS
+"""Where the ball hit info's floats start in a packed car row: right after `load_car`'s fields."""
+assert PACKED[PACKED.index("ball_hit_info_is_valid") :] == (
+    "ball_hit_info_is_valid", "ball_hit_info_relative_pos_on_ball", "ball_hit_info_ball_pos", "ball_hit_info_extra_hit_vel"
+)  # fmt: skip
 PARAM_NAMES = tuple(f.name for f in dataclasses.fields(TickParams))
 """The kernel's parameters named as `TickParams`' fields (the op carries them as a list in this order)."""
 
@@ -66,7 +74,6 @@ def tick(
     car_params,
     game,
     events,
-    curves,
     tables,
     env,
     live,
@@ -129,7 +136,6 @@ def tick(
     tables. Returns the new ball, tick count, cars, hit infos, game and events. Stages that are not
     simulated yet are noted in their place; ball-only arenas (NUM_CARS = 0) skip the car stages, as
     RocketSim does."""
-    curves_ptr, hit_curve_ptr, bump_curve_ptr = curves
     active_ptr, cooldown_ptr, locked_ptr, pad_table_ptr, hitbox_ptr, respawn_ptr, kickoff_ptr = tables
     sleeping = update_sleeping(vel, ang_vel)  # 1. ball zero-velocity sleeping
     # 2. cars' pre-tick: a demolished car's countdown and respawn, then the rest (suspension, controls,
@@ -141,8 +147,8 @@ def tick(
     for c in tl.static_range(NUM_CARS):
         frozen = frozen + (cars[c][28],)
         car, info = rules.update_demo(
-            cars[c], hit_infos[c], hashed_seed, env, tick_count, respawn_ptr, tick_time, car_spawn_boost_amount, c,
-            1 if c >= BLUE else 0,
+            cars[c], hit_infos[c], hashed_seed, env, tick_count, respawn_ptr, tick_time, car_spawn_boost_amount, live,
+            c, 1 if c >= BLUE else 0, BLOCK,
         )  # fmt: skip
         new_infos = new_infos + (info,)
         pre_ticked = pre_ticked + (
@@ -150,7 +156,6 @@ def tick(
                 car,
                 controls[c],
                 car_params[c],
-                curves_ptr,
                 tick_time,
                 solver_dt,
                 jump_immediate_force,
@@ -184,7 +189,7 @@ def tick(
         )
         added, info = ball_hit.on_hit(
             is_hit, relative_pos_on_ball, pos, damped_vel, car[0], car[2], column(car[1], 0), hit_infos[c],
-            tick_count, ball_hit_extra_force_scale, hit_curve_ptr,
+            tick_count, ball_hit_extra_force_scale,
         )  # fmt: skip
         velocity_impulse_cache = add(velocity_impulse_cache, added)
         touched = touched + (is_hit,)
@@ -197,12 +202,12 @@ def tick(
             contacts = contacts + (
                 car_contacts.car_car_contacts(
                     states[a][0], states[a][2], car_contacts.load_hitbox(hitbox_ptr, a), frozen[a],
-                    states[b][0], states[b][2], car_contacts.load_hitbox(hitbox_ptr, b), frozen[b], CAR_CAR_POINTS,
+                    states[b][0], states[b][2], car_contacts.load_hitbox(hitbox_ptr, b), frozen[b],
                 ),
             )  # fmt: skip
     states, bumped_by, demoed_by = car_bump.on_car_car_collision(
         states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
-        bump_curve_ptr, BLUE, NUM_CARS, CAR_CAR_POINTS,
+        BLUE, NUM_CARS, CAR_CAR_POINTS,
     )  # fmt: skip
     #    then the solve and integration of each body (the car bodies' contacts come with their stage)
     pos, vel, ang_vel = physics_step(
@@ -304,8 +309,8 @@ def tick(
         new_infos = ()
         for c in tl.static_range(NUM_CARS):
             fresh, fresh_info = rules.spawned_car(
-                cars[c], kickoff_ptr + (1 if c >= BLUE else 0) * (KICKOFF_ROWS * rules.SPAWN_WIDTH),
-                rules.kickoff_spot(order, c - BLUE if c >= BLUE else c), car_spawn_boost_amount,
+                cars[c], kickoff_ptr, (1 if c >= BLUE else 0) * KICKOFF_ROWS + rules.kickoff_spot(order, c - BLUE if c >= BLUE else c),
+                car_spawn_boost_amount, live, BLOCK,
             )  # fmt: skip
             new_cars = new_cars + (car_kernels.where_car(kickoff, fresh, cars[c]),)
             new_infos = new_infos + (rules.where_info(kickoff, fresh_info, hit_infos[c]),)
@@ -350,75 +355,20 @@ def step_ticks_kernel(
     velocity_impulse_cache_ptr,
     tick_count_since_update_ptr,
     tick_count_ptr,
-    blue_score_ptr,
-    orange_score_ptr,
-    scored_last_tick_ptr,
-    kickoff_count_ptr,
-    # the cars' CarState fields, [N, C, ...] each (bools as int8)
-    car_pos_ptr,
-    car_rot_mat_ptr,
-    car_vel_ptr,
-    car_ang_vel_ptr,
-    car_is_on_ground_ptr,
-    car_wheels_with_contact_ptr,
-    car_has_jumped_ptr,
-    car_has_double_jumped_ptr,
-    car_has_flipped_ptr,
-    car_flip_rel_torque_ptr,
-    car_jump_time_ptr,
-    car_flip_time_ptr,
-    car_is_flipping_ptr,
-    car_is_jumping_ptr,
-    car_air_time_ptr,
-    car_air_time_since_jump_ptr,
-    car_boost_ptr,
-    car_boosting_time_ptr,
-    car_is_supersonic_ptr,
-    car_supersonic_time_ptr,
-    car_handbrake_val_ptr,
-    car_is_auto_flipping_ptr,
-    car_auto_flip_timer_ptr,
-    car_auto_flip_torque_scale_ptr,
-    car_has_world_contact_ptr,
-    car_world_contact_normal_ptr,
-    car_car_contact_id_ptr,
-    car_car_contact_cooldown_timer_ptr,
-    car_is_demoed_ptr,
-    car_demo_respawn_timer_ptr,
-    car_last_controls_ptr,
+    game_ints_ptr,
+    # the cars: their packed rows (`kernels/car.pack_cars`) and their integer fields, [N * C]
+    car_rows_ptr,
+    car_contact_id_ptr,
     car_tick_count_since_update_ptr,
-    car_is_boosting_ptr,
-    car_time_since_boosted_ptr,
-    car_velocity_impulse_cache_ptr,
-    car_engine_force_ptr,
-    car_brake_ptr,
-    car_steer_angle_ptr,
-    car_lat_friction_ptr,
-    car_long_friction_ptr,
-    car_extra_pushback_ptr,
-    car_ball_hit_info_is_valid_ptr,
-    car_ball_hit_info_relative_pos_on_ball_ptr,
-    car_ball_hit_info_ball_pos_ptr,
-    car_ball_hit_info_extra_hit_vel_ptr,
-    car_ball_hit_info_tick_count_when_hit_ptr,
-    car_ball_hit_info_tick_count_when_extra_impulse_applied_ptr,
+    car_ints_ptr,
     # the pads' state [N, 34] (read and written)
     pad_is_active_ptr,
     pad_cooldown_ptr,
     pad_prev_locked_car_id_ptr,
     # events (folded over the ticks)
-    goal_tick_ptr,
-    goals_ptr,
-    ball_touch_ptr,
-    demoed_by_ptr,
-    bumped_by_ptr,
-    boost_pickup_pad_ptr,
     # controls and tables
     controls_ptr,
     car_table_ptr,
-    curves_ptr,
-    hit_curve_ptr,
-    bump_curve_ptr,
     pad_table_ptr,
     hitbox_table_ptr,
     respawn_spawns_ptr,
@@ -545,61 +495,8 @@ def step_ticks_kernel(
     velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     tick_count_since_update = tl.load(tick_count_since_update_ptr + lane, mask=live, other=0)
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
-    game = (
-        tl.load(blue_score_ptr + lane, mask=live, other=0),
-        tl.load(orange_score_ptr + lane, mask=live, other=0),
-        tl.load(scored_last_tick_ptr + lane, mask=live, other=0) != 0,
-        tl.load(kickoff_count_ptr + lane, mask=live, other=0),
-    )
-    car_ptrs = (
-        car_pos_ptr,
-        car_rot_mat_ptr,
-        car_vel_ptr,
-        car_ang_vel_ptr,
-        car_is_on_ground_ptr,
-        car_wheels_with_contact_ptr,
-        car_has_jumped_ptr,
-        car_has_double_jumped_ptr,
-        car_has_flipped_ptr,
-        car_flip_rel_torque_ptr,
-        car_jump_time_ptr,
-        car_flip_time_ptr,
-        car_is_flipping_ptr,
-        car_is_jumping_ptr,
-        car_air_time_ptr,
-        car_air_time_since_jump_ptr,
-        car_boost_ptr,
-        car_boosting_time_ptr,
-        car_is_supersonic_ptr,
-        car_supersonic_time_ptr,
-        car_handbrake_val_ptr,
-        car_is_auto_flipping_ptr,
-        car_auto_flip_timer_ptr,
-        car_auto_flip_torque_scale_ptr,
-        car_has_world_contact_ptr,
-        car_world_contact_normal_ptr,
-        car_car_contact_id_ptr,
-        car_car_contact_cooldown_timer_ptr,
-        car_is_demoed_ptr,
-        car_demo_respawn_timer_ptr,
-        car_last_controls_ptr,
-        car_tick_count_since_update_ptr,
-        car_is_boosting_ptr,
-        car_time_since_boosted_ptr,
-        car_velocity_impulse_cache_ptr,
-        car_engine_force_ptr,
-        car_brake_ptr,
-        car_steer_angle_ptr,
-        car_lat_friction_ptr,
-        car_long_friction_ptr,
-        car_extra_pushback_ptr,
-        car_ball_hit_info_is_valid_ptr,
-        car_ball_hit_info_relative_pos_on_ball_ptr,
-        car_ball_hit_info_ball_pos_ptr,
-        car_ball_hit_info_extra_hit_vel_ptr,
-        car_ball_hit_info_tick_count_when_hit_ptr,
-        car_ball_hit_info_tick_count_when_extra_impulse_applied_ptr,
-    )
+    g = load_row(game_ints_ptr, lane, live, GAME_WIDTH, BLOCK)  # `game_ints`
+    game = (g[0].to(tl.int32), g[1].to(tl.int32), g[2] != 0, g[3])
     cars = ()
     hit_infos = ()
     controls = ()
@@ -607,24 +504,13 @@ def step_ticks_kernel(
     car_events = ()
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        cars = cars + (load_car(car_ptrs, row, live),)
-        hit_infos = hit_infos + (load_hit_info(car_ptrs, row, live),)
-        controls = controls + (load_controls(controls_ptr, row, live),)
+        cars = cars + (load_car(car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, BLOCK),)
+        ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)  # `car_ints`
+        hit_infos = hit_infos + (load_hit_info(car_rows_ptr, ints, row, live, BLOCK),)
+        controls = controls + (load_controls(controls_ptr, row, live, BLOCK),)
         car_params = car_params + (load_car_params(car_table_ptr, c),)
-        car_events = car_events + (
-            (
-                tl.load(ball_touch_ptr + row, mask=live, other=0) != 0,
-                tl.load(demoed_by_ptr + row, mask=live, other=-1),
-                tl.load(bumped_by_ptr + row, mask=live, other=-1),
-                tl.load(boost_pickup_pad_ptr + row, mask=live, other=-1),
-            ),
-        )
-    events = (
-        tl.load(goal_tick_ptr + lane, mask=live, other=-1),
-        tl.load(goals_ptr + lane, mask=live, other=0).to(tl.int32),  # bit 0: blue, bit 1: orange
-        car_events,
-    )
-    curves = (curves_ptr, hit_curve_ptr, bump_curve_ptr)
+        car_events = car_events + ((ints[2] != 0, ints[3].to(tl.int32), ints[4].to(tl.int32), ints[5].to(tl.int32)),)
+    events = (g[4], g[5].to(tl.int32), car_events)  # goals: bit 0 blue, bit 1 orange
     tables = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr)
     tables = tables + (respawn_spawns_ptr, kickoff_spawns_ptr)
     k = 0
@@ -642,7 +528,6 @@ def step_ticks_kernel(
             car_params,
             game,
             events,
-            curves,
             tables,
             env,
             live,
@@ -706,53 +591,63 @@ def step_ticks_kernel(
     store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
     tl.store(tick_count_since_update_ptr + lane, tick_count_since_update, mask=live)
     tl.store(tick_count_ptr + lane, tick_count, mask=live)
-    tl.store(blue_score_ptr + lane, game[0], mask=live)
-    tl.store(orange_score_ptr + lane, game[1], mask=live)
-    tl.store(scored_last_tick_ptr + lane, game[2].to(tl.int8), mask=live)
-    tl.store(kickoff_count_ptr + lane, game[3], mask=live)
-    tl.store(goal_tick_ptr + lane, events[0], mask=live)
-    tl.store(goals_ptr + lane, events[1].to(tl.int8), mask=live)
+    zero = game[3] * 0
+    game_ints = (game[0].to(tl.int64), game[1].to(tl.int64), game[2].to(tl.int64), game[3], events[0])
+    game_ints = game_ints + (events[1].to(tl.int64), zero, zero)
+    store_row(game_ints_ptr, lane, game_ints, live, GAME_WIDTH, BLOCK)
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        store_car(car_ptrs, row, live, cars[c])
-        store_hit_info(car_ptrs, row, live, hit_infos[c])
+        store_car_and_hit_info(
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, cars[c], hit_infos[c], BLOCK
+        )
         touch, demoer, bumper, pad = events[2][c]
-        tl.store(ball_touch_ptr + row, touch.to(tl.int8), mask=live)
-        tl.store(demoed_by_ptr + row, demoer, mask=live)
-        tl.store(bumped_by_ptr + row, bumper, mask=live)
-        tl.store(boost_pickup_pad_ptr + row, pad, mask=live)
+        info = hit_infos[c]
+        ints = (info[4], info[5], touch.to(tl.int64), demoer.to(tl.int64), bumper.to(tl.int64), pad.to(tl.int64))
+        store_row(car_ints_ptr, row, ints + (zero, zero), live, CAR_INTS_WIDTH, BLOCK)
 
 
 @jit
-def load_hit_info(ptrs, row, live):
-    """A car's ball hit info from the ``ball_hit_info_*`` fields (the last six of `CarState.FIELDS`)."""
+def load_hit_info(rows_ptr, ints, row, live, BLOCK: tl.constexpr):
+    """A car's ball hit info: its ``ball_hit_info_*`` floats from the car's packed row (after `load_car`'s
+    fields, `HIT_INFO_AT`) and its two tick counts from its `car_ints`."""
+    v = load_row(rows_ptr, row, live, CAR_WIDTH, BLOCK)
     return (
-        tl.load(ptrs[41] + row, mask=live, other=0) != 0,
-        load(ptrs[42] + row * 3, live, (0.0, 0.0, 0.0)),
-        load(ptrs[43] + row * 3, live, (0.0, 0.0, 0.0)),
-        load(ptrs[44] + row * 3, live, (0.0, 0.0, 0.0)),
-        tl.load(ptrs[45] + row, mask=live, other=-1),
-        tl.load(ptrs[46] + row, mask=live, other=-1),
+        v[HIT_INFO_AT] != 0,
+        (v[HIT_INFO_AT + 1], v[HIT_INFO_AT + 2], v[HIT_INFO_AT + 3]),
+        (v[HIT_INFO_AT + 4], v[HIT_INFO_AT + 5], v[HIT_INFO_AT + 6]),
+        (v[HIT_INFO_AT + 7], v[HIT_INFO_AT + 8], v[HIT_INFO_AT + 9]),
+        ints[0],
+        ints[1],
     )
 
 
 @jit
-def store_hit_info(ptrs, row, live, info):
-    tl.store(ptrs[41] + row, info[0].to(tl.int8), mask=live)
-    store(ptrs[42] + row * 3, info[1], mask=live)
-    store(ptrs[43] + row * 3, info[2], mask=live)
-    store(ptrs[44] + row * 3, info[3], mask=live)
-    tl.store(ptrs[45] + row, info[4], mask=live)
-    tl.store(ptrs[46] + row, info[5], mask=live)
+def store_car_and_hit_info(
+    rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, car, info, BLOCK: tl.constexpr
+):
+    """`kernels/car.store_car` with the ball hit info's floats in the same row."""
+    f = (
+        car[0] + car[1][0] + car[1][1] + car[1][2] + car[2] + car[3] + (car[4],) + car[5] + (car[6], car[7], car[8])
+        + car[9] + car[10:25] + car[25] + car[27:30] + car[30] + car[32:34] + car[34] + car[35:38] + car[38]
+        + car[39] + car[40] + (info[0],) + info[1] + info[2] + info[3]
+    )  # fmt: skip
+    values = ()
+    for k in tl.static_range(CAR_WIDTH):
+        if k < HIT_INFO_AT + 10:
+            values = values + (f[k].to(tl.float32),)
+        else:
+            values = values + (f[0].to(tl.float32) * 0.0,)
+    store_row(rows_ptr, row, values, live, CAR_WIDTH, BLOCK)
+    tl.store(car_contact_id_ptr + row, car[26], mask=live)
+    tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
 
 
-@triton_op("nitro::soccar_step_ticks_", mutates_args={"ball", "game", "cars", "pads", "events"})
+@triton_op("nitro::soccar_step_ticks_", mutates_args={"ball", "game", "cars", "pads"})
 def step_ticks_op(
     ball: list[torch.Tensor],
     game: list[torch.Tensor],
     cars: list[torch.Tensor],
     pads: list[torch.Tensor],
-    events: list[torch.Tensor],
     controls: torch.Tensor,
     tables: list[torch.Tensor],
     ticks: int,
@@ -766,18 +661,17 @@ def step_ticks_op(
     maxnreg: int = 0,
 ) -> None:
     """The fused step as a registered op: ``ball`` (pos, vel, ang_vel, velocity_impulse_cache,
-    tick_count_since_update), ``game`` (tick_count, blue_score, orange_score, scored_last_tick,
-    kickoff_count), ``cars`` (`CarState.FIELDS`), ``pads`` (is_active, cooldown, prev_locked_car_id),
-    ``events`` (goal_tick, goals, ball_touch, demoed_by, bumped_by, boost_pickup_pad), ``tables``
-    (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`)."""
+    tick_count_since_update), ``game`` (tick_count, `game_ints`), ``cars`` (the packed rows,
+    car_contact_id, tick_count_since_update, `car_ints`), ``pads`` (is_active, cooldown,
+    prev_locked_car_id), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`)."""
     n = ball[0].shape[0]
     # ptxas's register cap per thread (trading spills for occupancy): eager launches only, as
     # torch.compile does not pass it through to Triton.
     cap = {"maxnreg": maxnreg} if maxnreg else {}
     wrap_triton(step_ticks_kernel)[(triton.cdiv(n, block),)](
         **{f"{name}_ptr": x for name, x in zip(BALL_NAMES + GAME_NAMES, ball + game)},
-        **{f"car_{name}_ptr": field for name, field in zip(CarState.FIELDS, cars)},
-        **{f"{name}_ptr": x for name, x in zip(PAD_NAMES + EVENT_NAMES, pads + events)},
+        **{f"car_{name}_ptr": x for name, x in zip(CAR_NAMES, cars)},
+        **{f"{name}_ptr": x for name, x in zip(PAD_NAMES, pads)},
         controls_ptr=controls,
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
         n=n,
@@ -794,7 +688,7 @@ def step_ticks_op(
         NUM_CARS=controls.shape[1],
         BLUE=blue,
         KICKOFF_AFTER_GOAL=kickoff_after_goal,
-        KICKOFF_ROWS=tables[7].shape[1],
+        KICKOFF_ROWS=tables[4].shape[0] // 2,
         NUM_PLANES=4,
         PLANE_BASE=PLANE_OBJECT_BASE,
         MAX_CONTACTS=MAX_NEW_CONTACTS,
@@ -811,11 +705,10 @@ def step_ticks_op(
 
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")
-GAME_NAMES = ("tick_count", "blue_score", "orange_score", "scored_last_tick", "kickoff_count")
+GAME_NAMES = ("tick_count", "game_ints")
+CAR_NAMES = ("rows", "contact_id", "tick_count_since_update", "ints")
 PAD_NAMES = ("pad_is_active", "pad_cooldown", "pad_prev_locked_car_id")
-EVENT_NAMES = ("goal_tick", "goals", "ball_touch", "demoed_by", "bumped_by", "boost_pickup_pad")
-TABLE_NAMES = ("car_table", "curves", "hit_curve", "bump_curve", "pad_table", "hitbox_table", "respawn_spawns",
-               "kickoff_spawns")  # fmt: skip
+TABLE_NAMES = ("car_table", "pad_table", "hitbox_table", "respawn_spawns", "kickoff_spawns")
 ARENA_NAMES = ("tri", "tri_bounds", "tri_mesh", "edge_angle", "edge_flags", "plane_normals", "plane_offsets",
                "cell_start", "cell_tris")  # fmt: skip
 
@@ -865,14 +758,15 @@ def launch_step_ticks_(
     require_triton()
     mesh = ball_grid(world)
     b = state.ball
-    goals = events.goal_blue.to(torch.int8) | (events.goal_orange.to(torch.int8) << 1)
-    touch = events.ball_touch.to(torch.int8)
+    cars = state.cars
+    car_rows = pack_cars(cars)  # one row per car: read and written with one memory operation each
+    game_ints = pack_game_ints(state, events)
+    car_ints = pack_car_ints(cars, events)
     step_ticks_op(
         [b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update],
-        [state.tick_count, state.blue_score, state.orange_score, _int8(state.scored_last_tick), state.kickoff_count],
-        [_int8(getattr(state.cars, name)) for name in CarState.FIELDS],
+        [state.tick_count, game_ints],
+        [car_rows, cars.car_contact_id, cars.tick_count_since_update, car_ints],
         [_int8(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id],
-        [events.goal_tick, goals, touch, events.demoed_by, events.bumped_by, events.boost_pickup_pad],
         controls.contiguous(),
         _tables(world, mesh.device),
         int(ticks),
@@ -886,9 +780,49 @@ def launch_step_ticks_(
         int(block),
         int(maxnreg),
     )
-    events.goal_blue.copy_((goals & 1) > 0)
-    events.goal_orange.copy_((goals & 2) > 0)
-    events.ball_touch.copy_(touch != 0)
+    unpack_cars_(car_rows, cars)
+    unpack_ints_(game_ints, car_ints, state, events)
+
+
+GAME_WIDTH = constexpr(8)
+"""`game_ints`' columns: blue_score, orange_score, scored_last_tick, kickoff_count, goal_tick, goal bits
+(1 blue, 2 orange), two spare (rows a power of two wide, as `vec.load_row` reads them)."""
+CAR_INTS_WIDTH = constexpr(8)
+"""`car_ints`' columns: ball_hit_info_tick_count_when_hit, _when_extra_impulse_applied, the events'
+ball_touch, demoed_by, bumped_by, boost_pickup_pad, two spare."""
+
+
+def pack_game_ints(state: GameState, events: ArenaEvents) -> torch.Tensor:
+    """Each env's game counters and goal events as one int64 row [N, GAME_WIDTH] (one memory operation
+    each way in the kernel)."""
+    goals = events.goal_blue.long() | (events.goal_orange.long() << 1)
+    zero = torch.zeros_like(state.kickoff_count)
+    parts = (state.blue_score, state.orange_score, state.scored_last_tick, state.kickoff_count, events.goal_tick, goals)
+    return torch.stack([x.long() for x in parts] + [zero, zero], 1)
+
+
+def pack_car_ints(cars, events: ArenaEvents) -> torch.Tensor:
+    """Each car's hit info tick counts and events as one int64 row [N * C, CAR_INTS_WIDTH]."""
+    parts = (cars.ball_hit_info_tick_count_when_hit, cars.ball_hit_info_tick_count_when_extra_impulse_applied,
+             events.ball_touch, events.demoed_by, events.bumped_by, events.boost_pickup_pad)  # fmt: skip
+    zero = torch.zeros_like(cars.ball_hit_info_tick_count_when_hit)
+    return torch.stack([x.long() for x in parts] + [zero, zero], -1).reshape(-1, CAR_INTS_WIDTH.value)
+
+
+def unpack_ints_(game_ints: torch.Tensor, car_ints: torch.Tensor, state: GameState, events: ArenaEvents) -> None:
+    """The packed rows back into the state's and the events' own tensors, in place."""
+    g = game_ints
+    for field, column in (("blue_score", 0), ("orange_score", 1), ("scored_last_tick", 2), ("kickoff_count", 3)):
+        getattr(state, field).copy_(g[:, column])
+    events.goal_tick.copy_(g[:, 4])
+    events.goal_blue.copy_((g[:, 5] & 1) > 0)
+    events.goal_orange.copy_((g[:, 5] & 2) > 0)
+    c = car_ints.reshape(*state.cars.car_contact_id.shape, CAR_INTS_WIDTH.value)
+    state.cars.ball_hit_info_tick_count_when_hit.copy_(c[..., 0])
+    state.cars.ball_hit_info_tick_count_when_extra_impulse_applied.copy_(c[..., 1])
+    events.ball_touch.copy_(c[..., 2] != 0)
+    for field, column in (("demoed_by", 3), ("bumped_by", 4), ("boost_pickup_pad", 5)):
+        getattr(events, field).copy_(c[..., column])
     events.demo.copy_(events.demoed_by >= 0)
     events.bump.copy_(events.bumped_by >= 0)
     events.boost_pickup.copy_(events.boost_pickup_pad >= 0)
@@ -907,13 +841,10 @@ def _tables(world: World, device: torch.device) -> list[torch.Tensor]:
             world,  # kept alive with its tables, so its id is not reused
             [
                 car_table(world.cars),
-                curve_table(device),
-                ball_hit.curve_table(device),
-                car_bump.curve_table(device),
                 boost_pads.pad_table(world.pads),
                 car_contacts.hitbox_table(world.cars),
-                world.game.respawn_spawns.contiguous(),
-                world.game.kickoff_spawns.contiguous(),
+                rules.spawn_rows(world.game.respawn_spawns),
+                rules.spawn_rows(world.game.kickoff_spawns),
             ],
         )
     return _TABLES[key][1]

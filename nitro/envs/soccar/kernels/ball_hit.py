@@ -8,23 +8,16 @@ car by car.
 
 from __future__ import annotations
 
-import torch
-
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
 from nitro.envs.soccar.kernels.vec import dot, scale, sub, where
-from nitro.envs.soccar.kernels.vehicle import piecewise
+from nitro.envs.soccar.kernels.vehicle import curve, piecewise
 
 EPSILON_SQ = constexpr(C.SIMD_EPSILON * C.SIMD_EPSILON)
 Z_SCALE = constexpr(C.BALL_CAR_EXTRA_IMPULSE_Z_SCALE)
 FORWARD_KEEP = constexpr(1 - C.BALL_CAR_EXTRA_IMPULSE_FORWARD_SCALE)
 MAX_DELTA_VEL = constexpr(C.BALL_CAR_EXTRA_IMPULSE_MAXDELTAVEL_UU)
-CURVE_POINTS = constexpr(len(C.BALL_CAR_EXTRA_IMPULSE_FACTOR_CURVE))
-
-
-def curve_table(device) -> torch.Tensor:
-    """BALL_CAR_EXTRA_IMPULSE_FACTOR_CURVE's points, x0, y0, x1, y1, ..., float32 (`vehicle.piecewise`)."""
-    return torch.tensor([v for point in C.BALL_CAR_EXTRA_IMPULSE_FACTOR_CURVE for v in point], dtype=torch.float32, device=device)
+BALL_CAR_EXTRA_IMPULSE_FACTOR_CURVE = curve(C.BALL_CAR_EXTRA_IMPULSE_FACTOR_CURVE)
 
 
 @jit
@@ -37,7 +30,7 @@ def normalized(v):
 
 
 @jit
-def extra_hit_vel(ball_pos, ball_vel, car_pos, car_vel, car_forward, ball_hit_extra_force_scale, curve_ptr):
+def extra_hit_vel(ball_pos, ball_vel, car_pos, car_vel, car_forward, ball_hit_extra_force_scale):
     """The extra velocity of one hit (zero when car and ball move alike)."""
     rel_pos = sub(ball_pos, car_pos)
     rel_vel = sub(ball_vel, car_vel)
@@ -45,7 +38,7 @@ def extra_hit_vel(ball_pos, ball_vel, car_pos, car_vel, car_forward, ball_hit_ex
     hit_dir = normalized((rel_pos[0] * 1.0, rel_pos[1] * 1.0, rel_pos[2] * Z_SCALE))
     forward_adjustment = scale(car_forward, dot(hit_dir, car_forward) * FORWARD_KEEP)
     hit_dir = normalized(sub(hit_dir, forward_adjustment))
-    factor = piecewise(rel_speed, curve_ptr, CURVE_POINTS)
+    factor = piecewise(rel_speed, BALL_CAR_EXTRA_IMPULSE_FACTOR_CURVE)
     added = scale(scale(scale(hit_dir, rel_speed), factor), ball_hit_extra_force_scale)
     moving = rel_speed > 0
     return tl.where(moving, added[0], 0.0), tl.where(moving, added[1], 0.0), tl.where(moving, added[2], 0.0)
@@ -54,13 +47,13 @@ def extra_hit_vel(ball_pos, ball_vel, car_pos, car_vel, car_forward, ball_hit_ex
 @jit
 def on_hit(
     is_hit, relative_pos_on_ball, ball_pos, ball_vel, car_pos, car_vel, car_forward, hit_info, tick_count,
-    ball_hit_extra_force_scale, curve_ptr,
+    ball_hit_extra_force_scale,
 ):  # fmt: skip
     """Ball::_OnHit of one car: returns (the extra velocity for the ball's cache, the car's new hit info)."""
     applied = hit_info[5]
     can_apply = (applied < 0) | (tick_count > applied + 1) | (applied > tick_count)
     extra = is_hit & can_apply
-    added = extra_hit_vel(ball_pos, ball_vel, car_pos, car_vel, car_forward, ball_hit_extra_force_scale, curve_ptr)
+    added = extra_hit_vel(ball_pos, ball_vel, car_pos, car_vel, car_forward, ball_hit_extra_force_scale)
     added = where(extra, added, (0.0, 0.0, 0.0))
     new_info = (
         hit_info[0] | is_hit,

@@ -3,8 +3,8 @@ functions in the same order and RocketSim's names.
 
 A car's state travels through the stages as its fields (the reference's ``car.name`` is ``name``
 here); `kernels/arena.py` keeps each car's fields in registers for all K ticks of a launch as one
-tuple in `CarState.FIELDS` order (`load_car` / `store_car`), and `car_tick_*` unpack it around
-the stages. Controls are (throttle, steer, pitch, yaw, roll, jump, boost, handbrake), the first five
+tuple in `CarState.FIELDS` order (`load_car` / `store_car`: one packed row per car in memory), and
+the tick's stages (`pre_tick_update`, `physics_step`, ...) unpack it. Controls are (throttle, steer, pitch, yaw, roll, jump, boost, handbrake), the first five
 clamped to [-1, 1], the buttons pressed above 0.5 (CarControls.from_tensor). Forces and torques
 accumulate as (force, torque) and act in `physics_step`.
 """
@@ -35,14 +35,16 @@ from nitro.envs.soccar.kernels.rigid_body import (
     safe_normalized,
     where_mat,
 )
-from nitro.envs.soccar.kernels.vec import add, atan2, cross, dot, neg, scale, sub, where
+from nitro.envs.soccar.kernels.vec import add, atan2, cross, dot, load_row, neg, scale, store_row, sub, where
 from nitro.envs.soccar.kernels.vehicle import (
+    curve,
     get_forward_speed,
     get_upwards_dir_from_wheel_contacts,
     piecewise,
     update_vehicle_first,
     update_vehicle_second,
 )
+from nitro.envs.soccar.state import CarState
 
 _f32 = np.float32
 POWERSLIDE_RISE_RATE = constexpr(C.POWERSLIDE_RISE_RATE)
@@ -95,36 +97,16 @@ SUPERSONIC_MAINTAIN_MIN_SPEED = constexpr(C.SUPERSONIC_MAINTAIN_MIN_SPEED)
 SUPERSONIC_START_SPEED = constexpr(C.SUPERSONIC_START_SPEED)
 SOLVER_DEFAULT_TIME_STEP = constexpr(C.SOLVER_DEFAULT_TIME_STEP)
 
-# The LinearPieceCurves the car reads, as one float32 table (`curve_table`) of (x, y) points: each
-# curve's first entry (_AT) and its number of points (_POINTS), for `vehicle.piecewise`.
-CURVES = (
-    C.STEER_ANGLE_FROM_SPEED_CURVE,
-    C.POWERSLIDE_STEER_ANGLE_FROM_SPEED_CURVE,
-    C.DRIVE_SPEED_TORQUE_FACTOR_CURVE,
-    C.NON_STICKY_FRICTION_FACTOR_CURVE,
-    C.LAT_FRICTION_CURVE,
-    C.HANDBRAKE_LAT_FRICTION_FACTOR_CURVE,
-    C.HANDBRAKE_LONG_FRICTION_FACTOR_CURVE,
-)
-_AT = [sum(2 * len(curve) for curve in CURVES[:i]) for i in range(len(CURVES))]
-STEER_ANGLE_FROM_SPEED_AT, STEER_ANGLE_FROM_SPEED_POINTS = constexpr(_AT[0]), constexpr(len(CURVES[0]))
-POWERSLIDE_STEER_ANGLE_FROM_SPEED_AT = constexpr(_AT[1])
-POWERSLIDE_STEER_ANGLE_FROM_SPEED_POINTS = constexpr(len(CURVES[1]))
-DRIVE_SPEED_TORQUE_FACTOR_AT, DRIVE_SPEED_TORQUE_FACTOR_POINTS = constexpr(_AT[2]), constexpr(len(CURVES[2]))
-NON_STICKY_FRICTION_FACTOR_AT, NON_STICKY_FRICTION_FACTOR_POINTS = constexpr(_AT[3]), constexpr(len(CURVES[3]))
-LAT_FRICTION_AT, LAT_FRICTION_POINTS = constexpr(_AT[4]), constexpr(len(CURVES[4]))
-HANDBRAKE_LAT_FRICTION_FACTOR_AT = constexpr(_AT[5])
-HANDBRAKE_LAT_FRICTION_FACTOR_POINTS = constexpr(len(CURVES[5]))
-HANDBRAKE_LONG_FRICTION_FACTOR_AT = constexpr(_AT[6])
-HANDBRAKE_LONG_FRICTION_FACTOR_POINTS = constexpr(len(CURVES[6]))
+STEER_ANGLE_FROM_SPEED_CURVE = curve(C.STEER_ANGLE_FROM_SPEED_CURVE)
+POWERSLIDE_STEER_ANGLE_FROM_SPEED_CURVE = curve(C.POWERSLIDE_STEER_ANGLE_FROM_SPEED_CURVE)
+DRIVE_SPEED_TORQUE_FACTOR_CURVE = curve(C.DRIVE_SPEED_TORQUE_FACTOR_CURVE)
+NON_STICKY_FRICTION_FACTOR_CURVE = curve(C.NON_STICKY_FRICTION_FACTOR_CURVE)
+LAT_FRICTION_CURVE = curve(C.LAT_FRICTION_CURVE)
+HANDBRAKE_LAT_FRICTION_FACTOR_CURVE = curve(C.HANDBRAKE_LAT_FRICTION_FACTOR_CURVE)
+HANDBRAKE_LONG_FRICTION_FACTOR_CURVE = curve(C.HANDBRAKE_LONG_FRICTION_FACTOR_CURVE)
 CAR_TABLE_WIDTH = constexpr(28)
 """Floats per car in `car_table`: inv_inertia_local (3), wheel_connection (4 x 3), wheel_radius (4),
 suspension_rest_length (4), suspension_force_scale (4), dodge_deadzone (1)."""
-
-
-def curve_table(device) -> torch.Tensor:
-    """`CURVES` flattened: x0, y0, x1, y1, ... of each curve in turn, float32."""
-    return torch.tensor([v for curve in CURVES for point in curve for v in point], dtype=torch.float32, device=device)
 
 
 def car_table(config: CarParams) -> torch.Tensor:
@@ -174,7 +156,6 @@ def update_wheels(
     num_wheels_in_contact,
     forward_speed,
     tick_time,
-    curves,
 ):
     """Car::_UpdateWheels: handbrake value, engine force and brake, steer angle, wheel frictions and
     the sticky force: (handbrake_val, engine_force, brake, steer_angle, lat_friction, long_friction,
@@ -190,7 +171,7 @@ def update_wheels(
     real_throttle = tl.where(boost_pressed & (boost > 0), 1.0, throttle)
 
     # Throttle and brake.
-    drive_speed_scale = piecewise(abs_forward_speed, curves + DRIVE_SPEED_TORQUE_FACTOR_AT, DRIVE_SPEED_TORQUE_FACTOR_POINTS)
+    drive_speed_scale = piecewise(abs_forward_speed, DRIVE_SPEED_TORQUE_FACTOR_CURVE)
     throttling = tl.abs(real_throttle) >= THROTTLE_DEADZONE
     opposing = (abs_forward_speed > STOPPING_FORWARD_VEL) & (sgn(real_throttle) != sgn(forward_speed))
     coast_brake = tl.where(abs_forward_speed < STOPPING_FORWARD_VEL, 1.0, COASTING_BRAKE_FACTOR)
@@ -207,10 +188,8 @@ def update_wheels(
     brake = real_brake * BRAKE_TORQUE_AMOUNT
 
     # Steering.
-    steer_angle = piecewise(abs_forward_speed, curves + STEER_ANGLE_FROM_SPEED_AT, STEER_ANGLE_FROM_SPEED_POINTS)
-    powerslide = piecewise(
-        abs_forward_speed, curves + POWERSLIDE_STEER_ANGLE_FROM_SPEED_AT, POWERSLIDE_STEER_ANGLE_FROM_SPEED_POINTS
-    )
+    steer_angle = piecewise(abs_forward_speed, STEER_ANGLE_FROM_SPEED_CURVE)
+    powerslide = piecewise(abs_forward_speed, POWERSLIDE_STEER_ANGLE_FROM_SPEED_CURVE)
     steer_angle = tl.where(handbrake_val != 0, steer_angle + (powerslide - steer_angle) * handbrake_val, steer_angle)
     steer_angle = steer_angle * steer
 
@@ -230,15 +209,15 @@ def update_wheels(
             base_friction / tl.where(slipping, tl.abs(dot(cross_vec, long_dir)) + base_friction, 1.0),
             0.0,
         )
-        lat = piecewise(friction_curve_input, curves + LAT_FRICTION_AT, LAT_FRICTION_POINTS)
-        hb_lat = piecewise(friction_curve_input, curves + HANDBRAKE_LAT_FRICTION_FACTOR_AT, HANDBRAKE_LAT_FRICTION_FACTOR_POINTS)
-        hb_long = piecewise(friction_curve_input, curves + HANDBRAKE_LONG_FRICTION_FACTOR_AT, HANDBRAKE_LONG_FRICTION_FACTOR_POINTS)
+        lat = piecewise(friction_curve_input, LAT_FRICTION_CURVE)
+        hb_lat = piecewise(friction_curve_input, HANDBRAKE_LAT_FRICTION_FACTOR_CURVE)
+        hb_long = piecewise(friction_curve_input, HANDBRAKE_LONG_FRICTION_FACTOR_CURVE)
         lat_hb = lat * ((hb_lat - 1) * handbrake_val + 1)
         long_hb = (hb_long - 1) * handbrake_val + 1
         sliding = handbrake_val != 0
         lat = tl.where(sliding, lat_hb, lat)
         long = tl.where(sliding, long_hb, 1.0)
-        non_sticky = piecewise(contact_normal[i][2], curves + NON_STICKY_FRICTION_FACTOR_AT, NON_STICKY_FRICTION_FACTOR_POINTS)
+        non_sticky = piecewise(contact_normal[i][2], NON_STICKY_FRICTION_FACTOR_CURVE)
         lat = tl.where(sticky, lat, lat * non_sticky)
         long = tl.where(sticky, long, long * non_sticky)
         new_lat_friction = new_lat_friction + (tl.where(is_in_contact[i], lat, lat_friction[i]),)
@@ -583,7 +562,6 @@ def pre_tick_update(
     car,
     controls,
     car_params,
-    curves,
     tick_time,
     solver_dt,
     jump_immediate_force,
@@ -612,15 +590,7 @@ def pre_tick_update(
         brake, steer_angle, lat_friction, long_friction, extra_pushback,
     ) = car  # fmt: skip
     # Demolished cars do nothing here (their countdown and respawn come first: `rules.update_demo`).
-    frozen = (
-        pos, rot_mat, vel, ang_vel, is_on_ground, wheels_with_contact, has_jumped, has_double_jumped,
-        has_flipped, flip_rel_torque, jump_time, flip_time, is_flipping, is_jumping, air_time,
-        air_time_since_jump, boost, boosting_time, is_supersonic, supersonic_time, handbrake_val,
-        is_auto_flipping, auto_flip_timer, auto_flip_torque_scale, has_world_contact, world_contact_normal,
-        car_contact_id, car_contact_cooldown_timer, is_demoed, demo_respawn_timer, last_controls,
-        tick_count_since_update, is_boosting, time_since_boosted, velocity_impulse_cache, engine_force,
-        brake, steer_angle, lat_friction, long_friction, extra_pushback,
-    )  # fmt: skip
+    frozen = car
     throttle, steer, pitch, yaw, roll, jump, boost_pressed, handbrake = controls
     inv_inertia_local, wheel_connection, wheel_radius, suspension_rest_length, suspension_force_scale, dodge_deadzone = car_params
     zero = (vel[0] * 0.0, vel[1] * 0.0, vel[2] * 0.0)
@@ -641,7 +611,7 @@ def pre_tick_update(
     forward_speed = get_forward_speed(vel, rot_mat)
     handbrake_val, engine_force, brake, steer_angle, lat_friction, long_friction, force = update_wheels(
         pos, rot_mat, vel, ang_vel, boost, handbrake_val, lat_friction, long_friction, throttle, steer,
-        boost_pressed, handbrake, wheels, force, num_wheels_in_contact, forward_speed, tick_time, curves,
+        boost_pressed, handbrake, wheels, force, num_wheels_in_contact, forward_speed, tick_time,
     )  # fmt: skip
 
     in_air = num_wheels_in_contact < 3
@@ -774,116 +744,105 @@ def finish_physics_tick(car):
 
 # --- The car's state in registers -------------------------------------------------------------------
 
+PACKED = tuple(name for name, (_, dtype) in CarState.FIELDS.items() if dtype in (torch.float32, torch.bool))
+"""The CarState fields the fused tick reads and writes as one float32 row per car (`pack_cars`; bools as
+0 / 1): all but the two integer ones (`car_contact_id`, `tick_count_since_update`), which keep their own
+arrays."""
+_WIDTHS = [math.prod(CarState.FIELDS[name][0]) for name in PACKED]
+CAR_WIDTH = constexpr(128)
+"""Floats per car row (the packed fields take 78; rows are a power of two wide, as `vec.load_row` reads)."""
+AT = constexpr(tuple(sum(_WIDTHS[:i]) for i in range(len(PACKED))))
+"""Where each packed field starts in a car row, in `PACKED` order."""
+PACKED_FLOATS = constexpr(sum(_WIDTHS))
+CAR_TUPLE_FLOATS = constexpr(sum(_WIDTHS[: PACKED.index("extra_pushback") + 1]))
+"""The packed floats of `load_car`'s tuple; the ball hit info's follow them in the row (the game rules'
+kernels read and write those: `kernels/arena.load_hit_info`)."""
+assert PACKED_FLOATS.value <= CAR_WIDTH.value
+
+
+def pack_cars(cars: CarState) -> torch.Tensor:
+    """The cars' `PACKED` fields as [N * C, CAR_WIDTH] float32 rows, contiguous (`load_car`'s input)."""
+    rows = cars.pos.shape[0] * cars.pos.shape[1]
+    parts = [getattr(cars, name).reshape(rows, width).to(torch.float32) for name, width in zip(PACKED, _WIDTHS)]
+    parts.append(torch.zeros(rows, CAR_WIDTH.value - sum(_WIDTHS), device=cars.pos.device))
+    return torch.cat(parts, 1)
+
+
+def unpack_cars_(rows: torch.Tensor, cars: CarState) -> None:
+    """`pack_cars`' inverse, in place: the rows written back into the cars' own tensors."""
+    for name, at, width in zip(PACKED, AT.value, _WIDTHS):
+        field = getattr(cars, name)
+        field.copy_(rows[:, at : at + width].reshape(field.shape))
+
 
 @jit
-def load_flags(ptr, count: tl.constexpr, live):
-    """``count`` bools per lane from int8 memory (torch.bool viewed as int8)."""
-    out = ()
-    for k in tl.static_range(count):
-        out = out + (tl.load(ptr + k, mask=live, other=0) != 0,)
-    return out
-
-
-@jit
-def load_floats(ptr, count: tl.constexpr, live):
-    out = ()
-    for k in tl.static_range(count):
-        out = out + (tl.load(ptr + k, mask=live, other=0.0),)
-    return out
-
-
-@jit
-def store_values(ptr, values, count: tl.constexpr, live):
-    """Store a tuple of ``count`` per-lane values (bools as int8)."""
-    for k in tl.static_range(count):
-        v = values[k]
-        if v.dtype == tl.int1:
-            v = v.to(tl.int8)
-        tl.store(ptr + k, v, mask=live)
-
-
-@jit
-def load_car(ptrs, row, live):
-    """Car ``row`` (= env * C + car) of the [N, C, ...] CarState tensors ``ptrs`` (one pointer per
-    field, `CarState.FIELDS` order; bools as int8) as the kernel's car tuple."""
-    rot = load_floats(ptrs[1] + row * 9, 9, live)
+def load_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, BLOCK: tl.constexpr):
+    """Car ``row`` (= env * C + car) as the kernel's car tuple, in `CarState.FIELDS` order: its packed
+    row (`pack_cars`, one memory operation) and its two integer fields."""
+    v = load_row(rows_ptr, row, live, CAR_WIDTH, BLOCK)
     return (
-        load_floats(ptrs[0] + row * 3, 3, live),
-        ((rot[0], rot[1], rot[2]), (rot[3], rot[4], rot[5]), (rot[6], rot[7], rot[8])),
-        load_floats(ptrs[2] + row * 3, 3, live),
-        load_floats(ptrs[3] + row * 3, 3, live),
-        load_flags(ptrs[4] + row, 1, live)[0],
-        load_flags(ptrs[5] + row * 4, 4, live),
-        load_flags(ptrs[6] + row, 1, live)[0],
-        load_flags(ptrs[7] + row, 1, live)[0],
-        load_flags(ptrs[8] + row, 1, live)[0],
-        load_floats(ptrs[9] + row * 3, 3, live),
-        tl.load(ptrs[10] + row, mask=live, other=0.0),
-        tl.load(ptrs[11] + row, mask=live, other=0.0),
-        load_flags(ptrs[12] + row, 1, live)[0],
-        load_flags(ptrs[13] + row, 1, live)[0],
-        tl.load(ptrs[14] + row, mask=live, other=0.0),
-        tl.load(ptrs[15] + row, mask=live, other=0.0),
-        tl.load(ptrs[16] + row, mask=live, other=0.0),
-        tl.load(ptrs[17] + row, mask=live, other=0.0),
-        load_flags(ptrs[18] + row, 1, live)[0],
-        tl.load(ptrs[19] + row, mask=live, other=0.0),
-        tl.load(ptrs[20] + row, mask=live, other=0.0),
-        load_flags(ptrs[21] + row, 1, live)[0],
-        tl.load(ptrs[22] + row, mask=live, other=0.0),
-        tl.load(ptrs[23] + row, mask=live, other=0.0),
-        load_flags(ptrs[24] + row, 1, live)[0],
-        load_floats(ptrs[25] + row * 3, 3, live),
-        tl.load(ptrs[26] + row, mask=live, other=0),
-        tl.load(ptrs[27] + row, mask=live, other=0.0),
-        load_flags(ptrs[28] + row, 1, live)[0],
-        tl.load(ptrs[29] + row, mask=live, other=0.0),
-        load_floats(ptrs[30] + row * 8, 8, live),
-        tl.load(ptrs[31] + row, mask=live, other=0),
-        load_flags(ptrs[32] + row, 1, live)[0],
-        tl.load(ptrs[33] + row, mask=live, other=0.0),
-        load_floats(ptrs[34] + row * 3, 3, live),
-        tl.load(ptrs[35] + row, mask=live, other=0.0),
-        tl.load(ptrs[36] + row, mask=live, other=0.0),
-        tl.load(ptrs[37] + row, mask=live, other=0.0),
-        load_floats(ptrs[38] + row * 4, 4, live),
-        load_floats(ptrs[39] + row * 4, 4, live),
-        load_floats(ptrs[40] + row * 4, 4, live),
-    )
+        vec3(v, AT[0]), mat3(v, AT[1]), vec3(v, AT[2]), vec3(v, AT[3]), v[AT[4]] != 0, flags4(v, AT[5]),
+        v[AT[6]] != 0, v[AT[7]] != 0, v[AT[8]] != 0, vec3(v, AT[9]), v[AT[10]], v[AT[11]], v[AT[12]] != 0,
+        v[AT[13]] != 0, v[AT[14]], v[AT[15]], v[AT[16]], v[AT[17]], v[AT[18]] != 0, v[AT[19]], v[AT[20]],
+        v[AT[21]] != 0, v[AT[22]], v[AT[23]], v[AT[24]] != 0, vec3(v, AT[25]),
+        tl.load(car_contact_id_ptr + row, mask=live, other=0),
+        v[AT[26]], v[AT[27]] != 0, v[AT[28]], floats8(v, AT[29]),
+        tl.load(tick_count_since_update_ptr + row, mask=live, other=0),
+        v[AT[30]] != 0, v[AT[31]], vec3(v, AT[32]), v[AT[33]], v[AT[34]], v[AT[35]], floats4(v, AT[36]),
+        floats4(v, AT[37]), floats4(v, AT[38]),
+    )  # fmt: skip
 
 
 @jit
-def store_car(ptrs, row, live, car):
+def store_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, car, BLOCK: tl.constexpr):
     """`load_car`'s inverse."""
-    store_values(ptrs[0] + row * 3, car[0], 3, live)
-    store_values(ptrs[1] + row * 9, car[1][0] + car[1][1] + car[1][2], 9, live)
-    store_values(ptrs[2] + row * 3, car[2], 3, live)
-    store_values(ptrs[3] + row * 3, car[3], 3, live)
-    store_values(ptrs[4] + row, (car[4],), 1, live)
-    store_values(ptrs[5] + row * 4, car[5], 4, live)
-    for k in tl.static_range(6, 9):
-        store_values(ptrs[k] + row, (car[k],), 1, live)
-    store_values(ptrs[9] + row * 3, car[9], 3, live)
-    for k in tl.static_range(10, 25):
-        store_values(ptrs[k] + row, (car[k],), 1, live)
-    store_values(ptrs[25] + row * 3, car[25], 3, live)
-    for k in tl.static_range(26, 30):
-        store_values(ptrs[k] + row, (car[k],), 1, live)
-    store_values(ptrs[30] + row * 8, car[30], 8, live)
-    for k in tl.static_range(31, 34):
-        store_values(ptrs[k] + row, (car[k],), 1, live)
-    store_values(ptrs[34] + row * 3, car[34], 3, live)
-    for k in tl.static_range(35, 38):
-        store_values(ptrs[k] + row, (car[k],), 1, live)
-    for k in tl.static_range(38, 41):
-        store_values(ptrs[k] + row * 4, car[k], 4, live)
+    f = (
+        car[0] + car[1][0] + car[1][1] + car[1][2] + car[2] + car[3] + (car[4],) + car[5] + (car[6], car[7], car[8])
+        + car[9] + car[10:25] + car[25] + car[27:30] + car[30] + car[32:34] + car[34] + car[35:38] + car[38]
+        + car[39] + car[40]
+    )  # fmt: skip
+    values = ()
+    for k in tl.static_range(CAR_WIDTH):
+        if k < CAR_TUPLE_FLOATS:
+            values = values + (f[k].to(tl.float32),)
+        else:
+            values = values + (f[0].to(tl.float32) * 0.0,)
+    store_row(rows_ptr, row, values, live, CAR_WIDTH, BLOCK)
+    tl.store(car_contact_id_ptr + row, car[26], mask=live)
+    tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
 
 
 @jit
-def load_controls(controls_ptr, row, live):
+def vec3(v, at: tl.constexpr):
+    return v[at], v[at + 1], v[at + 2]
+
+
+@jit
+def mat3(v, at: tl.constexpr):
+    """Three rows of three (btMatrix3x3's storage order)."""
+    return vec3(v, at), vec3(v, at + 3), vec3(v, at + 6)
+
+
+@jit
+def floats4(v, at: tl.constexpr):
+    return v[at], v[at + 1], v[at + 2], v[at + 3]
+
+
+@jit
+def flags4(v, at: tl.constexpr):
+    return v[at] != 0, v[at + 1] != 0, v[at + 2] != 0, v[at + 3] != 0
+
+
+@jit
+def floats8(v, at: tl.constexpr):
+    return floats4(v, at) + floats4(v, at + 4)
+
+
+@jit
+def load_controls(controls_ptr, row, live, BLOCK: tl.constexpr):
     """CarControls.from_tensor of [N, C, 8] controls: the analog inputs clamped to [-1, 1] (ClampFix),
     the buttons pressed above 0.5."""
-    c = load_floats(controls_ptr + row * 8, 8, live)
+    c = load_row(controls_ptr, row, live, 8, BLOCK)
     return (
         tl.minimum(tl.maximum(c[0], -1.0), 1.0),
         tl.minimum(tl.maximum(c[1], -1.0), 1.0),

@@ -8,24 +8,17 @@ of the kernels' car tuple); a pair's contacts are `kernels/car_contacts.car_car_
 
 from __future__ import annotations
 
-import torch
-
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
 from nitro.envs.soccar.kernels.ball_hit import normalized
 from nitro.envs.soccar.kernels.rigid_body import column
 from nitro.envs.soccar.kernels.vec import add, dot, scale, sub, where
-from nitro.envs.soccar.kernels.vehicle import piecewise
+from nitro.envs.soccar.kernels.vehicle import curve, piecewise
 
 BUMP_MIN_FORWARD_DIST = constexpr(C.BUMP_MIN_FORWARD_DIST)
-CURVES = (C.BUMP_VEL_AMOUNT_GROUND_CURVE, C.BUMP_VEL_AMOUNT_AIR_CURVE, C.BUMP_UPWARD_VEL_AMOUNT_CURVE)
-GROUND_AT, AIR_AT, UPWARD_AT = (constexpr(2 * sum(len(c) for c in CURVES[:i])) for i in range(3))
-GROUND_POINTS, AIR_POINTS, UPWARD_POINTS = (constexpr(len(c)) for c in CURVES)
-
-
-def curve_table(device) -> torch.Tensor:
-    """The bump curves' points (ground, air, upward), x0, y0, x1, y1, ..., float32."""
-    return torch.tensor([v for curve in CURVES for point in curve for v in point], dtype=torch.float32, device=device)
+BUMP_VEL_AMOUNT_GROUND_CURVE = curve(C.BUMP_VEL_AMOUNT_GROUND_CURVE)
+BUMP_VEL_AMOUNT_AIR_CURVE = curve(C.BUMP_VEL_AMOUNT_AIR_CURVE)
+BUMP_UPWARD_VEL_AMOUNT_CURVE = curve(C.BUMP_UPWARD_VEL_AMOUNT_CURVE)
 
 
 @jit
@@ -55,7 +48,7 @@ def with_bump_state(car, state):
 
 
 @jit
-def bump(state, other, team_ok, demo_mode, curve_ptr):
+def bump(state, other, team_ok, demo_mode):
     """The velocity test, the demolition rule and the bump impulse of the car ``state`` on ``other``
     (``team_ok``: their teams allow a demolition): (approaching, is_demo, the bumper's direction
     part of the impulse, the upward part before the force scale)."""
@@ -70,11 +63,11 @@ def bump(state, other, team_ok, demo_mode, curve_ptr):
     ground_hit = other[3]
     base_scale = tl.where(
         ground_hit,
-        piecewise(speed_towards_other_car, curve_ptr + GROUND_AT, GROUND_POINTS),
-        piecewise(speed_towards_other_car, curve_ptr + AIR_AT, AIR_POINTS),
+        piecewise(speed_towards_other_car, BUMP_VEL_AMOUNT_GROUND_CURVE),
+        piecewise(speed_towards_other_car, BUMP_VEL_AMOUNT_AIR_CURVE),
     )
     hit_up_dir = where(ground_hit, column(other[2], 2), (0.0, 0.0, 1.0))
-    upward = scale(hit_up_dir, piecewise(speed_towards_other_car, curve_ptr + UPWARD_AT, UPWARD_POINTS))
+    upward = scale(hit_up_dir, piecewise(speed_towards_other_car, BUMP_UPWARD_VEL_AMOUNT_CURVE))
     return approaching, is_demo, scale(vel_dir, base_scale), upward
 
 
@@ -121,7 +114,7 @@ def _one_way(
 @jit
 def on_car_car_collision(
     states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
-    curve_ptr, BLUE: tl.constexpr, NUM_CARS: tl.constexpr, POINTS: tl.constexpr,
+    BLUE: tl.constexpr, NUM_CARS: tl.constexpr, POINTS: tl.constexpr,
 ):  # fmt: skip
     """Arena::_BtCallback_OnCarCarCollision for every contact point of the tick, pair by pair (a < b)
     and point by point. ``states``: each car's bump state (blue cars first, BLUE of them);
@@ -138,8 +131,8 @@ def on_car_car_collision(
                 team_ok = enable_team_demos != 0  # teammates
             else:
                 team_ok = enable_team_demos == enable_team_demos
-            hit_ab = bump(states[a], states[b], team_ok, demo_mode, curve_ptr)
-            hit_ba = bump(states[b], states[a], team_ok, demo_mode, curve_ptr)
+            hit_ab = bump(states[a], states[b], team_ok, demo_mode)
+            hit_ba = bump(states[b], states[a], team_ok, demo_mode)
             pair = contacts[a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)]  # `contacts.car_pairs` order
             for k in tl.static_range(POINTS):
                 live = pair[k][0]

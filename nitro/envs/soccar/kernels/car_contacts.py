@@ -150,63 +150,40 @@ def _inside_depth(point, center, rot, half):
 
 
 @jit
-def car_car_contacts(pos_a, rot_a, hitbox_a, frozen_a, pos_b, rot_b, hitbox_b, frozen_b, POINTS: tl.constexpr):
-    """One car pair's contact points (see `car_contacts.car_car_contacts`): POINTS tuples of
-    (is_contact, local_point_a, local_point_b), UU."""
+def car_car_contacts(pos_a, rot_a, hitbox_a, frozen_a, pos_b, rot_b, hitbox_b, frozen_b):
+    """One car pair's contact points (see `car_contacts.car_car_contacts`): two tuples of
+    (is_contact, local_point_a, local_point_b), UU: car a's deepest corner inside b, then b's inside a."""
     ca, ha = _box(pos_a, rot_a, hitbox_a)
     cb, hb = _box(pos_b, rot_b, hitbox_b)
     touching = (_separation(ca, rot_a, ha, cb, rot_b, hb) < 0) & (~frozen_a) & (~frozen_b)
-    corners = _corners(ca, rot_a, ha) + _corners(cb, rot_b, hb)
-    depth = ()
-    for k in tl.static_range(16):
-        if k < 8:
-            depth = depth + (_inside_depth(corners[k], cb, rot_b, hb),)
-        else:
-            depth = depth + (_inside_depth(corners[k], ca, rot_a, ha),)
-    # the deepest corner of each box (the first of equal depths), for the fallback point
-    best_a = depth[0]
-    deepest_a = corners[0]
-    best_b = depth[8]
-    deepest_b = corners[8]
+    depth_a, corner_a = _deepest_corner(ca, rot_a, ha, cb, rot_b, hb)
+    depth_b, corner_b = _deepest_corner(cb, rot_b, hb, ca, rot_a, ha)
+    inside_a = depth_a >= 0
+    inside_b = depth_b >= 0
+    neither = (~inside_a) & (~inside_b)
+    first = where(neither, scale(add(corner_a, corner_b), 0.5), corner_a)
+    return (
+        (touching & (inside_a | neither), _local(first, pos_a, rot_a), _local(first, pos_b, rot_b)),
+        (touching & inside_b, _local(corner_b, pos_a, rot_a), _local(corner_b, pos_b, rot_b)),
+    )
+
+
+@jit
+def _deepest_corner(center, rot, half, other_center, other_rot, other_half):
+    """The box's corner deepest inside the other box (the first of equal depths) and its depth."""
+    corners = _corners(center, rot, half)
+    best = _inside_depth(corners[0], other_center, other_rot, other_half)
+    corner = corners[0]
     for k in tl.static_range(1, 8):
-        better = depth[k] > best_a
-        best_a = tl.where(better, depth[k], best_a)
-        deepest_a = where(better, corners[k], deepest_a)
-        better = depth[8 + k] > best_b
-        best_b = tl.where(better, depth[8 + k], best_b)
-        deepest_b = where(better, corners[8 + k], deepest_b)
-    fallback = scale(add(deepest_a, deepest_b), 0.5)
-    # the POINTS deepest corners, deepest first (the first of equal depths first, as a stable sort)
-    taken = ()
-    for k in tl.static_range(16):
-        taken = taken + (touching != touching,)
-    chosen = ()
-    chosen_depth = ()
-    for j in tl.static_range(POINTS):
-        best = depth[0] * 0.0 + NEG_INF
-        point = corners[0]
-        index = touching.to(tl.int32) * 0 - 1
-        for k in tl.static_range(16):
-            better = (~taken[k]) & ((depth[k] > best) | (index < 0))
-            best = tl.where(better, depth[k], best)
-            point = where(better, corners[k], point)
-            index = tl.where(better, k, index)
-        new_taken = ()
-        for k in tl.static_range(16):
-            new_taken = new_taken + (taken[k] | (index == k),)
-        taken = new_taken
-        chosen = chosen + (point,)
-        chosen_depth = chosen_depth + (best,)
-    any_in_reach = chosen_depth[0] >= 0
-    for j in tl.static_range(1, POINTS):
-        any_in_reach = any_in_reach | (chosen_depth[j] >= 0)
-    out = ()
-    for j in tl.static_range(POINTS):
-        point = where(any_in_reach, chosen[j], fallback)
-        is_contact = touching & tl.where(any_in_reach, chosen_depth[j] >= 0, j == 0)
-        da = sub(point, pos_a)
-        db = sub(point, pos_b)
-        local_a = (dot(column(rot_a, 0), da), dot(column(rot_a, 1), da), dot(column(rot_a, 2), da))
-        local_b = (dot(column(rot_b, 0), db), dot(column(rot_b, 1), db), dot(column(rot_b, 2), db))
-        out = out + ((is_contact, local_a, local_b),)
-    return out
+        depth = _inside_depth(corners[k], other_center, other_rot, other_half)
+        better = depth > best
+        best = tl.where(better, depth, best)
+        corner = where(better, corners[k], corner)
+    return best, corner
+
+
+@jit
+def _local(point, pos, rot):
+    """A world point in a car's frame (from its origin), UU."""
+    d = sub(point, pos)
+    return dot(column(rot, 0), d), dot(column(rot, 1), d), dot(column(rot, 2), d)

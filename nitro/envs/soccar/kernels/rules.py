@@ -9,13 +9,16 @@ multiplications wrap as the reference's masked ones do). A car is the kernels' c
 
 from __future__ import annotations
 
+import torch
+
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
 from nitro.envs.soccar.kernels.car import where_car
-from nitro.envs.soccar.kernels.vec import load_uniform, where
-from nitro.envs.soccar.state import SPAWN_WIDTH as _SPAWN_WIDTH
+from nitro.envs.soccar.kernels.vec import load_row, where
+from nitro.envs.soccar.state import SPAWN_WIDTH
 
-SPAWN_WIDTH = constexpr(_SPAWN_WIDTH)
+SPAWN_ROW = constexpr(16)
+"""Floats per row of `spawn_rows`: a spawn table's 12 (`SPAWN_WIDTH`), padded to a power of two."""
 KICKOFF_STREAM = constexpr(0)
 RESPAWN_STREAM = constexpr(1)
 SPAWNS = constexpr(len(C.CAR_SPAWN_LOCATIONS_SOCCAR))
@@ -24,6 +27,13 @@ HASH_MUL_1 = constexpr(0x7FEB352D)
 HASH_MUL_2 = constexpr(0x846CA68B)
 CAR_RESPAWN_Z = constexpr(C.CAR_RESPAWN_Z)
 BALL_REST_Z = constexpr(C.BALL_REST_Z)
+
+
+def spawn_rows(spawns: torch.Tensor) -> torch.Tensor:
+    """A `GameConfig` spawn table [2, spots, SPAWN_WIDTH] as the kernels read it: one row per team and
+    spot (team x spots + spot), [2 x spots, SPAWN_ROW] float32."""
+    rows = spawns.reshape(-1, SPAWN_WIDTH)
+    return torch.nn.functional.pad(rows, (0, SPAWN_ROW.value - SPAWN_WIDTH)).contiguous()
 
 
 def seed_hash(seed: int) -> int:
@@ -60,16 +70,13 @@ def random_u32(hashed_seed, env, stream, counter):
 
 
 @jit
-def spawned_car(car, spawn_ptr, spot, boost):
-    """A fresh CarState at spot ``spot`` of a team's spawn table (`GameConfig`'s), with ``boost``, as
-    Car::SetState sets it (btVehicleRL's wheel infos kept from ``car``); and a fresh ball hit info."""
-    base = spawn_ptr + spot * SPAWN_WIDTH
-    pos = (tl.load(base), tl.load(base + 1), tl.load(base + 2))
-    rot = (
-        (tl.load(base + 3), tl.load(base + 4), tl.load(base + 5)),
-        (tl.load(base + 6), tl.load(base + 7), tl.load(base + 8)),
-        (tl.load(base + 9), tl.load(base + 10), tl.load(base + 11)),
-    )
+def spawned_car(car, spawn_ptr, row, boost, live, BLOCK: tl.constexpr):
+    """A fresh CarState at row ``row`` (team x spots + spot) of a spawn table (`spawn_rows`), with
+    ``boost``, as Car::SetState sets it (btVehicleRL's wheel infos kept from ``car``); and a fresh ball
+    hit info."""
+    v = load_row(spawn_ptr, row, live, SPAWN_ROW, BLOCK)
+    pos = (v[0], v[1], v[2])
+    rot = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
     zero = car[10] * 0.0  # per lane (``boost`` is one value for every lane)
     no = zero != zero
     vec0 = (zero, zero, zero)
@@ -90,15 +97,18 @@ def respawn_spot(hashed_seed, env, tick_count, car: tl.constexpr):
 
 
 @jit
-def update_demo(car, info, hashed_seed, env, tick_count, respawn_ptr, tick_time, car_spawn_boost_amount, c: tl.constexpr, team: tl.constexpr):
+def update_demo(
+    car, info, hashed_seed, env, tick_count, respawn_ptr, tick_time, car_spawn_boost_amount, live, c: tl.constexpr,
+    team: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
     """The demolished car's part of Car::_PreTickUpdate: the respawn timer counts down, and at 0 the
     car respawns (Car::Respawn). Returns (car, ball hit info)."""
     is_demoed, timer = car[28], car[29]
     new_timer = tl.where(is_demoed, tl.maximum(timer - tick_time, 0.0), timer)
     car = car[:29] + (new_timer,) + car[30:]
     respawning = is_demoed & (new_timer == 0)
-    spot = respawn_spot(hashed_seed, env, tick_count, c)
-    fresh, fresh_info = spawned_car(car, respawn_ptr + team * (RESPAWN_SPOTS * SPAWN_WIDTH), spot, car_spawn_boost_amount)
+    row = team * RESPAWN_SPOTS + respawn_spot(hashed_seed, env, tick_count, c)
+    fresh, fresh_info = spawned_car(car, respawn_ptr, row, car_spawn_boost_amount, live, BLOCK)
     return where_car(respawning, fresh, car), where_info(respawning, fresh_info, info)
 
 

@@ -6,10 +6,12 @@ back-left), built and read with static loops over the wheels. A tick's wheels tr
 `vehicle.Wheels`' field order: (hard_point, axle, is_in_contact, contact_point, contact_normal,
 suspension_length, suspension_relative_velocity, clipped_inv_contact_dot_suspension, impulse).
 A preset's numbers come from the per-car table `car_table` (`CarParams` flattened, see
-`kernels/car.py`); LinearPieceCurves from the curve table (`kernels/car.py`'s CURVES).
+`kernels/car.py`); LinearPieceCurves are compile-time constants (`curve`, `kernels/car.py`'s *_CURVE).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
@@ -39,18 +41,25 @@ SOLVER_ERP = constexpr(C.SOLVER_ERP)
 BT_TO_UU = constexpr(C.BT_TO_UU)
 
 
+def curve(points) -> constexpr:
+    """A LinearPieceCurve as `piecewise` takes it, a compile-time constant: (number of points, x0, y0,
+    x1, y1, ...), the values rounded to float32 as RocketSim stores them."""
+    return constexpr((len(points), *(float(np.float32(v)) for point in points for v in point)))
+
+
 @jit
-def piecewise(x, curve_ptr, POINTS: tl.constexpr):
-    """LinearPieceCurve::GetOutput of the curve whose (x, y) points start at ``curve_ptr``: linear
-    between the points, constant beyond them (float32 maths)."""
-    out = x * 0.0 + tl.load(curve_ptr + 2 * POINTS - 1)
-    for k in tl.static_range(POINTS - 1):  # segments from the last, as the reference's where chain
-        x0 = tl.load(curve_ptr + 2 * (POINTS - 2 - k))
-        y0 = tl.load(curve_ptr + 2 * (POINTS - 2 - k) + 1)
-        x1 = tl.load(curve_ptr + 2 * (POINTS - 1 - k))
-        y1 = tl.load(curve_ptr + 2 * (POINTS - 1 - k) + 1)
+def piecewise(x, CURVE: tl.constexpr):
+    """LinearPieceCurve::GetOutput of a `curve`: linear between the points, constant beyond them
+    (float32 maths; the points are immediate operands, no memory is read)."""
+    # CURVE[0], the number of points, is used in place: a constexpr assigned to a name would not stay one
+    out = x * 0.0 + CURVE[2 * CURVE[0]]
+    for k in tl.static_range(CURVE[0] - 1):  # segments from the last, as the reference's where chain
+        x0 = CURVE[2 * (CURVE[0] - 2 - k) + 1]
+        y0 = CURVE[2 * (CURVE[0] - 2 - k) + 2]
+        x1 = CURVE[2 * (CURVE[0] - 1 - k) + 1]
+        y1 = CURVE[2 * (CURVE[0] - 1 - k) + 2]
         out = tl.where(x < x1, y0 + (y1 - y0) * ((x - x0) / (x1 - x0)), out)
-    return tl.where(x <= tl.load(curve_ptr), tl.load(curve_ptr + 1), out)
+    return tl.where(x <= CURVE[1], CURVE[2], out)
 
 
 @jit
@@ -104,6 +113,44 @@ def resolve_single_collision(pos, vel, ang_vel, inv_inertia, point, normal, dist
 
 
 @jit
+def pick(values, w):
+    """``values[w]`` of a per-wheel 4-tuple, for a wheel index ``w`` known only at run time."""
+    return tl.where(w == 0, values[0], tl.where(w == 1, values[1], tl.where(w == 2, values[2], values[3])))
+
+
+@jit
+def pick_vec(vectors, w):
+    """`pick` of a per-wheel 4-tuple of vectors."""
+    return (
+        pick((vectors[0][0], vectors[1][0], vectors[2][0], vectors[3][0]), w),
+        pick((vectors[0][1], vectors[1][1], vectors[2][1], vectors[3][1]), w),
+        pick((vectors[0][2], vectors[1][2], vectors[2][2], vectors[3][2]), w),
+    )
+
+
+@jit
+def put(values, w, value):
+    """The per-wheel 4-tuple ``values`` with wheel ``w`` (known at run time) replaced by ``value``."""
+    return (
+        tl.where(w == 0, value, values[0]),
+        tl.where(w == 1, value, values[1]),
+        tl.where(w == 2, value, values[2]),
+        tl.where(w == 3, value, values[3]),
+    )
+
+
+@jit
+def put_vec(vectors, w, vector):
+    """`put` of a per-wheel 4-tuple of vectors."""
+    return (
+        where(w == 0, vector, vectors[0]),
+        where(w == 1, vector, vectors[1]),
+        where(w == 2, vector, vectors[2]),
+        where(w == 3, vector, vectors[3]),
+    )
+
+
+@jit
 def ray_cast(
     pos,
     rot_mat,
@@ -132,20 +179,21 @@ def ray_cast(
     resolveSingleCollision's), which then persists while the wheel keeps touching."""
     tri_ptr, _, _, _, _, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = arena
     up = column(rot_mat, 2)
-    is_in_contact = ()
-    contact_point = ()
-    contact_normal = ()
-    suspension_length = ()
-    suspension_relative_velocity = ()
-    clipped_inv_contact_dot_suspension = ()
-    new_extra_pushback = ()
+    ray_length = ()
     for i in tl.static_range(4):
-        rest = suspension_rest_length[i]
-        radius = wheel_radius[i]
-        ray_length = ((rest + MAX_SUSPENSION_TRAVEL) + radius) - SUSPENSION_SUBTRACTION
-        target = add(hard_point[i], scale(neg(up), ray_length))
-        hit, fraction, hit_normal, _ = arena_ray_cast(
-            hard_point[i],
+        ray_length = ray_length + (((suspension_rest_length[i] + MAX_SUSPENSION_TRAVEL) + wheel_radius[i]) - SUSPENSION_SUBTRACTION,)
+    # The four rays against the arena, one per pass of a loop that is not unrolled: the arena query
+    # (and its memory reads) appears once in the kernel, which keeps Triton's compile time down.
+    no = up[0] != up[0]
+    zero = up[0] * 0.0
+    ray_hit = (no, no, no, no)
+    ray_fraction = (zero, zero, zero, zero)
+    ray_normal = ((zero, zero, zero), (zero, zero, zero), (zero, zero, zero), (zero, zero, zero))
+    for w in range(4):
+        start = pick_vec(hard_point, w)
+        target = add(start, scale(neg(up), pick(ray_length, w)))
+        hit, fraction, normal, _feature = arena_ray_cast(
+            start,
             target,
             live,
             tri_ptr,
@@ -158,6 +206,21 @@ def ray_cast(
             NUM_PLANES,
             BLOCK,
         )
+        ray_hit = put(ray_hit, w, hit)
+        ray_fraction = put(ray_fraction, w, fraction)
+        ray_normal = put_vec(ray_normal, w, normal)
+    is_in_contact = ()
+    contact_point = ()
+    contact_normal = ()
+    suspension_length = ()
+    suspension_relative_velocity = ()
+    clipped_inv_contact_dot_suspension = ()
+    new_extra_pushback = ()
+    for i in tl.static_range(4):
+        rest = suspension_rest_length[i]
+        radius = wheel_radius[i]
+        target = add(hard_point[i], scale(neg(up), ray_length[i]))
+        hit, fraction, hit_normal = ray_hit[i], ray_fraction[i], ray_normal[i]
         point = where(hit, add(scale(hard_point[i], 1.0 - fraction), scale(target, fraction)), target)
         normal = where(hit, hit_normal, up)
         trace = dot(sub(hard_point[i], point), up)

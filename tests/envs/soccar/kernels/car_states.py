@@ -5,19 +5,19 @@ ceiling, jumps, flips, air control, landings, auto-flip) through the reference `
 cars at several ticks, then draws fresh controls for them (button presses included, so jumps,
 double jumps and flips start), so the kernel stages meet every branch they take in play.
 
-The test kernels read a batch of values as one float32 buffer, field after field, each field a
-[n, width] block (`pack`): `field_ptrs` turns it into the per-field pointers
-`kernels/car.load_car` takes (bools and integers read back exactly: every value is a small integer).
-A kernel writes its outputs as one [n, width] row per lane (`store_row`), in the order the test
-lists them (`split`).
+The cars go in and out of the test kernels as the fused kernel holds them (`car_memory`,
+`cars_from_memory`: `kernels/car.load_car` / `store_car`). Other batches of values (the wheels) go in
+as one float32 buffer, field after field, each field a [n, width] block (`pack`; `field_ptrs` gives
+the per-field pointers). A kernel writes its outputs as one [n, width] row per lane
+(`store_outputs`), in the order the test lists them (`split`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 
+import pytest
 import torch
 
 from nitro.envs.soccar import rigid_body as rb
@@ -25,16 +25,16 @@ from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.kernels.arena import ball_grid
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid_args
+from nitro.envs.soccar.kernels.car import pack_cars, unpack_cars_
 from nitro.envs.soccar.state import CarState
 from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same
 from tests.parity.car_harness import STATE_FIELDS, make_rollouts
 
-triton = __import__("pytest").importorskip("triton")
+triton = pytest.importorskip("triton")
 tl = triton.language
 
 SNAPSHOT_TICKS = (0, 2, 7, 15, 26, 38, 47)
 """Ticks at which `sample_cars` keeps the cars (0: as set, before any step)."""
-NUM_FIELDS = tl.constexpr(len(CarState.FIELDS))
 CAR_BLOCK = 256
 """Lanes per program of these tests: the whole sample in one or two programs (the interpreter's cost
 is per operation, not per lane)."""
@@ -136,19 +136,19 @@ def pack(fields: dict[str, torch.Tensor], n: int) -> tuple[torch.Tensor, torch.T
     return flat, torch.tensor(offsets, dtype=torch.int32, device=DEVICE)
 
 
-def pack_cars(cars: CarState) -> tuple[torch.Tensor, torch.Tensor]:
-    return pack({name: getattr(cars, name) for name in CarState.FIELDS}, cars.pos.shape[0])
+def car_memory(cars: CarState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Cars [n, 1, ...] as the fused kernel holds them in memory, on the test device: their packed rows
+    (`kernels/car.pack_cars`), ``car_contact_id`` and ``tick_count_since_update`` [n]."""
+    return tuple(x.contiguous().to(DEVICE) for x in (pack_cars(cars), cars.car_contact_id, cars.tick_count_since_update))
 
 
-def unpack_cars(flat: torch.Tensor, n: int) -> CarState:
-    """`pack_cars`' inverse: CarState [n, 1, ...] on the CPU with the fields' own dtypes."""
-    flat, at, fields = flat.cpu(), 0, {}
-    for name, (shape, dtype) in CarState.FIELDS.items():
-        width = math.prod(shape)
-        block = flat[at * n : (at + width) * n].reshape(n, 1, *shape)
-        fields[name] = block != 0 if dtype == torch.bool else block.to(dtype)
-        at += width
-    return CarState(**fields)
+def cars_from_memory(rows: torch.Tensor, car_contact_id: torch.Tensor, tick_count_since_update: torch.Tensor) -> CarState:
+    """`car_memory`'s inverse: CarState [n, 1, ...] on the CPU."""
+    cars = CarState.fresh(len(rows), 1, torch.device("cpu"))
+    unpack_cars_(rows.cpu(), cars)
+    cars.car_contact_id.copy_(car_contact_id.cpu().reshape(-1, 1))
+    cars.tick_count_since_update.copy_(tick_count_since_update.cpu().reshape(-1, 1))
+    return cars
 
 
 def split(out: torch.Tensor, widths: dict[str, int]) -> dict[str, torch.Tensor]:
@@ -235,7 +235,7 @@ def load_wheels(ptrs, row, live):
 
 
 @triton.jit
-def store_row(ptr, row, values, WIDTH: tl.constexpr, live):
+def store_outputs(ptr, row, values, WIDTH: tl.constexpr, live):
     """Store a flat tuple of ``WIDTH`` per-lane values as lane ``row``'s output row (bools as 0 / 1)."""
     for k in tl.static_range(WIDTH):
         tl.store(ptr + row * WIDTH + k, values[k].to(tl.float32), mask=live)

@@ -22,9 +22,9 @@ pytest.importorskip("triton")
 pytestmark = runnable
 BALL_POS_TOL = 2e-3
 """UU: a flying ball after two ticks (the ball twins' own position tolerance)."""
-CARS = 64
-"""Cars per test (every fourth of the sample: all families, several ticks each); on the interpreter
-a tick of 64 lanes takes seconds."""
+ENVS = 32
+"""Envs per test: one program of the Arena's fused launch (on the interpreter a program's tick takes
+seconds); their cars are spread over the sample (all families, several ticks each)."""
 
 
 def regroup(cars: CarState, envs: int, per_env: int, rows=slice(None)) -> CarState:
@@ -41,8 +41,8 @@ def test_fused_ticks_with_cars(blue, orange, launches):
     """``launches`` kernel launches of K ticks each (controls held) equal as many PyTorch ticks."""
     sample = sample_cars()
     per_env = blue + orange
-    envs = CARS // per_env
-    rows = torch.arange(CARS) * (len(sample.cars.pos) // CARS)
+    envs, cars = ENVS, ENVS * per_env
+    rows = torch.arange(cars) * (len(sample.cars.pos) // cars)
     arena = Arena(envs, blue=blue, orange=orange, device=DEVICE)
     g = torch.Generator().manual_seed(2)
     # the ball in flight high above the field, where its contact queries are cheap
@@ -60,7 +60,7 @@ def test_fused_ticks_with_cars(blue, orange, launches):
     touched = torch.zeros(envs, dtype=torch.bool, device=DEVICE)
     for ticks in launches:
         events = ArenaEvents.none(envs, per_env, DEVICE)
-        launch_step_ticks_(fused, events, controls, arena.world, ticks, block=max(32, envs))
+        launch_step_ticks_(fused, events, controls, arena.world, ticks)  # the Arena's own launch
         expected_events = ArenaEvents.none(envs, per_env, DEVICE)
         for _ in range(ticks):  # a tick at a time: which car bodies touched the arena in which tick
             expected, expected_events = step_ticks(expected, expected_events, controls, arena.world, 1)
@@ -70,6 +70,6 @@ def test_fused_ticks_with_cars(blue, orange, launches):
     # compared in the envs where no car body touched the arena (most of them).
     free = (~touched).repeat_interleave(per_env).cpu()
     assert float(free.float().mean()) > 0.6
-    assert_cars_close(rows_of(regroup(fused.cars, CARS, 1), free), rows_of(regroup(expected.cars, CARS, 1), free))
+    assert_cars_close(rows_of(regroup(fused.cars, cars, 1), free), rows_of(regroup(expected.cars, cars, 1), free))
     assert torch.equal(fused.tick_count.cpu(), expected.tick_count.cpu())
     assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL

@@ -26,7 +26,7 @@ REL_POS_TOL = 1e-3
 
 @triton.jit
 def hits_kernel(
-    ball_pos_ptr, ball_vel_ptr, pos_ptr, rot_ptr, vel_ptr, frozen_ptr, hitbox_ptr, curve_ptr,
+    ball_pos_ptr, ball_vel_ptr, pos_ptr, rot_ptr, vel_ptr, frozen_ptr, hitbox_ptr,
     valid_ptr, rel_ptr, hit_ball_ptr, extra_ptr, when_hit_ptr, when_applied_ptr, tick_ptr,
     cache_ptr, is_hit_ptr, n, ball_contact_gap, ball_radius, scale,
     NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
@@ -56,7 +56,7 @@ def hits_kernel(
             tl.load(when_applied_ptr + row, mask=live, other=0),
         )
         added, info = twin.on_hit(
-            is_hit, rel, ball_pos, ball_vel, pos, vel, (rot[0][0], rot[1][0], rot[2][0]), info, tick, scale, curve_ptr
+            is_hit, rel, ball_pos, ball_vel, pos, vel, (rot[0][0], rot[1][0], rot[2][0]), info, tick, scale
         )
         cache = (cache[0] + added[0], cache[1] + added[1], cache[2] + added[2])
         tl.store(is_hit_ptr + row, is_hit.to(tl.int8), mask=live)
@@ -87,7 +87,7 @@ def test_ball_hits_match_the_reference(num_cars):
     is_hit = torch.zeros(n, num_cars, dtype=torch.int8, device=DEVICE)
     hits_kernel[programs(n)](
         flat(ball.pos), flat(ball_vel), flat(cars.pos), flat(cars.rot_mat), flat(cars.vel), flat(frozen),
-        contacts_twin.hitbox_table(params), twin.curve_table(DEVICE), *info, flat(tick), cache, is_hit, n,
+        contacts_twin.hitbox_table(params), *info, flat(tick), cache, is_hit, n,
         PARAMS.ball_contact_gap, PARAMS.ball_radius, PARAMS.ball_hit_extra_force_scale,
         NUM_CARS=num_cars, BLOCK=BLOCK,
     )  # fmt: skip

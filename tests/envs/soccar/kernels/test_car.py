@@ -19,8 +19,8 @@ from nitro.envs.soccar import vehicle
 from nitro.envs.soccar.kernels import car as twin
 from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
 from nitro.envs.soccar.kernels.car import (
+    CAR_WIDTH,
     car_table,
-    curve_table,
     load_car,
     load_car_params,
     load_controls,
@@ -29,24 +29,23 @@ from nitro.envs.soccar.kernels.car import (
 from nitro.envs.soccar.kernels.vehicle import get_forward_speed
 from nitro.envs.soccar.rigid_body import Forces
 from tests.envs.soccar.kernels.car_states import (
-    rows_of,
     ATOL,
     CAR_BLOCK,
-    NUM_FIELDS,
     arena_args,
     assert_cars_close,
+    car_memory,
+    cars_from_memory,
     columns,
     controls_of,
     field_ptrs,
     inv_inertia,
     load_wheels,
     pack,
-    pack_cars,
     random_forces,
+    rows_of,
     sample_cars,
     split,
-    store_row,
-    unpack_cars,
+    store_outputs,
 )
 from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same, runnable
 
@@ -58,15 +57,15 @@ pytestmark = runnable
 
 @triton.jit
 def update_stages_kernel(
-    car_ptr,
-    car_offsets_ptr,
+    car_rows_ptr,
+    car_contact_id_ptr,
+    car_ticks_ptr,
     wheels_ptr,
     wheels_offsets_ptr,
     controls_ptr,
     force_ptr,
     torque_ptr,
     car_table_ptr,
-    curves_ptr,
     out_ptr,
     n,
     tick_time,
@@ -83,9 +82,9 @@ def update_stages_kernel(
 ):
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
-    car = load_car(field_ptrs(car_ptr, car_offsets_ptr, n, NUM_FIELDS), lane, live)
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
     wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, 9), lane, live)
-    throttle, steer, pitch, yaw, roll, jump, boost_pressed, handbrake = load_controls(controls_ptr, lane, live)
+    throttle, steer, pitch, yaw, roll, jump, boost_pressed, handbrake = load_controls(controls_ptr, lane, live, BLOCK)
     inv_inertia_local, _, _, _, _, dodge_deadzone = load_car_params(car_table_ptr, 0)
     force = (tl.load(force_ptr + lane * 3, mask=live), tl.load(force_ptr + lane * 3 + 1, mask=live))
     force = force + (tl.load(force_ptr + lane * 3 + 2, mask=live),)
@@ -102,7 +101,7 @@ def update_stages_kernel(
 
     handbrake_val, engine_force, brake, steer_angle, lat_friction, long_friction, wheels_force = twin.update_wheels(
         pos, rot_mat, vel, ang_vel, car[16], car[20], car[38], car[39], throttle, steer, boost_pressed,
-        handbrake, wheels, force, num_wheels_in_contact, forward_speed, tick_time, curves_ptr,
+        handbrake, wheels, force, num_wheels_in_contact, forward_speed, tick_time,
     )  # fmt: skip
     out = (handbrake_val, engine_force, brake, steer_angle) + lat_friction + long_friction + wheels_force
     air_flipping, air_force, air_torque = twin.update_air_torque(
@@ -135,7 +134,7 @@ def update_stages_kernel(
     )  # fmt: skip
     out = out + (boost, is_boosting, boosting_time, time_since_boosted) + boost_force
     out = out + (twin.roll_angle(rot_mat),)
-    store_row(out_ptr, lane, out, WIDTH, live)
+    store_outputs(out_ptr, lane, out, WIDTH, live)
 
 
 def _reference_update_stages(sample, wheels, forces):
@@ -197,14 +196,14 @@ def test_update_stages(mesh, preset):
     expected = _reference_update_stages(sample, wheels, Forces(force=force, torque=torque))
     widths = {name: value.shape[1] for name, value in expected.items()}
     out = torch.empty(n, sum(widths.values()), device=DEVICE)
-    car_flat, car_offsets = pack_cars(cars)
+    memory = car_memory(cars)
     wheel_fields = {f.name: getattr(wheels, f.name) for f in dataclasses.fields(wheels)}
     wheels_flat, wheels_offsets = pack(wheel_fields, n)
     params = world.params
     update_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
-        car_flat, car_offsets, wheels_flat, wheels_offsets, sample.controls.reshape(n, 8).to(DEVICE),
+        *memory, wheels_flat, wheels_offsets, sample.controls.reshape(n, 8).to(DEVICE),
         force.reshape(n, 3).to(DEVICE), torque.reshape(n, 3).to(DEVICE), car_table(world.cars).to(DEVICE),
-        curve_table(DEVICE), out, n,
+        out, n,
         **{name: float(getattr(params, name)) for name in (
             "tick_time", "jump_immediate_force", "jump_accel", "boost_accel_ground", "boost_accel_air",
             "boost_used_per_second", "unlimited_flips", "unlimited_double_jumps", "flip_z_damp_factor",
@@ -234,19 +233,18 @@ def test_update_stages(mesh, preset):
 
 @triton.jit
 def tick_stages_kernel(
-    car_ptr,
-    car_offsets_ptr,
+    car_rows_ptr,
+    car_contact_id_ptr,
+    car_ticks_ptr,
     controls_ptr,
     force_ptr,
     torque_ptr,
     tick_count_ptr,
     car_table_ptr,
-    curves_ptr,
-    pre_out_ptr,
+    out_rows_ptr,
+    out_contact_id_ptr,
+    out_ticks_ptr,
     force_out_ptr,
-    step_out_ptr,
-    post_out_ptr,
-    finish_out_ptr,
     n,
     tick_time,
     gravity_z,
@@ -279,8 +277,8 @@ def tick_stages_kernel(
 ):
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
-    car = load_car(field_ptrs(car_ptr, car_offsets_ptr, n, NUM_FIELDS), lane, live)
-    controls = load_controls(controls_ptr, lane, live)
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    controls = load_controls(controls_ptr, lane, live, BLOCK)
     car_params = load_car_params(car_table_ptr, 0)
     arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
     arena = arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
@@ -288,22 +286,22 @@ def tick_stages_kernel(
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=1)
     solver_dt = tl.where(tick_count == 0, twin.SOLVER_DEFAULT_TIME_STEP, tick_time)
     pre, force, torque = twin.pre_tick_update(
-        car, controls, car_params, curves_ptr, tick_time, solver_dt, jump_immediate_force, jump_accel,
+        car, controls, car_params, tick_time, solver_dt, jump_immediate_force, jump_accel,
         boost_used_per_second, boost_accel_ground, boost_accel_air, unlimited_flips,
         unlimited_double_jumps, flip_z_damp_factor, live, arena, grid, NUM_PLANES, BLOCK,
     )  # fmt: skip
-    store_car(field_ptrs(pre_out_ptr, car_offsets_ptr, n, NUM_FIELDS), lane, live, pre)
-    store_row(force_out_ptr, lane, force + torque, 6, live)
+    store_car(out_rows_ptr, out_contact_id_ptr, out_ticks_ptr, lane, live, pre, BLOCK)  # output 0
+    store_outputs(force_out_ptr, lane, force + torque, 6, live)
     force = (tl.load(force_ptr + lane * 3, mask=live), tl.load(force_ptr + lane * 3 + 1, mask=live))
     force = force + (tl.load(force_ptr + lane * 3 + 2, mask=live),)
     torque = (tl.load(torque_ptr + lane * 3, mask=live), tl.load(torque_ptr + lane * 3 + 1, mask=live))
     torque = torque + (tl.load(torque_ptr + lane * 3 + 2, mask=live),)
     stepped = twin.physics_step(car, force, torque, car_params[0], tick_time, gravity_z)
-    store_car(field_ptrs(step_out_ptr, car_offsets_ptr, n, NUM_FIELDS), lane, live, stepped)
+    store_car(out_rows_ptr + n * CAR_WIDTH, out_contact_id_ptr + n, out_ticks_ptr + n, lane, live, stepped, BLOCK)
     posted = twin.post_tick_update(car, controls, tick_time)
-    store_car(field_ptrs(post_out_ptr, car_offsets_ptr, n, NUM_FIELDS), lane, live, posted)
+    store_car(out_rows_ptr + 2 * n * CAR_WIDTH, out_contact_id_ptr + 2 * n, out_ticks_ptr + 2 * n, lane, live, posted, BLOCK)
     finished = twin.finish_physics_tick(car)
-    store_car(field_ptrs(finish_out_ptr, car_offsets_ptr, n, NUM_FIELDS), lane, live, finished)
+    store_car(out_rows_ptr + 3 * n * CAR_WIDTH, out_contact_id_ptr + 3 * n, out_ticks_ptr + 3 * n, lane, live, finished, BLOCK)
 
 
 def test_tick_stages(mesh):
@@ -324,13 +322,13 @@ def test_tick_stages(mesh):
         car_contact_cooldown_timer=torch.rand(n, 1, generator=g) * 0.2 * fast,
     )
     force, torque = random_forces(n, 4)
-    car_flat, offsets = pack_cars(cars)
-    outs = [torch.empty_like(car_flat) for _ in range(4)]
+    memory = car_memory(cars)
+    outs = [torch.empty((4, *x.shape), dtype=x.dtype, device=DEVICE) for x in memory]  # 4 stages' cars
     forces_out = torch.empty(n, 6, device=DEVICE)
     tick_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
-        car_flat, offsets, sample.controls.reshape(n, 8).to(DEVICE), force.reshape(n, 3).to(DEVICE),
+        *memory, sample.controls.reshape(n, 8).to(DEVICE), force.reshape(n, 3).to(DEVICE),
         torque.reshape(n, 3).to(DEVICE), sample.tick_count.to(DEVICE), car_table(world.cars).to(DEVICE),
-        curve_table(DEVICE), outs[0], forces_out, *outs[1:], n,
+        *outs, forces_out, n,
         **{name: float(getattr(params, name)) for name in (
             "tick_time", "gravity_z", "jump_immediate_force", "jump_accel", "boost_accel_ground",
             "boost_accel_air", "boost_used_per_second", "unlimited_flips", "unlimited_double_jumps",
@@ -338,7 +336,7 @@ def test_tick_stages(mesh):
         )},
         **arena_args(sample), NUM_PLANES=4, BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
     )  # fmt: skip
-    pre, stepped, posted, finished = (unpack_cars(out, n) for out in outs)
+    pre, stepped, posted, finished = (cars_from_memory(*(out[k] for out in outs)) for k in range(4))
     controls = controls_of(sample)
     expected_pre, expected_forces = reference.pre_tick_update(
         cars, controls, world.cars, world.mesh, sample.tick_count, params

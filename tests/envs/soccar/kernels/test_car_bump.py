@@ -42,7 +42,7 @@ def load_state(ptrs, row, live):
 @triton.jit
 def bump_kernel(
     pos_ptr, vel_ptr, rot_ptr, ground_ptr, ss_ptr, id_ptr, cd_ptr, demoed_ptr, timer_ptr, cache_ptr,
-    hitbox_ptr, curve_ptr, points_ptr, bumped_ptr, demoed_by_ptr, n, demo_mode, enable_team_demos,
+    hitbox_ptr, points_ptr, bumped_ptr, demoed_by_ptr, n, demo_mode, enable_team_demos,
     bump_force_scale, bump_cooldown_time, respawn_delay,
     BLUE: tl.constexpr, NUM_CARS: tl.constexpr, POINTS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
@@ -59,7 +59,7 @@ def bump_kernel(
             sb = states[b]
             points = contacts_twin.car_car_contacts(
                 sa[0], sa[2], contacts_twin.load_hitbox(hitbox_ptr, a), sa[7],
-                sb[0], sb[2], contacts_twin.load_hitbox(hitbox_ptr, b), sb[7], POINTS,
+                sb[0], sb[2], contacts_twin.load_hitbox(hitbox_ptr, b), sb[7],
             )  # fmt: skip
             contacts = contacts + (points,)
             for k in tl.static_range(POINTS):
@@ -70,7 +70,7 @@ def bump_kernel(
                 store(base + 4, points[k][2], live)
     states, bumped_by, demoed_by = twin.on_car_car_collision(
         states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
-        curve_ptr, BLUE, NUM_CARS, POINTS,
+        BLUE, NUM_CARS, POINTS,
     )  # fmt: skip
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
@@ -84,15 +84,18 @@ def bump_kernel(
         tl.store(demoed_by_ptr + row, demoed_by[c], mask=live)
 
 
+MUTATORS = {
+    "default": MutatorConfig(),
+    "on contact": MutatorConfig(demo_mode="on_contact", bump_force_scale=1.5),
+    "disabled, team demos": MutatorConfig(demo_mode="disabled", enable_team_demos=True, bump_cooldown_time=0.0),
+}
+
+
 @pytest.mark.parametrize(
-    "blue, orange, mutators",
-    [
-        (1, 1, MutatorConfig()),
-        (2, 2, MutatorConfig(demo_mode="on_contact", bump_force_scale=1.5)),
-        (2, 1, MutatorConfig(demo_mode="disabled", enable_team_demos=True, bump_cooldown_time=0.0)),
-    ],
+    "blue, orange, mutators", [(1, 1, "default"), (2, 2, "on contact"), (2, 1, "disabled, team demos")]
 )
 def test_bumps_match_the_reference(blue, orange, mutators):
+    mutators = MUTATORS[mutators]
     n, num_cars = 128, blue + orange
     _, cars, _ = random_game(n, num_cars, seed=20 + num_cars)
     params = car_params(num_cars)
@@ -110,7 +113,7 @@ def test_bumps_match_the_reference(blue, orange, mutators):
     bumped = torch.zeros(n, num_cars, dtype=torch.int32, device=DEVICE)
     demoed_by = torch.zeros_like(bumped)
     bump_kernel[programs(n)](
-        *buffers, contacts_twin.hitbox_table(params), twin.curve_table(DEVICE), points, bumped, demoed_by, n,
+        *buffers, contacts_twin.hitbox_table(params), points, bumped, demoed_by, n,
         tick.demo_mode, int(tick.enable_team_demos), tick.bump_force_scale, tick.bump_cooldown_time,
         tick.respawn_delay, BLUE=blue, NUM_CARS=num_cars, POINTS=CAR_CAR_POINTS, BLOCK=BLOCK,
     )  # fmt: skip

@@ -11,7 +11,7 @@ import torch
 from nitro.envs.soccar import rigid_body as reference
 from nitro.envs.soccar.kernels import rigid_body as twin
 from nitro.envs.soccar.kernels.car import car_table, load_car_params
-from tests.envs.soccar.kernels.car_states import ATOL, CAR_BLOCK, columns, sample_cars, split, store_row
+from tests.envs.soccar.kernels.car_states import ATOL, CAR_BLOCK, columns, sample_cars, split, store_outputs
 from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, runnable
 
 triton = pytest.importorskip("triton")
@@ -77,7 +77,7 @@ def rigid_body_kernel(
     out = out + new_pos + new_rot_mat[0] + new_rot_mat[1] + new_rot_mat[2] + new_vel + new_ang_vel
     clamped = twin.clamp_speeds(vel, ang_vel)
     out = out + clamped[0] + clamped[1] + twin.safe_normalized(dv)
-    store_row(out_ptr, lane, out, WIDTH, live)
+    store_outputs(out_ptr, lane, out, WIDTH, live)
 
 
 def test_rigid_body():

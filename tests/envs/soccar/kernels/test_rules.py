@@ -9,16 +9,18 @@ import torch
 from nitro.envs.soccar import rules as reference
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels import rules as twin
-from nitro.envs.soccar.kernels.car import load_car, store_car
-from nitro.envs.soccar.kernels.vec import load, store
+from nitro.envs.soccar.kernels.arena import load_hit_info, store_car_and_hit_info
+from nitro.envs.soccar.kernels.car import load_car, pack_cars, unpack_cars_
+from nitro.envs.soccar.kernels.vec import load_row, store_row
 from nitro.envs.soccar.state import CarState
-from tests.envs.soccar.kernels.game_states import flat, random_game
+from tests.envs.soccar.kernels.game_states import random_game
 from tests.envs.soccar.kernels.twins import BLOCK, DEVICE, assert_close, assert_same, programs, runnable
 
 triton = pytest.importorskip("triton")
 tl = triton.language
 pytestmark = runnable
-NUM_FIELDS = tl.constexpr(len(CarState.FIELDS))
+INT_FIELDS = ("car_contact_id", "tick_count_since_update", "ball_hit_info_tick_count_when_hit",
+              "ball_hit_info_tick_count_when_extra_impulse_applied")  # fmt: skip
 
 
 @triton.jit
@@ -54,26 +56,23 @@ def test_streams_match_the_reference():
 
 
 @triton.jit
-def demo_kernel(car_ptrs, tick_ptr, respawn_ptr, n, hashed_seed, tick_time, boost, BLUE: tl.constexpr, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
+def demo_kernel(
+    rows_ptr, contact_id_ptr, ticks_since_ptr, ints_ptr, tick_ptr, respawn_ptr, n, hashed_seed,
+    tick_time, boost, BLUE: tl.constexpr, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
     tick = tl.load(tick_ptr + lane, mask=live, other=0)
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        car = load_car(car_ptrs, row, live)
-        info = (
-            tl.load(car_ptrs[41] + row, mask=live, other=0) != 0, load(car_ptrs[42] + row * 3, live, (0.0, 0.0, 0.0)),
-            load(car_ptrs[43] + row * 3, live, (0.0, 0.0, 0.0)), load(car_ptrs[44] + row * 3, live, (0.0, 0.0, 0.0)),
-            tl.load(car_ptrs[45] + row, mask=live, other=0), tl.load(car_ptrs[46] + row, mask=live, other=0),
-        )  # fmt: skip
-        car, info = twin.update_demo(car, info, hashed_seed, lane.to(tl.int64), tick, respawn_ptr, tick_time, boost, c, 1 if c >= BLUE else 0)
-        store_car(car_ptrs, row, live, car)
-        tl.store(car_ptrs[41] + row, info[0].to(tl.int8), mask=live)
-        store(car_ptrs[42] + row * 3, info[1], live)
-        store(car_ptrs[43] + row * 3, info[2], live)
-        store(car_ptrs[44] + row * 3, info[3], live)
-        tl.store(car_ptrs[45] + row, info[4], mask=live)
-        tl.store(car_ptrs[46] + row, info[5], mask=live)
+        car = load_car(rows_ptr, contact_id_ptr, ticks_since_ptr, row, live, BLOCK)
+        info = load_hit_info(rows_ptr, load_row(ints_ptr, row, live, 2, BLOCK), row, live, BLOCK)
+        car, info = twin.update_demo(
+            car, info, hashed_seed, lane.to(tl.int64), tick, respawn_ptr, tick_time, boost, live, c, 1 if c >= BLUE else 0,
+            BLOCK,
+        )
+        store_car_and_hit_info(rows_ptr, contact_id_ptr, ticks_since_ptr, row, live, car, info, BLOCK)
+        store_row(ints_ptr, row, (info[4], info[5]), live, 2, BLOCK)
 
 
 def test_demolished_cars_respawn_as_the_reference():
@@ -83,14 +82,17 @@ def test_demolished_cars_respawn_as_the_reference():
     cars.is_demoed = torch.rand(n, 3, generator=torch.Generator().manual_seed(1)).to(DEVICE) < 0.5
     tick = torch.randint(0, 1000, (n,), generator=torch.Generator().manual_seed(2)).to(DEVICE)
     expected = reference.update_demo(cars, tick, arena.world)
-    buffers = [flat(getattr(cars, name).clone()) for name in CarState.FIELDS]
-    demo_kernel[programs(n)](
-        tuple(buffers), tick, arena.world.game.respawn_spawns.contiguous(), n, twin.seed_hash(77),
-        arena.world.params.tick_time, arena.world.params.car_spawn_boost_amount, BLUE=blue, NUM_CARS=3, BLOCK=BLOCK,
-    )  # fmt: skip
     respawned = cars.is_demoed & ~expected.is_demoed
     assert bool(respawned.any()) and bool((cars.is_demoed & expected.is_demoed).any())
-    for name, buffer in zip(CarState.FIELDS, buffers):
-        want = getattr(expected, name)
-        got = buffer.view(torch.bool) if want.dtype == torch.bool else buffer
-        assert torch.equal(got, want), name
+    rows = pack_cars(cars)
+    ints = [getattr(cars, name).clone() for name in INT_FIELDS[:2]]
+    ticks = torch.stack([getattr(cars, name) for name in INT_FIELDS[2:]], -1).reshape(-1, 2).contiguous()
+    demo_kernel[programs(n)](
+        rows, *ints, ticks, tick, twin.spawn_rows(arena.world.game.respawn_spawns), n, twin.seed_hash(77),
+        arena.world.params.tick_time, arena.world.params.car_spawn_boost_amount, BLUE=blue, NUM_CARS=3, BLOCK=BLOCK,
+    )  # fmt: skip
+    unpack_cars_(rows, cars)
+    for name, value in zip(INT_FIELDS, ints + list(ticks.reshape(n, 3, 2).unbind(-1))):
+        setattr(cars, name, value)
+    for name in CarState.FIELDS:
+        assert torch.equal(getattr(cars, name), getattr(expected, name)), name

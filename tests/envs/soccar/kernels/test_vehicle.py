@@ -14,10 +14,8 @@ from nitro.envs.soccar import vehicle as reference
 from nitro.envs.soccar.kernels import vehicle as twin
 from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
 from nitro.envs.soccar.kernels.car import (
-    CURVES,
     SOLVER_DEFAULT_TIME_STEP,
     car_table,
-    curve_table,
     load_car,
     load_car_params,
 )
@@ -25,17 +23,16 @@ from nitro.envs.soccar.kernels.rigid_body import column, inv_inertia_world
 from tests.envs.soccar.kernels.car_states import (
     ATOL,
     CAR_BLOCK,
-    NUM_FIELDS,
     arena_args,
+    car_memory,
     columns,
     field_ptrs,
     inv_inertia,
     load_wheels,
     pack,
-    pack_cars,
     sample_cars,
     split,
-    store_row,
+    store_outputs,
 )
 from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same, runnable
 
@@ -52,8 +49,9 @@ def flat4(v):
 
 @triton.jit
 def vehicle_stages_kernel(
-    car_ptr,
-    car_offsets_ptr,
+    car_rows_ptr,
+    car_contact_id_ptr,
+    car_ticks_ptr,
     wheels_ptr,
     wheels_offsets_ptr,
     extra_pushback_ptr,
@@ -84,7 +82,7 @@ def vehicle_stages_kernel(
 ):
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
-    car = load_car(field_ptrs(car_ptr, car_offsets_ptr, n, NUM_FIELDS), lane, live)
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
     wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, 9), lane, live)
     inv_inertia_local, wheel_connection, wheel_radius, rest, force_scale, _ = load_car_params(car_table_ptr, 0)
     pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
@@ -119,7 +117,7 @@ def vehicle_stages_kernel(
     out = out + rubbed[0] + rubbed[1]
     out = out + twin.get_upwards_dir_from_wheel_contacts(is_in_contact, contact_normal, column(rot_mat, 2))
     out = out + (twin.get_forward_speed(vel, rot_mat),)
-    store_row(out_ptr, lane, out, WIDTH, live)
+    store_outputs(out_ptr, lane, out, WIDTH, live)
 
 
 @pytest.mark.parametrize("preset", ["octane", "plank"])
@@ -154,10 +152,10 @@ def test_vehicle_stages(mesh, preset):
     assert int((hit & (contact["contact_normal"][..., 2] < 0.7)).sum()) > 10  # walls, curves, ceiling
 
     out = torch.empty(n, sum(widths.values()), device=DEVICE)
-    car_flat, car_offsets = pack_cars(cars)
+    memory = car_memory(cars)
     wheels_flat, wheels_offsets = pack({f.name: getattr(wheels, f.name) for f in dataclasses.fields(wheels)}, n)
     vehicle_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
-        car_flat, car_offsets, wheels_flat, wheels_offsets, car.extra_pushback.reshape(n, 4).to(DEVICE),
+        *memory, wheels_flat, wheels_offsets, car.extra_pushback.reshape(n, 4).to(DEVICE),
         sample.tick_count.to(DEVICE), car_table(config).to(DEVICE), out, n, dt, **arena_args(sample),
         WIDTH=out.shape[1], NUM_PLANES=4, BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
     )  # fmt: skip
@@ -179,24 +177,25 @@ def test_vehicle_stages(mesh, preset):
 
 
 @triton.jit
-def piecewise_kernel(x_ptr, curves_ptr, out_ptr, n, AT: tl.constexpr, POINTS: tl.constexpr, BLOCK: tl.constexpr):
+def piecewise_kernel(x_ptr, out_ptr, n, CURVE: tl.constexpr, BLOCK: tl.constexpr):
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
     x = tl.load(x_ptr + lane, mask=live, other=0.0)
-    tl.store(out_ptr + lane, twin.piecewise(x, curves_ptr + AT, POINTS), mask=live)
+    tl.store(out_ptr + lane, twin.piecewise(x, CURVE), mask=live)
 
 
-@pytest.mark.parametrize("curve", range(len(CURVES)))
-def test_piecewise(curve):
-    """LinearPieceCurve::GetOutput on every curve the car reads, at its points, between and beyond."""
-    points = CURVES[curve]
+CURVES = {name: getattr(C, name) for name in dir(C) if name.endswith("_CURVE")}
+
+
+@pytest.mark.parametrize("name", sorted(CURVES))
+def test_piecewise(name):
+    """LinearPieceCurve::GetOutput on every curve of the constants, at its points, between and beyond."""
+    points = CURVES[name]
     xs = torch.tensor([p[0] for p in points], dtype=torch.float32)
     lo, hi = float(xs.min()), float(xs.max())
     x = torch.cat((xs, torch.linspace(lo - 0.5 * (hi - lo + 1), hi + 0.5 * (hi - lo + 1), 200)))
     out = torch.empty_like(x, device=DEVICE)
-    at = sum(2 * len(c) for c in CURVES[:curve])
     piecewise_kernel[(triton.cdiv(len(x), 256),)](
-        x.to(DEVICE), curve_table(DEVICE), out, len(x), AT=at, POINTS=len(points), BLOCK=256, num_warps=8
+        x.to(DEVICE), out, len(x), CURVE=twin.curve(points), BLOCK=256, num_warps=8
     )
     assert_close(out, reference.piecewise(points, x), atol=1e-6, rtol=REL_TOL)
-
