@@ -21,7 +21,7 @@ import torch
 
 from nitro.core import fast, tree
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import ball, car, island_manager
+from nitro.envs.soccar import ball, car, dynamics_world
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.arena_mesh.broadphase import arena_bullet
@@ -49,16 +49,14 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
         cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, state.tick_count, params)
     # 3. boost pad cooldowns (with the boost pads)
     # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
-    # 5. Bullet step: each body at its tick-start transform against the arena (car-ball and car-car
-    #    contacts come with their stage), solved and integrated
-    ball_state = ball.physics_step(state.ball, sleeping, world.mesh, params)
+    # 5. Bullet step: every body at its tick-start transform against the arena and each other, solved
+    #    and integrated (the car-ball and car-car contacts go to the game rules: hit, bumps, demos)
     if world.cars.num_cars:
-        ball_manifolds = island_manager.ball_manifold_count(
-            world.bullet, state.ball.pos, ball.apply_damping(state.ball.vel, params), sleeping, params
-        )
-        cars = car.physics_step(cars, forces, world.cars, params, world.mesh, world.bullet, ball_manifolds)
+        ball_state, cars, _ = dynamics_world.step_simulation(state.ball, sleeping, cars, forces, world, params)
         cars = car.post_tick_update(cars, car_controls, params)  # 6. cars' post-tick and finish
         cars = car.finish_physics_tick(cars)  # (then each car's boost pad pickup, with the pads)
+    else:
+        ball_state = ball.physics_step(state.ball, sleeping, world.mesh, params)
     # 7. boost pads give boost (with the boost pads)
     ball_state = ball.finish_physics_tick(ball_state, params)  # 8. ball finish
     scored = ball.is_ball_scored(ball_state.pos, params)  # 9. goal (RocketSim fires every tick)

@@ -129,3 +129,123 @@ class CarWorldContacts:
     """The contact-added callback ran for this car (worldContact.hasContact) [B] bool."""
     contact_normal: torch.Tensor
     """The last added point's normal, before edge smoothing (worldContact.contactNormal) [B, 3]."""
+
+
+@dataclasses.dataclass
+class CarBallContacts:
+    """One tick's car-ball contacts, per car [N, C, ...] (Bullet units, 1 BT = 50 UU): Bullet's
+    manifold of each car's box with its env's ball, at most one point, the car its body A and the
+    ball its body B.
+
+    ``touched`` is RocketSim's car-ball contact callback (`Arena::_BtCallback_OnCarBallCollision`,
+    which calls `Ball::_OnHit` with ``local_point_ball`` * BT_TO_UU as relPos); the other fields
+    describe that point (zero where not touched).
+    """
+
+    has_manifold: torch.Tensor
+    """The box's AABB meets the ball's, so the pair keeps a manifold (empty or not) [N, C] bool."""
+    touched: torch.Tensor
+    """A contact point was added this tick: the car touched the ball [N, C] bool."""
+    held: torch.Tensor
+    """The point is still in the manifold after refreshContactPoints: the solver sees it [N, C] bool."""
+    normal: torch.Tensor
+    """m_normalWorldOnB: unit normal from the ball into the car [N, C, 3]."""
+    point_on_car: torch.Tensor
+    """m_positionWorldOnA: the point on the car's box, world [N, C, 3]."""
+    point_on_ball: torch.Tensor
+    """m_positionWorldOnB: the point on the ball's surface, world [N, C, 3]."""
+    local_point_car: torch.Tensor
+    """m_localPointA: the car's point in the car's frame (from its centre of mass) [N, C, 3]."""
+    local_point_ball: torch.Tensor
+    """m_localPointB: the ball's point in the ball's frame (Ball::_OnHit's relPos) [N, C, 3]."""
+    depth: torch.Tensor
+    """m_distance1: the gap along the normal, negative when penetrating [N, C]."""
+
+
+@dataclasses.dataclass
+class CarCarContacts:
+    """One tick's car-car contacts, per pair of cars (a, b), a < b (`car_car.car_pairs` order), up to
+    4 points [N, P, 4, ...] (Bullet units): Bullet's box-box manifold, with car b its body A and car a
+    its body B.
+
+    RocketSim's car-car callback (`Arena::_BtCallback_OnCarCarCollision`: bumps and demos, tested
+    both ways) runs once per added point, in point order, with car b as its first car; the points'
+    local positions are what it reads (m_localPointA on car b, m_localPointB on car a).
+    """
+
+    pairs: torch.Tensor
+    """The two car slots of each pair [P, 2] int64 (a, b)."""
+    has_manifold: torch.Tensor
+    """The boxes' AABBs meet, so the pair keeps a manifold (empty or not) [N, P] bool."""
+    added: torch.Tensor
+    """Points added this tick: how many times RocketSim's car-car callback runs [N, P] int64."""
+    count: torch.Tensor
+    """Points held after refreshContactPoints, the first ``count`` slots [N, P] int64."""
+    normal: torch.Tensor
+    """m_normalWorldOnB: unit normal from car a into car b [N, P, 4, 3]."""
+    point_on_b: torch.Tensor
+    """m_positionWorldOnA: the point on car b's box, world [N, P, 4, 3]."""
+    point_on_a: torch.Tensor
+    """m_positionWorldOnB: the point on car a's box, world [N, P, 4, 3]."""
+    local_point_b: torch.Tensor
+    """m_localPointA: car b's point in car b's frame [N, P, 4, 3]."""
+    local_point_a: torch.Tensor
+    """m_localPointB: car a's point in car a's frame [N, P, 4, 3]."""
+    depth: torch.Tensor
+    """m_distance1: the gap along the normal, negative when penetrating [N, P, 4]."""
+
+
+@dataclasses.dataclass
+class ContactRows:
+    """Contact points as the solver takes them, one per row [N, R, ...] (Bullet units): body A and
+    body B (the ball 0, car c at 1 + c; -1 for the arena) and btManifoldPoint's fields."""
+
+    body_a: torch.Tensor
+    """[N, R] int64."""
+    body_b: torch.Tensor
+    """[N, R] int64, -1 for the arena."""
+    normal: torch.Tensor
+    """m_normalWorldOnB: from B into A [N, R, 3]."""
+    rel_pos_a: torch.Tensor
+    """The point on A minus A's origin [N, R, 3]."""
+    rel_pos_b: torch.Tensor
+    """The point on B minus B's origin (zero for the arena's points: unused) [N, R, 3]."""
+    depth: torch.Tensor
+    """m_distance1, negative when penetrating [N, R]."""
+    friction: torch.Tensor
+    """m_combinedFriction [N, R]."""
+    restitution: torch.Tensor
+    """m_combinedRestitution [N, R]."""
+    special: torch.Tensor
+    """RocketSim's special (ball-world) point: in the split impulse only [N, R] bool."""
+    active: torch.Tensor
+    """The row holds a point [N, R] bool."""
+
+
+@dataclasses.dataclass
+class BodyContacts:
+    """One tick's contacts between bodies, for the game rules (Bullet units)."""
+
+    car_ball: CarBallContacts
+    """Each car with the ball [N, C]."""
+    car_car: CarCarContacts
+    """Each pair of cars [N, P]."""
+
+
+@dataclasses.dataclass
+class BodySolve:
+    """What the contact solve gives the cars [N, C, 3] (UU, rad/s), and their arena contact."""
+
+    dv: torch.Tensor
+    """Velocity delta (btSolverBody::m_deltaLinearVelocity), UU/s."""
+    dw: torch.Tensor
+    """Angular velocity delta, rad/s."""
+    push_v: torch.Tensor
+    """Split-impulse push velocity (m_pushVelocity), UU/s: moves the transform only."""
+    push_w: torch.Tensor
+    """Split-impulse turn velocity (m_turnVelocity, before the 0.1 turn erp), rad/s."""
+    has_world_contact: torch.Tensor
+    """The car body touched the arena (RocketSim's worldContact.hasContact) [N, C] bool."""
+    world_contact_normal: torch.Tensor
+    """The normal of the last arena contact added (worldContact.contactNormal), zero without one."""
+
