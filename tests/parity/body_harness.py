@@ -20,7 +20,7 @@ import math
 import numpy as np
 import torch
 
-from nitro.envs.soccar import car_ball
+from nitro.envs.soccar import car_ball, car_car
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
 
@@ -57,6 +57,13 @@ class Scenes:
     def ticks(self) -> int:
         return self.controls.shape[2]
 
+    @staticmethod
+    def concat(parts: list[Scenes]) -> Scenes:
+        """Scenes of one line-up, joined."""
+        assert len({p.presets for p in parts}) == 1, "one line-up per Arena"
+        arrays = {f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(Scenes) if f.name not in ("family", "presets")}
+        return Scenes(family=[f for p in parts for f in p.family], presets=parts[0].presets, **arrays)
+
 
 @dataclasses.dataclass
 class SceneRecording:
@@ -75,6 +82,10 @@ class SceneRecording:
     touch_pos: np.ndarray
     bumped: np.ndarray
     """[n] bool: a bump happened (RocketSim's bump callback; nitro records none)."""
+    car_contact: np.ndarray
+    """[n, T] bool: two cars held contact points (nitro only)."""
+    wheel_contact: np.ndarray
+    """[n, K, T, 4] bool: each wheel's suspension ray hit something."""
 
     @staticmethod
     def zeros(n: int, k: int, ticks: int) -> SceneRecording:
@@ -83,6 +94,8 @@ class SceneRecording:
             ball_pos=z(n, ticks, 3), ball_vel=z(n, ticks, 3), ball_ang_vel=z(n, ticks, 3),
             pos=z(n, k, ticks, 3), rot_mat=z(n, k, ticks, 3, 3), vel=z(n, k, ticks, 3), ang_vel=z(n, k, ticks, 3),
             touch_tick=np.full((n, k, ticks), -1, np.int64), touch_pos=z(n, k, ticks, 3), bumped=np.zeros(n, bool),
+            car_contact=np.zeros((n, ticks), bool),
+            wheel_contact=np.zeros((n, k, ticks, 4), bool),
         )
 
 
@@ -143,6 +156,7 @@ def run_rocketsim(scenes: Scenes) -> SceneRecording:
                     s.pos.as_numpy(), s.vel.as_numpy(), s.ang_vel.as_numpy()
                 )
                 rec.rot_mat[i, j, t] = np.asarray(s.rot_mat.as_numpy()).T
+                rec.wheel_contact[i, j, t] = list(s.wheels_with_contact)
                 hit = s.ball_hit_info
                 if hit.is_valid:
                     rec.touch_tick[i, j, t] = hit.tick_count_when_hit
@@ -176,6 +190,9 @@ def run_nitro(scenes: Scenes, device: str = "cpu") -> SceneRecording:
             world.cars.hitbox.flat(s.cars.pos.shape[:2]), world.params,
         )
         touched = (hits.touched & ~s.cars.is_demoed).cpu()
+        if k > 1:
+            pairs = car_car.car_car_contacts(s.cars.pos * C.UU_TO_BT_F32, s.cars.rot_mat, world.cars.hitbox.flat(s.cars.pos.shape[:2]))
+            rec.car_contact[:, t] = (pairs.count > 0).any(1).cpu().numpy()
         last_tick = torch.where(touched, t, last_tick)
         last_pos = torch.where(touched[..., None], hits.local_point_ball.cpu() * C.BT_TO_UU, last_pos)
         arena.step(controls[:, :, t].contiguous())
@@ -185,6 +202,7 @@ def run_nitro(scenes: Scenes, device: str = "cpu") -> SceneRecording:
         )
         rec.pos[:, :, t], rec.vel[:, :, t] = cars.pos.cpu().numpy(), cars.vel.cpu().numpy()
         rec.ang_vel[:, :, t], rec.rot_mat[:, :, t] = cars.ang_vel.cpu().numpy(), cars.rot_mat.cpu().numpy()
+        rec.wheel_contact[:, :, t] = cars.wheels_with_contact.cpu().numpy()
         rec.touch_tick[:, :, t], rec.touch_pos[:, :, t] = last_tick.numpy(), last_pos.numpy()
     return rec
 
@@ -361,6 +379,27 @@ def make_scenes(family: str, n: int, ticks: int, seed: int = 0, presets=None) ->
     return make(rng, n, ticks) if presets is None else make(rng, n, ticks, presets)
 
 
+def nudged(scenes: Scenes, seed: int = 0) -> Scenes:
+    """The scenes with every car's start position moved by one float32 ulp of RocketSim's internal
+    Bullet-unit value, up or down at random: the smallest change RocketSim sees (its noise floor)."""
+    rng = np.random.default_rng(seed)
+    bt = (scenes.pos * np.float32(0.02)).astype(np.float32)
+    up = rng.random(bt.shape) < 0.5
+    target = np.where(up, np.nextafter(bt, np.float32(np.inf)), np.nextafter(bt, np.float32(-np.inf)))
+    pos = (target * np.float32(50)).astype(np.float32)
+    for _ in range(8):  # step the UU value until UU * 0.02 lands on the moved BT value
+        got = (pos * np.float32(0.02)).astype(np.float32)
+        pos = np.where(got < target, np.nextafter(pos, np.float32(np.inf)), pos)
+        pos = np.where(got > target, np.nextafter(pos, np.float32(-np.inf)), pos)
+    return dataclasses.replace(scenes, pos=pos.astype(np.float32))
+
+
+def wheels_on_bodies(reference: SceneRecording, port: SceneRecording) -> np.ndarray:
+    """[n] bool: somewhere in the scene a RocketSim wheel touched while nitro's did not on the same
+    tick: its suspension ray hit the ball or another car (nitro's rays see the arena only)."""
+    return (reference.wheel_contact & ~port.wheel_contact).any((1, 2, 3))
+
+
 def errors_after(reference: SceneRecording, port: SceneRecording, seconds: float) -> dict[str, np.ndarray]:
     """Position errors after ``seconds``: the ball [n] and the cars [n, K], UU."""
     t = round(seconds * TICK_RATE) - 1
@@ -370,4 +409,4 @@ def errors_after(reference: SceneRecording, port: SceneRecording, seconds: float
     }
 
 
-__all__ = ["PRESET_NAMES", "Scenes", "SceneRecording", "errors_after", "make_scenes", "run_nitro", "run_rocketsim"]
+__all__ = ["PRESET_NAMES", "Scenes", "SceneRecording", "errors_after", "make_scenes", "nudged", "wheels_on_bodies", "run_nitro", "run_rocketsim"]
