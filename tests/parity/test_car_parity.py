@@ -1,10 +1,10 @@
 """nitro's cars against the real RocketSim, tick by tick, in every maneuver family (CPU subset).
 
-The full sweep (40 rollouts per family) is `python -m tests.parity.car_sweep`; it writes
-docs/fidelity/cars_cpu.md. The checks here cover the rollouts in which RocketSim's car body never
-touched the arena: the car meets the arena through its four wheels (suspension, friction, sticky
-forces) and flies (jumps, flips, air control, auto-flip). The families whose bodies hit the arena
-throughout are tests/parity/test_car_body_parity.py's.
+The full sweep (40 rollouts per family) is `python -m tests.parity.car_sweep --out docs/FIDELITY.md`
+(the cars section of docs/FIDELITY.md). The families whose car body meets the arena in every rollout
+(landings in any orientation, flights into the walls) are checked by test_car_body_parity.py; here
+the cars drive, turn, slide, climb walls and the ceiling, jump, flip and fly, and a flip or landing
+that ends on the roof or nose brings the body in.
 """
 
 from __future__ import annotations
@@ -25,20 +25,22 @@ from .car_harness import (
 
 TICKS = 120  # 1 s at 120 Hz: the acceptance point
 SEED = 2024  # a different draw from the sweep's seed 0
-NEEDS_CAR_WORLD = ("landings, any orientation", "into the walls")  # the body hits the arena in every rollout
-FAMILIES_HERE = [name for name in FAMILIES if name not in NEEDS_CAR_WORLD]
-# Tolerances after 1 s, per rollout whose body never touched the arena. The sweep's 605 such rollouts
-# (seed 0) end within 0.0055 UU at p95 and 1.6 UU at worst: a wheel ray whose suspension sits within
-# 1e-3 UU of the extra-pushback threshold on the wall-ceiling curve can take the other branch after
-# 0.7 s of float32 drift (nitro computes in UU, Bullet in metres). 5 UU per rollout is 3x that worst
-# case and 4x tighter than the acceptance p95 (20 UU); a missed mechanic (a jump, flip impulse,
-# friction curve) moves the car by tens to hundreds of UU.
+BODY_FAMILIES = ("landings, any orientation", "into the walls")  # test_car_body_parity.py
+FAMILIES_HERE = [name for name in FAMILIES if name not in BODY_FAMILIES]
+# Tolerances after 1 s, per rollout. The sweep's 640 rollouts of these families (seed 0) end within
+# 0.0055 UU at p95; the worst are a flip cancel that lands on the roof, 2.5 UU and 2.4 degrees off
+# (RocketSim against itself moved by one ulp: 12 UU and 2.4 degrees in that family), and a ceiling
+# climb at 1.6 UU, 1.8 degrees and 11 UU/s (a wheel ray whose suspension sits within 1e-3 UU of the
+# extra-pushback threshold on the wall-ceiling curve takes the other branch after 0.7 s of float32
+# drift; nitro computes in UU, Bullet in metres). 5 UU per rollout is 2x the worst case and 4x
+# tighter than the acceptance p95 (20 UU); a missed mechanic (a jump, flip impulse, friction curve,
+# a body contact) moves the car by tens to hundreds of UU.
 POS_TOL = 5.0
 POS_MEDIAN_TOL = 0.05  # UU: per-family medians in the sweep are <= 0.0032 UU
-ROT_TOL = 3.0  # degrees: the same ceiling rollout is 1.8 degrees off; a wrong torque gives tens
-VEL_TOL = 40.0  # UU/s: that rollout's velocity error is 11 UU/s; a missed flip impulse is 500 UU/s
+ROT_TOL = 5.0  # degrees: 2x the worst above; a wrong torque gives tens
+VEL_TOL = 40.0  # UU/s: the worst above is 11 UU/s; a missed flip impulse is 500 UU/s
 BOOST_TOL = 1e-3  # boost is burnt at a fixed rate per tick: float32 rounding only
-FLAGS_AGREE = 0.99  # the acceptance bar, per rollout; the sweep's no-contact rollouts agree on 100%
+FLAGS_AGREE = 0.99  # the acceptance bar, per rollout; the sweep's rollouts agree on 100%
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +57,13 @@ def test_every_family_and_preset_is_covered(runs):
     rollouts, reference, _ = runs
     assert sorted(set(rollouts.family)) == sorted(FAMILIES_HERE)
     assert sorted(set(rollouts.preset)) == sorted(PRESET_NAMES)
-    body = reference.world_contact.any(1)
-    assert (~body).sum() >= 0.8 * len(rollouts)  # the checks below are not vacuous
+    assert reference.world_contact.any(1).any()  # some maneuvers bring the car body in
 
 
 @pytest.mark.parametrize("family", FAMILIES_HERE)
 def test_cars_match_rocketsim(runs, family):
     rollouts, reference, port = runs
-    rows = np.array([f == family for f in rollouts.family]) & ~reference.world_contact.any(1)
-    assert rows.any()
+    rows = np.array([f == family for f in rollouts.family])
     err = errors_at(reference, port, TICKS / 120)
     assert err["pos"][rows].max() <= POS_TOL
     assert np.median(err["pos"][rows]) <= POS_MEDIAN_TOL

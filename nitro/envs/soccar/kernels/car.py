@@ -613,15 +613,7 @@ def pre_tick_update(
     ) = car  # fmt: skip
     # Demolished cars only count down to their respawn (which arrives with the next soccar stage).
     demo_respawn_timer = tl.where(is_demoed, tl.maximum(demo_respawn_timer - tick_time, 0.0), demo_respawn_timer)
-    frozen = (
-        pos, rot_mat, vel, ang_vel, is_on_ground, wheels_with_contact, has_jumped, has_double_jumped,
-        has_flipped, flip_rel_torque, jump_time, flip_time, is_flipping, is_jumping, air_time,
-        air_time_since_jump, boost, boosting_time, is_supersonic, supersonic_time, handbrake_val,
-        is_auto_flipping, auto_flip_timer, auto_flip_torque_scale, has_world_contact, world_contact_normal,
-        car_contact_id, car_contact_cooldown_timer, is_demoed, demo_respawn_timer, last_controls,
-        tick_count_since_update, is_boosting, time_since_boosted, velocity_impulse_cache, engine_force,
-        brake, steer_angle, lat_friction, long_friction, extra_pushback,
-    )  # fmt: skip
+    frozen = car[:29] + (demo_respawn_timer,) + car[30:]
     throttle, steer, pitch, yaw, roll, jump, boost_pressed, handbrake = controls
     inv_inertia_local, wheel_connection, wheel_radius, suspension_rest_length, suspension_force_scale, dodge_deadzone = car_params
     zero = (vel[0] * 0.0, vel[1] * 0.0, vel[2] * 0.0)
@@ -701,14 +693,17 @@ def pre_tick_update(
 def physics_step(car, force, torque, inv_inertia_local, tick_time, gravity_z):
     """The car's part of btDiscreteDynamicsWorld::stepSimulation (one substep of dt): gravity joins the
     forces; the body's arena contacts give the solve's deltas and split-impulse pushes; the
-    write-back and integration follow. Demolished cars are not simulated."""
+    write-back and integration follow. Demolished cars are not simulated.
+
+    The body's contacts (the reference's `car_world.collide_and_solve`) have no kernel twin yet: here
+    the car meets the arena through its wheels alone."""
     pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
     is_demoed = car[28]
     force = apply_gravity(force, gravity_z)
     inv_inertia = inv_inertia_world(rot_mat, inv_inertia_local)
     ext_v, ext_w = external_impulses(force, torque, inv_inertia, tick_time)
     zero = (vel[0] * 0.0, vel[1] * 0.0, vel[2] * 0.0)
-    dv, dw, push_v, push_w = zero, zero, zero, zero  # car_world: the body-arena contacts and their solve
+    dv, dw, push_v, push_w = zero, zero, zero, zero  # car_world.collide_and_solve's twin goes here
     new_pos, new_rot_mat, new_vel, new_ang_vel = integrate(
         pos, rot_mat, vel, ang_vel, ext_v, ext_w, dv, dw, push_v, push_w, tick_time
     )
