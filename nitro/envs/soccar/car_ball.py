@@ -22,21 +22,8 @@ from nitro.envs.soccar.car_config import CarHitbox
 from nitro.envs.soccar.car_world import box_aabb, box_transform
 from nitro.envs.soccar.contacts import CarBallContacts
 from nitro.envs.soccar.gjk_pair_detector import ConvexShape, gjk_closest_points
-from nitro.envs.soccar.mutators import TickParams
+from nitro.envs.soccar.mutators import SPHERE_AABB_EXTRA, TickParams, ball_breaking_threshold, ball_radius_bt
 from nitro.envs.soccar.vec import dot, eager_cpu, mat_vec, vec_mat
-
-SPHERE_AABB_EXTRA = float(np.float32(0.08))  # RocketSim's btSphereShape::getAabb adds 0.08 BT
-
-
-def ball_radius_bt(params: TickParams) -> float:
-    """The sphere's radius (its margin) in Bullet units, float32 as RocketSim scales it."""
-    return float(np.float32(params.ball_radius) * np.float32(C.UU_TO_BT_F32))
-
-
-def ball_breaking_threshold(params: TickParams) -> float:
-    """The ball's getContactBreakingThreshold, BT: its bounding sphere (radius + 0.08) times 0.02."""
-    disc = float(np.float32(ball_radius_bt(params))) + 0.08  # a double literal, as in the source
-    return float(np.float32(np.float32(disc) * np.float32(C.CONTACT_BREAKING_THRESHOLD)))
 
 
 def car_ball_contacts(
