@@ -395,6 +395,8 @@ def section_checks(rec: Recorder, args) -> None:
 
 CAR_STAGE_TESTS = ("test_arena", "test_car", "test_rigid_body", "test_vehicle")
 """The car twins' stage tests: bench/soccar_cars_gpu.py runs them."""
+BODY_STAGE_TESTS = ("test_car_ball", "test_sequential_impulse")
+"""The car-body twins' stage tests: bench/soccar_carbody_gpu.py runs them."""
 
 
 def run_stage_tests(rec: Recorder, meshes, stems) -> None:
@@ -438,7 +440,7 @@ def _parametrized(test) -> list[dict]:
 def section_stages(rec: Recorder, args) -> None:
     folder = ROOT / "tests" / "envs" / "soccar" / "kernels"
     # the classifier's own tests are reference only; the car twins run in bench/soccar_cars_gpu.py
-    skip = ("test_kernel_checks", *CAR_STAGE_TESTS)
+    skip = ("test_kernel_checks", *CAR_STAGE_TESTS, *BODY_STAGE_TESTS)
     run_stage_tests(rec, args.meshes, [p.stem for p in sorted(folder.glob("test_*.py")) if p.stem not in skip])
 
 

@@ -24,7 +24,7 @@ from nitro.envs.soccar import car_ball, car_car
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
 
-from .car_harness import BOOST, JUMP, PRESET_NAMES, REST_Z, THROTTLE, _vec, rot_mat_from_angles
+from .car_harness import BOOST, PRESET_NAMES, REST_Z, THROTTLE, _vec, rot_mat_from_angles
 from .rocketsim_harness import TICK_RATE, rocketsim
 
 BALL_REST = 93.15  # UU: a fresh ball on the floor
@@ -187,7 +187,7 @@ def run_nitro(scenes: Scenes, device: str = "cpu") -> SceneRecording:
         s = arena.state
         hits = car_ball.car_ball_contacts(
             s.ball.pos, s.ball.rot_mat, s.cars.pos * C.UU_TO_BT_F32, s.cars.rot_mat,
-            world.cars.hitbox.flat(s.cars.pos.shape[:2]), world.params,
+            world.cars.hitbox, world.params,
         )
         touched = (hits.touched & ~s.cars.is_demoed).cpu()
         if k > 1:
@@ -409,4 +409,4 @@ def errors_after(reference: SceneRecording, port: SceneRecording, seconds: float
     }
 
 
-__all__ = ["PRESET_NAMES", "Scenes", "SceneRecording", "errors_after", "make_scenes", "nudged", "wheels_on_bodies", "run_nitro", "run_rocketsim"]
+__all__ = ["PRESET_NAMES", "SceneRecording", "Scenes", "errors_after", "make_scenes", "nudged", "run_nitro", "run_rocketsim", "wheels_on_bodies"]

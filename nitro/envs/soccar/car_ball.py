@@ -17,11 +17,13 @@ import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar import kernels
 from nitro.envs.soccar.arena_mesh.broadphase import aabbs_overlap
 from nitro.envs.soccar.car_config import CarHitbox
 from nitro.envs.soccar.car_world import box_aabb, box_transform
 from nitro.envs.soccar.contacts import CarBallContacts
 from nitro.envs.soccar.gjk_pair_detector import ConvexShape, gjk_closest_points
+from nitro.envs.soccar.kernels import car_ball as car_ball_kernels
 from nitro.envs.soccar.mutators import SPHERE_AABB_EXTRA, TickParams, ball_breaking_threshold, ball_radius_bt
 from nitro.envs.soccar.vec import dot, eager_cpu, mat_vec, vec_mat
 
@@ -33,14 +35,19 @@ def car_ball_contacts(
     rot: torch.Tensor,
     hitbox: CarHitbox,
     params: TickParams,
+    use_kernels: bool | None = None,
 ) -> CarBallContacts:
     """Each car's contact with its env's ball at the tick's starting transforms.
 
     ``ball_pos`` [N, 3] UU, ``ball_rot`` [N, 3, 3]; ``pos_bt`` [N, C, 3] BT, ``rot`` [N, C, 3, 3]: the
-    cars; ``hitbox`` flattened to [N * C]. Returns `CarBallContacts` [N, C] (BT; the normal points
-    from the ball into the car).
+    cars; ``hitbox`` per car slot [C]. Returns `CarBallContacts` [N, C] (BT; the normal points from
+    the ball into the car). On CUDA a Triton kernel (`kernels/car_ball.py`, when Triton is
+    importable); ``use_kernels`` forces the kernel or this PyTorch reference.
     """
+    if kernels.use_kernels(pos_bt, use_kernels):
+        return car_ball_kernels.launch_car_ball_contacts(ball_pos, ball_rot, pos_bt, rot, hitbox, params)
     n, c = pos_bt.shape[:2]
+    hitbox = hitbox.flat(torch.Size((n, c)))
     flat_pos, flat_rot = pos_bt.reshape(-1, 3), rot.reshape(-1, 3, 3)
     basis, origin = box_transform(flat_pos, flat_rot, hitbox)
     center = (ball_pos * C.UU_TO_BT_F32)[:, None].expand(n, c, 3).reshape(-1, 3)

@@ -292,7 +292,7 @@ def step_simulation(
     )
     ball_m = ball_mech.world_contacts(world.mesh, ball.pos, params)
     ball_box_min, ball_box_max, mesh_kept, plane_kept = ball_pairs(world.bullet, ball.pos, ball_vel, sleeping, params)
-    car_ball_c = car_ball.car_ball_contacts(ball.pos, ball.rot_mat, pos_bt, rot, hitbox, params)
+    car_ball_c = car_ball.car_ball_contacts(ball.pos, ball.rot_mat, pos_bt, rot, world.cars.hitbox, params)
     car_ball_c = dataclasses.replace(
         car_ball_c, touched=car_ball_c.touched & alive, held=car_ball_c.held & alive, has_manifold=car_ball_c.has_manifold & alive
     )

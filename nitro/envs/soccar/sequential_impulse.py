@@ -19,8 +19,10 @@ import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar import kernels
 from nitro.envs.soccar.contacts import ContactRows
 from nitro.envs.soccar.gjk_epa import SIMD_EPSILON
+from nitro.envs.soccar.kernels import sequential_impulse as solver_kernels
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.vec import cross, dot, eager_cpu, eager_cpu_width, gather_rows, mat_vec
 
@@ -197,12 +199,17 @@ def _row_delta(dv, dw, row: SolverRows, k: int, rhs):
     return (rhs - d1 * row.jac[:, k]) - d2 * row.jac[:, k]
 
 
-def solve_contacts(rows: ContactRows, bodies: SolverBodies, params: TickParams) -> SolverResult:
+def solve_contacts(
+    rows: ContactRows, bodies: SolverBodies, params: TickParams, use_kernels: bool | None = None
+) -> SolverResult:
     """Bullet's solve of N envs' contact rows (in solve order, the averaged special rows last).
 
     Returns each body's velocity deltas and split-impulse push and turn velocities; bodies without
-    rows get zeros.
+    rows get zeros. On CUDA a Triton kernel (`kernels/sequential_impulse.py`, when Triton is
+    importable); ``use_kernels`` forces the kernel or this PyTorch reference.
     """
+    if kernels.use_kernels(bodies.vel, use_kernels):
+        return SolverResult(*solver_kernels.launch_solve_contacts(rows, bodies, params))
     n, b = bodies.inv_mass.shape
     zeros = torch.zeros(n, b + 1, 3, dtype=bodies.vel.dtype, device=bodies.vel.device)
     result = lambda dv, dw, push, turn: SolverResult(dv[:, :b], dw[:, :b], push[:, :b], turn[:, :b])
