@@ -59,7 +59,7 @@ def scenes_of(per_family: int, ticks: int):
         s = H.make_scenes(family, per_family, ticks, seed=7)
         if len(s.presets) == 1:  # park a second car behind a goal, out of everything's reach
             n = len(s)
-            park = lambda x, v: np.concatenate([x, np.broadcast_to(v, (n, 1, *x.shape[2:]))], 1)
+            park = lambda x, v, n=n: np.concatenate([x, np.broadcast_to(v, (n, 1, *x.shape[2:]))], 1)
             s = H.Scenes(
                 family=s.family, presets=("octane", "octane"), ball_pos=s.ball_pos, ball_vel=s.ball_vel,
                 ball_ang_vel=s.ball_ang_vel, pos=park(s.pos, np.array([0.0, 5600.0, 17.03], np.float32)),
