@@ -27,7 +27,7 @@ from .body_harness import (
 )
 
 TICKS = 120  # 1 s: the acceptance point
-PER_FAMILY = 4  # scenes per family here; `python -m tests.parity.body_sweep` runs more
+PER_FAMILY = 4  # scenes per family here; `python -m tests.parity.body_sweep` runs more (docs/FIDELITY.md)
 SEED = 2024
 # The acceptance targets (issues 8 and 9): after 1 s, position median <= 2 UU, p95 <= 20 UU.
 TARGET_MEDIAN, TARGET_P95 = 2.0, 20.0
