@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call: GPU tests, CartPole raw stepping (ours and gymnax), PPO throughput and time to solve.
+# One device call: GPU tests, CartPole raw stepping (ours and gymnax), PPO throughput and time to solve;
+# other stages on request (league, skullking, skullking-checks, skullking-ppo, skullking-learn: ~8 min each).
 # Usage (on the GPU machine, from the repository root): bash bench/gpu_session.sh OUTDIR [stages...]
 set -u
 OUT=${1:?usage: gpu_session.sh OUTDIR [stages]}; shift
@@ -26,8 +27,19 @@ for s in $STAGES; do
               --variants "" "run.precision=bf16 run.compile=false" --out "$OUT/ppo_throughput_variants.json" ;;
     solve)  timeout 240 python3 bench/ppo_cartpole.py solve --num-envs 16384 65536 --seeds 3 --variants "run.precision=bf16" \
               --out "$OUT/ppo_solve.json" ;;
-    league) timeout 240 python3 bench/league_gpu.py throughput --out "$OUT/league"
-            timeout 280 python3 bench/league_gpu.py learn --out "$OUT/league" ;;
+    firsthour) timeout 300 python3 bench/first_hour.py "$OUT/first_hour" ;;
+    league) timeout 250 python3 bench/league_gpu.py throughput --out "$OUT/league"
+            timeout 250 python3 bench/league_gpu.py learn --out "$OUT/league" ;;
+    monitor) timeout 120 python3 -m pytest -q -m gpu tests/monitor/test_gpu.py -p no:cacheprovider --tb=line 2>&1 | tail -15
+            timeout 290 python3 bench/monitor_gpu.py "$OUT/monitor" ;;
+    skullking)        timeout 250 python3 bench/skullking_gpu.py env --out "$OUT"
+                      timeout 250 python3 bench/skullking_gpu.py players --out "$OUT" ;;
+    skullking-checks) timeout 250 python3 bench/skullking_gpu.py checks --out "$OUT"
+                      timeout 250 python3 bench/skullking_gpu.py bots --out "$OUT" ;;
+    skullking-ppo)    timeout 250 python3 bench/skullking_gpu.py cpu --out "$OUT"
+                      timeout 250 python3 bench/skullking_gpu.py ppo --out "$OUT" ;;
+    skullking-learn)  timeout 250 python3 bench/skullking_gpu.py learn --variant flat --out "$OUT"
+                      timeout 250 python3 bench/skullking_gpu.py learn --variant hierarchical --out "$OUT" ;;
     *) echo "unknown stage $s" ;;
   esac
 done

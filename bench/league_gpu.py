@@ -1,23 +1,29 @@
 """Multi-agent PPO and leagues on the GPU, on ConnectFour-v3.
 
-    python3 bench/league_gpu.py throughput --out OUTDIR     # ~3 min on an H200
-    python3 bench/league_gpu.py learn --out OUTDIR          # ~4 min on an H200
+    python3 bench/league_gpu.py throughput --out OUTDIR     # <= 4 min on an H200 (stops optional rows in time)
+    python3 bench/league_gpu.py learn --out OUTDIR          # <= 4 min on an H200
 
 throughput: checks first (the stacked opponents by batched matmul and by torch.func equal each policy run
 alone; a league iteration makes no host sync; the captured league iteration equals the eager one), then
 PPO env steps/s with the iteration captured in a CUDA graph and replayed (CUDA events after warm-up,
 median of repeats), for: single-policy self-play (the learner drives both seats and learns from both),
 a league of one snapshot driving the opponents' seats (the learner learns from its own seat only), and
-a league of K = 8 stacked snapshots (all games against the pool), its opponents evaluated by one batched
-matmul per layer (bmm) or by torch.func.vmap; the opponent forward
-alone for both methods; and round-robin tournament games/s.
+a league of K = 8 stacked snapshots (all 8 slots filled, all games against the pool), its opponents
+evaluated by one batched matmul per layer (bmm) or by torch.func.vmap; the opponent forward alone for
+both methods; round-robin tournament games/s; and, while the time budget lasts, self-play and the K = 8
+league with the rollout step and loss compiled. The claim checked: the K = 8 league (bmm, the default)
+keeps >= 70% of self-play's env steps/s at every size.
 
 learn: trains with a league (8 snapshots, the random and tactical bots as fixed members, PFSP) for a
-fixed wall-clock budget, then plays a tournament of the final policy, the pool and both bots and records
-the table (Bradley-Terry Elo with 95% bootstrap intervals), the score against the tactical bot with
-its Wilson interval, and how often the policy's most likely move is a best move of the 300
-solver-valued positions of tests/envs/data (the tactical bot: 0.91). The run directory (league.jsonl, metrics, last checkpoint) is copied to OUTDIR:
-``nitro league OUTDIR/run`` prints the league table and draws the rating curve.
+fixed wall-clock budget, keeping copies of the policy at updates 20 and 100, then plays a round robin of
+the final policy, those early copies, the pool and both bots and records the table (Bradley-Terry Elo
+with 95% bootstrap intervals), the score against the tactical bot with its Wilson interval, and how often
+the policy's most likely move is a best move of the 300 solver-valued positions of tests/envs/data (the
+tactical bot: 0.91). The claims checked: the final policy scores >= 0.60 against the tactical bot (2,048
+games, its 95% interval above 0.5), and rates >= 400 Elo (an expected score of 0.91) above its copy at
+update 20 with the two intervals apart. The league's rating history is in the JSON (``history``, the
+rating curve's data, drawn as OUTDIR/connect_four_league.png where matplotlib is installed), and the run
+directory is in OUTDIR/run: ``nitro league OUTDIR/run`` prints the league table and draws the curve.
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ from nitro.core import rng  # noqa: E402
 from nitro.core.spaces import Discrete  # noqa: E402
 from nitro.envs.connect_four import ConnectFour  # noqa: E402
 from nitro.train import tournament as tour  # noqa: E402
+from nitro.monitor.plots import rating_curve  # noqa: E402
 from nitro.train.config import PolicyConfig, load  # noqa: E402
+from nitro.train.league import read_history  # noqa: E402
 from nitro.train.opponents import PolicyStack  # noqa: E402
 from nitro.train.policy import ActorCritic  # noqa: E402
 from nitro.train.ppo import Trainer  # noqa: E402
@@ -115,9 +123,19 @@ def check_graph_equals_eager(device: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- throughput
+def _fill_pool(tr: Trainer) -> None:
+    """Snapshots of the learner in every empty pool slot (the compute is the same either way; the games
+    then spread over all K)."""
+    for update in range(1, tr.stack.k):
+        tr.stack.load_(tr.league.add_snapshot(update), tr.policy.state_dict(), tr.obs_rms.mean, tr.obs_rms.var)
+    tr._matchmaking()
+
+
 def ppo_sps(num_envs: int, name: str, extra: list[str], device: str, repeats: int) -> dict:
     t0 = time.perf_counter()
     tr = _trainer(num_envs, extra, device)
+    if tr.stack is not None:
+        _fill_pool(tr)
     if tr.graphed:
         tr._capture()
         step = tr.graph.replay
@@ -168,50 +186,76 @@ def tournament_games(games: int, device: str) -> dict:
             "games_per_s": total / seconds}
 
 
+CLAIM_RATIO = 0.70
+"""The K = 8 league (bmm) keeps at least this share of single-policy self-play's env steps/s."""
+
+
+def _measure(rec: dict, save, n: int, name: str, extra: list[str], args, base: str = "self-play") -> None:
+    """One row of ``rec["ppo"]``, with its env steps/s relative to the ``base`` row of the same size."""
+    try:
+        r = ppo_sps(n, name, extra, args.device, args.repeats)
+    except Exception as e:  # noqa: BLE001 - keep the other measurements
+        r = {"config": name, "num_envs": n, "error": repr(e)[:500]}
+    rec["ppo"].append(r)
+    print(json.dumps(r), flush=True)
+    base = next((b for b in rec["ppo"] if b["config"] == base and b["num_envs"] == n and "env_sps" in b), None)
+    if base and "env_sps" in r:
+        r["env_sps_vs_self_play"] = r["env_sps"] / base["env_sps"]
+    save()
+
+
 def throughput(args, rec: dict, save) -> None:
     """Fills ``rec`` (and ``save()``s it after each measurement: a run cut short keeps what it measured)."""
+    start = time.perf_counter()
     dev = args.device
-    rec.update({"checks": {}, "ppo": [], "opponent_forward": [], "tournament": None})
+    rec.update({"checks": {}, "ppo": [], "opponent_forward": [], "tournament": None, "budget_s": args.budget})
     rec["checks"]["stack"] = check_stack(dev, 4096)
     if dev == "cuda":
         rec["checks"]["no_sync"] = check_no_sync(dev)
         rec["checks"]["graph_equals_eager"] = check_graph_equals_eager(dev)
     save()
+    pool = [f"league.pool_size={K}", "league.mix={pool: 1.0}"]
     configs = [("self-play", []),
                ("league K=1", ["league.pool_size=1", "league.mix={pool: 1.0}"]),
-               (f"league K={K} bmm", [f"league.pool_size={K}", "league.mix={pool: 1.0}", "league.opponent_eval=bmm"]),
-               (f"league K={K} vmap", [f"league.pool_size={K}", "league.mix={pool: 1.0}", "league.opponent_eval=vmap"]),
+               (f"league K={K} bmm", [*pool, "league.opponent_eval=bmm"]),
+               (f"league K={K} vmap", [*pool, "league.opponent_eval=vmap"]),
                (f"league K={K} bmm + self + bots", [f"league.pool_size={K}", "league.bots=[random,tactical]",
                                                     "league.mix={self: 0.3, pool: 0.5, tactical: 0.2}"])]
     for n in args.num_envs:
         for name, extra in configs:
-            try:
-                r = ppo_sps(n, name, extra, dev, args.repeats)
-            except Exception as e:  # noqa: BLE001 - keep the other measurements
-                r = {"config": name, "num_envs": n, "error": repr(e)[:500]}
-            rec["ppo"].append(r)
-            print(json.dumps(r), flush=True)
-            save()
-        for key, config in (("env_sps_vs_self_play", "self-play"), ("env_sps_vs_k1", "league K=1")):
-            base = next((r for r in rec["ppo"] if r.get("num_envs") == n and r["config"] == config and "env_sps" in r),
-                        None)
-            for r in rec["ppo"]:
-                if base and r.get("num_envs") == n and "env_sps" in r:
-                    r[key] = r["env_sps"] / base["env_sps"]
+            _measure(rec, save, n, name, extra, args)
+    rec["claim"] = claim(rec["ppo"], f"league K={K} bmm")
     for rows in args.forward_rows:
         rec["opponent_forward"] += opponent_forward(rows, dev, args.repeats)
     save()
     rec["tournament"] = tournament_games(args.games, dev)
+    save()
+    # optional: compiled rollout step and loss (run.compile=true, the CUDA default of nitro train), while
+    # the budget lasts (each row compiles for a while first)
+    n = max(args.num_envs)
+    for name, extra in (("self-play, compiled", []), (f"league K={K} bmm, compiled", pool)):
+        if time.perf_counter() - start > args.budget - args.compile_reserve:
+            rec["ppo"].append({"config": name, "num_envs": n, "error": "skipped: out of time"})
+            continue
+        _measure(rec, save, n, name, [*extra, "run.compile=true"], args, base="self-play, compiled")
+    rec["claim_compiled"] = claim(rec["ppo"], f"league K={K} bmm, compiled")
+
+
+def claim(rows: list[dict], config: str) -> dict:
+    """Whether ``config`` keeps CLAIM_RATIO of self-play's env steps/s at every size measured."""
+    ratios = {r["num_envs"]: r["env_sps_vs_self_play"] for r in rows
+              if r["config"] == config and "env_sps_vs_self_play" in r}
+    return {"config": config, "ratio_by_num_envs": ratios, "required": CLAIM_RATIO,
+            "ok": bool(ratios) and min(ratios.values()) >= CLAIM_RATIO}
 
 
 def print_throughput(rec: dict) -> None:
     print("\nchecks: " + ", ".join(f"{k} {'ok' if v['ok'] else 'FAILED'}" for k, v in rec["checks"].items()))
-    print(f"\n{'config':34s} {'envs':>8s} {'env steps/s':>13s} {'learner samples/s':>18s} {'vs self-play':>12s} "
-          f"{'vs K=1':>7s}")
+    print(f"\n{'config':34s} {'envs':>8s} {'env steps/s':>13s} {'learner samples/s':>18s} {'vs self-play':>12s}")
     for r in rec["ppo"]:
         if "env_sps" in r:
             print(f"{r['config']:34s} {r['num_envs']:8d} {r['env_sps']:13.3e} {r['learner_samples_per_s']:18.3e} "
-                  f"{r.get('env_sps_vs_self_play', float('nan')):12.2f} {r.get('env_sps_vs_k1', float('nan')):7.2f}")
+                  f"{r.get('env_sps_vs_self_play', float('nan')):12.2f}")
         else:
             print(f"{r['config']:34s} {r['num_envs']:8d} error: {r['error'][:60]}")
     print(f"\n{'opponent forward':16s} {'rows':>8s} {'K':>3s} {'ms':>8s}")
@@ -220,11 +264,31 @@ def print_throughput(rec: dict) -> None:
     t = rec["tournament"]
     print(f"\ntournament: {t['games']} games of {t['players']} players in {t['seconds']:.2f} s = "
           f"{t['games_per_s']:.3e} games/s")
+    for key in ("claim", "claim_compiled"):
+        c = rec.get(key)
+        if c:
+            ratios = ", ".join(f"{n}: {v:.2f}" for n, v in c["ratio_by_num_envs"].items()) or "not measured"
+            print(f"claim: {c['config']} keeps >= {c['required']:.0%} of self-play's env steps/s ({ratios}): "
+                  f"{'ok' if c['ok'] else 'NOT MET'}")
 
 
 # ---------------------------------------------------------------------------------------------- learning
 class OutOfTime(Exception):
     pass
+
+
+EARLY = (20, 100)
+"""Updates at which a copy of the policy is kept for the final round robin."""
+BEATS_TACTICAL = 0.60
+"""The final policy's score (wins + draws / 2) against the tactical bot, over 2 x --games games."""
+BEATS_EARLY = 400.0
+"""Elo of the final policy above its copy at update EARLY[0] (an expected score of 0.91)."""
+
+
+def _copy(tr: Trainer, name: str) -> tour.Player:
+    norm = tr.cfg.ppo.obs_norm
+    return tour.Player(name, {k: v.detach().clone() for k, v in tr.policy.state_dict().items()}, tr.cfg.policy,
+                       tr.obs_rms.mean.clone() if norm else None, tr.obs_rms.var.clone() if norm else None)
 
 
 def learn(args, rec: dict, save) -> None:
@@ -234,17 +298,20 @@ def learn(args, rec: dict, save) -> None:
         shutil.rmtree(run_dir)
     extra = [f"env.num_envs={args.learn_envs}", f"league.pool_size={K}", "league.bots=[random,tactical]",
              "league.mix={self: 0.3, pool: 0.7}", "league.matchmaking=pfsp", "league.update_every=20",
-             "league.add_every=200", "league.rated_games=256", "ppo.lr=3e-4", "ppo.lr_schedule=constant", "ppo.ent_coef=0.01",
-             "env.params.opening_moves=0", "run.log_every=20", "run.checkpoint_every=1000000",
+             "league.add_every=200", "league.rated_games=256", "ppo.lr=3e-4", "ppo.lr_schedule=constant",
+             "ppo.ent_coef=0.01", "env.params.opening_moves=0", "run.log_every=20", "run.checkpoint_every=1000000",
              "run.checkpoint_seconds=0", "run.keep_last=1"]
+    rec["overrides"] = extra
     tr = _trainer(args.learn_envs, extra, dev, run_dir)
     start = time.perf_counter()
-    curve = []
+    curve, early = [], []
 
     def on_log(m):
         curve.append({k: m[k] for k in ("update", "global_step", "perf/sps", "episode/return", "league/elo",
                                         "league/win_rate", "league/win_rate/tactical", "league/win_rate/random")
                       if k in m})
+        if m["update"] in EARLY:
+            early.append(_copy(tr, f"early@{m['update']}"))
         if time.perf_counter() - start > args.seconds:
             raise OutOfTime
 
@@ -259,24 +326,34 @@ def learn(args, rec: dict, save) -> None:
     save()
     env = ConnectFour()
     _, players = tour.checkpoint_players(run_dir, pool=True, device=dev)
-    players += [tour.Player("bot:random", bot=env.random_bot), tour.Player("bot:tactical", bot=env.tactical_bot)]
+    players += [*early, tour.Player("bot:random", bot=env.random_bot),
+                tour.Player("bot:tactical", bot=env.tactical_bot)]
     names = [p.name for p in players]
     t0 = time.perf_counter()
     results = tour.play(env, players, args.games, dev, seed=7)
+    table = tour.table(names, results)
+    rec.update({"tournament_seconds": time.perf_counter() - t0, "table": table, "results": results.tolist(),
+                "players": names})
     final, tactical = 0, names.index("bot:tactical")
     w, d, l = results[final, tactical] + results[tactical, final][::-1]
+    score = (w + 0.5 * d) / (w + d + l)
     low, high = tour.wilson(w + 0.5 * d, w + d + l)
-    rec.update({"tournament_seconds": time.perf_counter() - t0, "table": tour.table(names, results),
-                "results": results.tolist(), "players": names,
-                "final_vs_tactical": {"wins": w, "draws": d, "losses": l, "score": (w + 0.5 * d) / (w + d + l),
-                                      "score_low": low, "score_high": high}})
+    rec["final_vs_tactical"] = {"wins": w, "draws": d, "losses": l, "score": score, "score_low": low,
+                                "score_high": high, "required": BEATS_TACTICAL,
+                                "ok": bool(score >= BEATS_TACTICAL and low > 0.5)}
+    rows = {r["name"]: r for r in table}
+    first = f"early@{EARLY[0]}"
+    if first in rows:
+        mine, theirs = rows[names[final]], rows[first]
+        rec["final_vs_early"] = {"early": first, "elo_gap": mine["elo"] - theirs["elo"], "required": BEATS_EARLY,
+                                 "ok": bool(mine["elo"] - theirs["elo"] >= BEATS_EARLY and
+                                            mine["elo_low"] > theirs["elo_high"])}
+    save()
+    rec["history"] = read_history(run_dir)  # the league's ratings per league step: the rating curve's data
     save()
     try:
-        from nitro.monitor.plots import rating_curve
-        from nitro.train.league import read_history
-
-        rating_curve(read_history(run_dir), Path(args.out) / "connect_four_league.png", "ConnectFour-v3 league")
-    except ImportError as e:  # no matplotlib on this machine: draw it later with nitro league OUTDIR/run
+        rating_curve(rec["history"], Path(args.out) / "connect_four_league.png", "ConnectFour-v3 league")
+    except ImportError as e:  # no matplotlib on this machine: draw it later from the JSON's history
         rec["picture"] = str(e)
 
 
@@ -309,11 +386,25 @@ def print_learn(rec: dict) -> None:
     print(f"\n{'player':28s} {'Elo':>7s} {'95% interval':>16s} {'score':>7s}")
     for r in rec["table"]:
         print(f"{r['name']:28s} {r['elo']:+7.0f} [{r['elo_low']:+6.0f}, {r['elo_high']:+6.0f}] {r['score']:7.3f}")
-    v = rec["final_vs_tactical"]
-    print(f"\nfinal policy vs tactical bot: {v['wins']:.0f} W / {v['draws']:.0f} D / {v['losses']:.0f} L, score "
-          f"{v['score']:.3f} [{v['score_low']:.3f}, {v['score_high']:.3f}]")
     b = rec["best_move_rate"]
-    print(f"best move on the 300 solver-valued positions: policy {b['policy']:.3f}, tactical bot {b['tactical']:.3f}")
+    print(f"\nbest move on the 300 solver-valued positions: policy {b['policy']:.3f}, tactical bot {b['tactical']:.3f}")
+    v = rec["final_vs_tactical"]
+    print(f"final policy vs tactical bot: {v['wins']:.0f} W / {v['draws']:.0f} D / {v['losses']:.0f} L, score "
+          f"{v['score']:.3f} [{v['score_low']:.3f}, {v['score_high']:.3f}]")
+    print(f"claim: scores >= {v['required']:.2f} against the tactical bot, interval above 0.5: "
+          f"{'ok' if v['ok'] else 'NOT MET'}")
+    e = rec.get("final_vs_early")
+    if e:
+        print(f"claim: rates >= {e['required']:.0f} Elo above {e['early']} (measured {e['elo_gap']:+.0f}), intervals "
+              f"apart: {'ok' if e['ok'] else 'NOT MET'}")
+
+
+def _triton_version(device: str) -> str | None:
+    if device != "cuda":
+        return None
+    import triton  # CUDA builds of PyTorch ship it
+
+    return triton.__version__
 
 
 def main() -> None:
@@ -326,10 +417,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--games", type=int, default=1024, help="tournament games per ordered pair")
     ap.add_argument("--learn-envs", type=int, default=16384)
-    ap.add_argument("--seconds", type=float, default=150.0, help="learn: training wall-clock budget")
+    ap.add_argument("--seconds", type=float, default=170.0, help="learn: training wall-clock budget")
+    ap.add_argument("--budget", type=float, default=225.0,
+                    help="throughput: seconds after which optional rows (compiled) are skipped")
+    ap.add_argument("--compile-reserve", type=float, default=90.0,
+                    help="throughput: seconds a compiled row needs (compile, capture, timing)")
     args = ap.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    rec = {"benchmark": f"league_{args.what}", **env_bench.environment_info(args.device)}
+    rec = {"benchmark": f"league_{args.what}", **env_bench.environment_info(args.device),
+           "triton": _triton_version(args.device), "argv": sys.argv[1:]}
     path = Path(args.out) / f"league_{args.what}.json"
 
     def save():

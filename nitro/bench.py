@@ -7,6 +7,7 @@ median of ``repeats`` timed calls after warm-up, with CUDA events on CUDA (host 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 import torch
 
 import nitro
-from nitro.core import fast, rng
+from nitro.core import agents, fast, rng
 from nitro.core.env import autoreset_step
 
 
@@ -23,7 +24,8 @@ def _body(env, num_envs: int):
     def body(carry):
         state, key = carry[0], carry[1]
         k_act, k_env, k_next = rng.split(key, 3)
-        action = env.action_space.sample(k_act, num_envs, env.action_mask(state))
+        action = env.action_space.sample(agents.row_keys(k_act, env.num_agents), num_envs * env.num_agents,
+                                         env.action_mask(state))  # one row per agent
         t = autoreset_step(env, state, action, k_env)
         # reward and done flags are carried out so every step writes them, as a rollout would
         return (t.state, k_next, t.reward, t.terminated, t.truncated)
@@ -85,9 +87,39 @@ def environment_info(device: str | torch.device) -> dict:
     return info
 
 
+DEFAULT_DIR = Path("runs") / "bench"
+"""Where ``nitro bench`` writes its results unless told otherwise (beside the training runs)."""
+
+
+def default_out(env_id: str, device: str | torch.device) -> Path:
+    """``runs/bench/<env>_<device name>_<time>.json``."""
+    name = environment_info(device)["device_name"].lower()
+    slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")[:40] or "cpu"
+    return DEFAULT_DIR / f"{env_id.lower()}_{slug}_{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def write_new(path: str | Path, text: str, unique: bool) -> Path:
+    """Write ``text`` to a file that did not exist: ``path``, or with ``unique`` the first free one of
+    ``path``, ``<stem>-2<suffix>``, ... (created exclusively, so two writers never share a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for k in range(1, 10_000 if unique else 2):
+        candidate = path if k == 1 else path.with_name(f"{path.stem}-{k}{path.suffix}")
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return candidate
+    raise FileExistsError(f"{path} already exists; results are never overwritten: give a new file name or "
+                          f"remove it")
+
+
 def run(env_id: str, sizes: list[int], steps: int, device: str, modes: list[str], repeats: int,
-        out: str | None, print_fn=print) -> dict:
-    """Benchmark every (size, mode) pair; print a table; write JSON to ``out`` if given."""
+        out: str | Path | None, print_fn=print, unique: bool = True) -> dict:
+    """Benchmark every (size, mode) pair; print a table; write JSON to a new file ``out`` if given (with
+    ``unique``, a free variant of its name when it is taken; without, a taken name is an error)."""
     record = {"benchmark": "env_steps", **environment_info(device), "results": []}
     for n in sizes:
         for mode in modes:
@@ -101,8 +133,5 @@ def run(env_id: str, sizes: list[int], steps: int, device: str, modes: list[str]
             if torch.device(device).type == "cuda":
                 torch.cuda.empty_cache()
     if out:
-        path = Path(out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=1))
-        print_fn(f"wrote {path}")
+        print_fn(f"wrote {write_new(out, json.dumps(record, indent=1), unique)}")
     return record

@@ -95,6 +95,51 @@ def test_graphed_training_matches_eager():
     assert torch.equal(g.ep_stats, e.ep_stats)
 
 
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "SkullKing-v0"])
+def test_graphed_handle_steps_as_the_eager_one(env_id):
+    """nitro.make(mode="auto") on CUDA replays a CUDA graph per call: the same episodes as eager stepping
+    (to Inductor's rounding), results that later steps never overwrite, sampled actions stepped without
+    a copy, a policy's own actions copied in and checked, and resets in between."""
+    n = 4096
+    eager = nitro.make(env_id, num_envs=n, device="cuda", seed=5)
+    graphed = nitro.make(env_id, num_envs=n, device="cuda", seed=5, mode="auto")
+    assert graphed.mode == "graph"
+    torch.testing.assert_close(eager.reset()[0], graphed.reset()[0], rtol=0, atol=0)
+    held = []
+    for i in range(STEPS):
+        if i % 2:  # a policy's actions (a tensor of its own), else the env's samples
+            actions = eager.sample_actions()
+            torch.testing.assert_close(actions, graphed.sample_actions(), atol=1e-6, rtol=0)  # Box: rounding
+            e, g = eager.step(actions), graphed.step(actions.clone())
+        else:
+            e, g = eager.step(eager.sample_actions()), graphed.step(graphed.sample_actions())
+        held.append((tuple(x.clone() for x in g[:4]), g))
+        for a, b in zip((*e[:4], e[4]["final_obs"]), (*g[:4], g[4]["final_obs"])):
+            if a.dtype.is_floating_point:
+                torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
+            else:
+                assert (a != b).float().mean() < 1e-4  # flags may differ only where a float is at a threshold
+        if i == STEPS // 2:
+            torch.testing.assert_close(eager.reset(seed=9)[0], graphed.reset(seed=9)[0], rtol=0, atol=0)
+    for copies, results in held:  # what a step returned stays as it was
+        assert all(torch.equal(a, b) for a, b in zip(copies, results[:4]))
+
+
+def test_graphed_handle_checks_actions_and_replays_one_graph():
+    env = nitro.make("CartPole-v1", num_envs=1024, device="cuda", mode="graph")
+    env.reset()
+    with pytest.raises(ValueError, match="Discrete actions must have shape"):
+        env.step(torch.zeros(3, dtype=torch.int64, device="cuda"))
+    env.step(env.sample_actions())
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(10):
+            env.step(env.sample_actions())
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
 def _league_trainer(graph: str, num_envs: int = 2048):
     from nitro.train.config import load
     from nitro.train.ppo import Trainer

@@ -60,4 +60,6 @@ def to_actions(actions: Any, space: Space, device: torch.device) -> torch.Tensor
 
 def to_numpy(x: torch.Tensor) -> np.ndarray:
     """A numpy copy (never a view of env state, which nitro may hand out as the observation)."""
+    if x.device.type == "cpu" and not x.requires_grad:
+        return x.numpy().copy()  # no kernel: what small CPU batches pay for
     return x.detach().to("cpu", copy=True).numpy()

@@ -113,14 +113,18 @@ class Transition(NamedTuple):
     """State before the reset (equals ``state`` where the episode goes on), e.g. for ``env.result``."""
 
 
-def autoreset_step(env: Env, state, action: torch.Tensor, key: torch.Tensor) -> Transition:
+def autoreset_step(env: Env, state, action: torch.Tensor, key: torch.Tensor, lazy: bool = False) -> Transition:
     """Step every env, then start a new episode in those that terminated or were truncated.
 
     ``key`` [N] holds each env's stream for this step (the caller advances it). Multi-agent envs need
-    nothing else: the state and the done flags are per env, observations and rewards per agent row."""
+    nothing else: the state and the done flags are per env, observations and rewards per agent row.
+    ``lazy`` skips the reset when no episode ended (the same result; it reads the done flags on the
+    host, so it is for eager stepping on a CPU, where that costs nothing and the reset's kernels do)."""
     k_step, k_reset = rng.split(key)
     final_state, final_obs, reward, terminated, truncated = env.step(state, action, k_step)
     done = terminated | truncated
+    if lazy and not bool(done.any()):  # sync-ok: only on a CPU (VecEnv)
+        return Transition(final_state, final_obs, reward, terminated, truncated, final_obs, final_state)
     num_envs = done.shape[0]
     fresh = env.reset(k_reset, num_envs, done.device)
     next_state = tree.where(done, fresh, final_state)

@@ -77,8 +77,10 @@ def make_env(id: str, **params: Any) -> Env:
 
 
 def make(id: str, num_envs: int = 1, device: torch.device | str | None = None, seed: int = 0,
-         check_actions: bool = True, **params: Any) -> VecEnv:
+         check_actions: bool = True, mode: str = "eager", **params: Any) -> VecEnv:
     """``num_envs`` copies of env ``id`` on ``device`` (default: CUDA if present), seeded by ``seed``.
 
-    Keyword ``params`` override the env's params dataclass (``nitro envs`` lists them)."""
-    return VecEnv(make_env(id, **params), num_envs, device, seed, check_actions)
+    ``mode`` is how ``step`` and ``sample_actions`` run: eager, compile, graph (CUDA) or auto (graph on
+    CUDA, eager elsewhere); see ``VecEnv``. Keyword ``params`` override the env's params dataclass
+    (``nitro envs`` lists them)."""
+    return VecEnv(make_env(id, **params), num_envs, device, seed, check_actions, mode)

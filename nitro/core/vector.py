@@ -1,7 +1,10 @@
 """The stateful handle users hold: ``reset()`` and ``step(actions)`` over a functional env.
 
 It owns the batched state and the random key, checks actions (shape, dtype, device, range, NaN),
-and returns tensors on the env's device. Nothing in ``step`` waits on the host. For a multi-agent env
+and returns tensors on the env's device. Nothing in ``step`` waits on the host. ``mode`` picks how a
+step runs: "eager" (plain PyTorch, the default), "compile" (``torch.compile``), "graph" (compiled and
+replayed from a CUDA graph: one launch per call, the fast path for Python loops on a GPU) or "auto"
+(graph on CUDA, eager elsewhere); all give the same results (``nitro.core.fast.HandleSteps``). For a multi-agent env
 actions, observations, rewards and masks have ``num_envs * num_agents`` rows (env-major) and the done
 flags ``num_envs``.
 """
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from nitro.core import agents, rng
+from nitro.core import agents, fast, rng
 from nitro.core.env import Env, autoreset_step
 from nitro.core.errors import as_count
 
@@ -19,7 +22,7 @@ class VecEnv:
     """``num_envs`` copies of ``env`` stepped together on ``device``, reset in the same step."""
 
     def __init__(self, env: Env, num_envs: int, device: torch.device | str | None = None,
-                 seed: int = 0, check_actions: bool = True):
+                 seed: int = 0, check_actions: bool = True, mode: str = "eager"):
         num_envs = as_count("num_envs", num_envs)
         agents.check(env)
         self.env = env
@@ -34,6 +37,9 @@ class VecEnv:
         self.seed = seed
         self.state = None
         self._keys = rng.env_keys(rng.key(seed, self.device), num_envs)
+        self.mode = fast.handle_mode(mode, self.device)
+        self._fast = None if self.mode == "eager" else fast.HandleSteps(
+            env, self.num_rows, self.num_agents, self.mode, check_actions, self.device)
 
     @property
     def params(self):
@@ -59,9 +65,13 @@ class VecEnv:
         """
         if self.state is None:
             raise RuntimeError("call reset() before step()")
+        if self._fast is not None:
+            self.state, self._keys, (obs, reward, terminated, truncated, final_obs) = self._fast.step(
+                self.state, self._keys, actions)
+            return obs, reward, terminated, truncated, {"final_obs": final_obs}
         if self.check_actions:
             self.env.action_space.check(actions, self.num_rows, self.device)
-        t = autoreset_step(self.env, self.state, actions, self._next_key())
+        t = autoreset_step(self.env, self.state, actions, self._next_key(), lazy=self.device.type == "cpu")
         self.state = t.state
         return t.obs, t.reward, t.terminated, t.truncated, {"final_obs": t.final_obs}
 
@@ -74,6 +84,9 @@ class VecEnv:
 
     def sample_actions(self) -> torch.Tensor:
         """Uniform random legal actions for every agent row."""
+        if self._fast is not None:
+            self._keys, actions = self._fast.sample(self.state, self._keys)
+            return actions
         keys = agents.row_keys(self._next_key(), self.num_agents)
         return self.env.action_space.sample(keys, self.num_rows, self.action_mask())
 

@@ -212,50 +212,42 @@ class Recorder:
         self._pool.shutdown(wait=True)
 
 
-class ArenaRecording:
-    """Record envs of a `nitro.envs.soccar.Arena` step by step into one replay file.
+class Recording:
+    """Record envs of a stream of states, frame by frame, into one replay.
 
-        rec = ArenaRecording(arena, env_ids=[0, 1])
-        for _ in range(600):
-            events = arena.step(controls)
-            rec.step(events)
-        rec.save("kickoffs.npz")
+    Frames are gathered on the device in chunks of ``chunk`` and copied to the host off the stepping
+    thread; every chunk is kept (a full buffer waits for the previous copy rather than drop it) and
+    handed to ``on_chunk`` too (a live viewer). The other arguments are `Recorder`'s."""
 
-    Frames are gathered on the device in chunks of ``chunk`` steps and copied to the host off the
-    stepping thread. The first frame is the arena's state when recording starts."""
-
-    def __init__(self, arena, env_ids: Sequence[int] = (0,), chunk: int = 256, teams: Sequence[int] | None = None,
-                 info: dict | None = None):
-        if teams is None:
-            if arena.num_cars:
-                raise ValueError(f"the arena has {arena.num_cars} cars: pass teams=[0, ..., 1, ...] (blue first)")
-            teams = []
-        cars = arena.car if isinstance(arena.car, (list, tuple)) else [arena.car] * arena.num_cars
-        self.arena = arena
-        self.recorder = Recorder(arena.state, env_ids, chunk, teams=teams, car_presets=cars,
-                                 tick_rate=arena.tick_rate, events=True, info=info)
+    def __init__(self, state: Any, env_ids: Sequence[int], chunk: int = 256, *, teams: Sequence[int] = (),
+                 car_presets: Sequence[str] | None = None, tick_rate: float = C.DEFAULT_TICK_RATE,
+                 events: bool = False, info: dict | None = None,
+                 on_chunk: Callable[[R.Replay], Any] | None = None):
+        self.recorder = Recorder(state, env_ids, chunk, teams=teams, car_presets=car_presets, tick_rate=tick_rate,
+                                 events=events, info=info)
+        self.on_chunk = on_chunk
         self.chunks: list[R.Replay] = []
         self.frame = 0
-        self._capture(None)
 
-    def _capture(self, events) -> None:
-        if events is None:
-            events = ArenaEvents.none(self.arena.num_envs, self.arena.num_cars, self.arena.device)
-        self.recorder.capture(self.frame, self.arena.state, events=events)
+    def capture(self, state: Any, first: torch.Tensor | None = None, events: Any = None) -> None:
+        """Record ``state`` as the next frame (``first`` [N] marks envs whose episode starts here)."""
+        self.recorder.capture(self.frame, state, first, events)
         self.frame += 1
         if self.frame == self.recorder.frames:
             self._flush()
 
+    def _keep(self, replay: R.Replay) -> None:
+        self.chunks.append(replay)
+        if self.on_chunk is not None:
+            self.on_chunk(replay)
+
     def _flush(self) -> None:
-        self.recorder.wait()  # a recording keeps every chunk: wait (for the previous one) rather than drop
-        self.recorder.flush(self.frame, self.chunks.append)
+        self.recorder.wait()
+        self.recorder.flush(self.frame, self._keep)
         self.frame = 0
 
-    def step(self, events) -> None:
-        """Record the arena's state after a step, with that step's events."""
-        self._capture(events)
-
     def replay(self) -> R.Replay:
+        """Everything recorded so far, as one replay."""
         if self.frame:
             self._flush()
         self.recorder.wait()
@@ -265,3 +257,34 @@ class ArenaRecording:
 
     def save(self, path) -> Path:
         return self.replay().save(path)
+
+    def close(self) -> None:
+        self.recorder.close()
+
+
+class ArenaRecording(Recording):
+    """Record envs of a `nitro.envs.soccar.Arena` step by step into one replay file.
+
+        rec = ArenaRecording(arena, env_ids=[0, 1])
+        for _ in range(600):
+            events = arena.step(controls)
+            rec.step(events)
+        rec.save("kickoffs.npz")
+
+    The first frame is the arena's state when recording starts; the arena's events are recorded."""
+
+    def __init__(self, arena, env_ids: Sequence[int] = (0,), chunk: int = 256, teams: Sequence[int] | None = None,
+                 info: dict | None = None):
+        if teams is None:
+            if arena.num_cars:
+                raise ValueError(f"the arena has {arena.num_cars} cars: pass teams=[0, ..., 1, ...] (blue first)")
+            teams = []
+        cars = arena.car if isinstance(arena.car, (list, tuple)) else [arena.car] * arena.num_cars
+        super().__init__(arena.state, env_ids, chunk, teams=teams, car_presets=cars, tick_rate=arena.tick_rate,
+                         events=True, info=info)
+        self.arena = arena
+        self.capture(arena.state, events=ArenaEvents.none(arena.num_envs, arena.num_cars, arena.device))
+
+    def step(self, events) -> None:
+        """Record the arena's state after a step, with that step's events."""
+        self.capture(self.arena.state, events=events)

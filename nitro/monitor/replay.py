@@ -6,11 +6,13 @@ hitboxes, the boost pads and where the replay came from. Positions are UU, veloc
 velocities rad/s, in RocketSim's world frame (z up, blue goal at -y). Car orientations are unit
 quaternions (x, y, z, w) of RocketSim's rotation matrix (columns forward, right, up).
 
-Events per frame: ``goal`` (1 blue scored, 2 orange scored, on the frame the ball first crossed the
-line), ``touch`` and ``demo`` per car, ``boost_pickup`` per car (pad index or -1). Where the recorder
-was not handed the arena's events they are derived from the states: goals from the ball (RocketSim's
-IsBallScored), demos from ``is_demoed`` turning on, pickups from a pad turning off (given to the
-nearest car); touches cannot be derived and stay false.
+Events per frame: ``goal`` (1 blue scored, 2 orange scored, on the first frame of a run of frames
+with the ball in a goal, ``ball_scored``), ``touch`` and ``demo`` per car, ``boost_pickup`` per car
+(pad index or -1). Where the recorder was not handed the arena's events they are derived from the
+states: the ball in a goal from its position (RocketSim's IsBallScored), demos from ``is_demoed``
+turning on, pickups from a pad turning off (given to the nearest car); touches cannot be derived and
+stay false. Derived events are derived again when chunks of a recording are joined (`concat`), so
+a run that spans two chunks counts once.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ CAR_FLAGS = ("is_on_ground", "has_jumped", "has_double_jumped", "has_flipped", "
              "is_supersonic", "is_demoed", "is_boosting")
 """Bit i of ``car_flags`` is CAR_FLAGS[i] (a flag the simulator does not have yet stays 0)."""
 TEAM_BLUE, TEAM_ORANGE = 0, 1
+EVENTS = ("goal", "touch", "demo", "boost_pickup")
+"""The events `build` takes from the arena; ``goal`` may be any per-frame marking of scoring frames."""
 
 
 @dataclasses.dataclass
@@ -63,6 +67,8 @@ class Replay:
     """Bit field of CAR_FLAGS [E, F, C] uint16."""
     pad_active: np.ndarray
     """[E, F, 34] bool, pads in RocketSim's order (meta pad_positions)."""
+    ball_scored: np.ndarray
+    """The ball is in a goal on this frame [E, F] bool."""
     goal: np.ndarray
     """0 none, 1 blue scored, 2 orange scored [E, F] int8."""
     touch: np.ndarray
@@ -73,7 +79,7 @@ class Replay:
     """Pad picked up on this frame, or -1 [E, F, C] int8."""
     meta: dict
     """tick_rate, env_ids, teams [C], car_presets [C], hitbox_size / hitbox_offset [C][3],
-    pad_positions [34][3], pad_is_big [34], info (source: run, update, env)."""
+    pad_positions [34][3], pad_is_big [34], derived_events (names), info (source: run, update, env)."""
 
     @property
     def num_envs(self) -> int:
@@ -90,6 +96,11 @@ class Replay:
     def flag(self, name: str) -> np.ndarray:
         """One of CAR_FLAGS as a bool array [E, F, C]."""
         return (self.car_flags >> CAR_FLAGS.index(name)) & 1 == 1
+
+    def flags_at(self, env: int, frame: int, car: int) -> dict[str, bool]:
+        """Every CAR_FLAGS entry of one car on one frame."""
+        bits = int(self.car_flags[env, frame, car])
+        return {name: bool(bits >> i & 1) for i, name in enumerate(CAR_FLAGS)}
 
     def rot_mat(self) -> np.ndarray:
         """Car rotation matrices [E, F, C, 3, 3], columns forward, right, up."""
@@ -110,7 +121,7 @@ class Replay:
 
 
 _DTYPES = {"tick": np.int64, "episode_start": np.bool_, "car_flags": np.uint16, "pad_active": np.bool_,
-           "goal": np.int8, "touch": np.bool_, "demo": np.bool_, "boost_pickup": np.int8}
+           "ball_scored": np.bool_, "goal": np.int8, "touch": np.bool_, "demo": np.bool_, "boost_pickup": np.int8}
 
 
 def load(path: str | Path) -> Replay:
@@ -145,7 +156,7 @@ def check(r: Replay) -> None:
     expected = {"tick": (E, F), "episode_start": (E, F), "ball_pos": (E, F, 3), "ball_vel": (E, F, 3),
                 "ball_ang_vel": (E, F, 3), "car_pos": (E, F, Cn, 3), "car_quat": (E, F, Cn, 4),
                 "car_vel": (E, F, Cn, 3), "car_ang_vel": (E, F, Cn, 3), "car_boost": (E, F, Cn),
-                "car_flags": (E, F, Cn), "pad_active": (E, F, C.BOOST_PAD_COUNT), "goal": (E, F),
+                "car_flags": (E, F, Cn), "pad_active": (E, F, C.BOOST_PAD_COUNT), "ball_scored": (E, F), "goal": (E, F),
                 "touch": (E, F, Cn), "demo": (E, F, Cn), "boost_pickup": (E, F, Cn)}
     for name, shape in expected.items():
         a = getattr(r, name)
@@ -199,20 +210,12 @@ def build(
     for name, values in car_flags.items():
         flags |= (np.asarray(values, bool).astype(np.uint16) << CAR_FLAGS.index(name)).astype(np.uint16)
     start = np.zeros((E, F), bool) if episode_start is None else np.asarray(episode_start, bool)
-    pad_active = np.asarray(pad_active, bool)
     events = dict(events or {})
-    if "goal" not in events:
-        params = TickParams.from_mutators(mutators or MutatorConfig(), 1.0 / tick_rate)
-        events["goal"] = derive_goals(ball_pos, start, params)
-    if "demo" not in events:
-        demoed = (flags >> CAR_FLAGS.index("is_demoed")) & 1 == 1
-        events["demo"] = demoed & ~_previous(demoed, start[..., None])
-    if "boost_pickup" not in events:
-        events["boost_pickup"] = derive_pickups(pad_active, car_pos, start)
-    if "touch" not in events:
-        events["touch"] = np.zeros((E, F, Cn), bool)
-    goal = np.asarray(events["goal"], np.int8)  # the arena reports every scoring tick: keep the first
-    goal = np.where((goal > 0) & ~_previous(goal > 0, start), goal, 0)
+    unknown = sorted(set(events) - set(EVENTS))
+    if unknown:
+        raise ValueError(f"unknown events {unknown}; known: {', '.join(EVENTS)}")
+    scored = (np.asarray(events["goal"]) > 0 if "goal" in events
+              else derive_scored(ball_pos, TickParams.from_mutators(mutators or MutatorConfig(), 1.0 / tick_rate)))
     meta = {
         "tick_rate": float(tick_rate),
         "env_ids": list(env_ids) if env_ids is not None else list(range(E)),
@@ -222,19 +225,34 @@ def build(
         "hitbox_offset": [list(car_preset(p).hitbox_offset) for p in presets],
         "pad_positions": [list(p) for p in C.BOOST_PADS_BIG + C.BOOST_PADS_SMALL],
         "pad_is_big": [True] * len(C.BOOST_PADS_BIG) + [False] * len(C.BOOST_PADS_SMALL),
+        "derived_events": [name for name in ("demo", "boost_pickup") if name not in events],
         "info": info or {},
     }
     f32 = lambda a: np.ascontiguousarray(a, np.float32)  # noqa: E731
+    no_car = np.zeros((E, F, Cn), bool)
     replay = Replay(
         tick=np.asarray(tick, np.int64), episode_start=start, ball_pos=f32(ball_pos), ball_vel=f32(ball_vel),
         ball_ang_vel=f32(ball_ang_vel), car_pos=f32(car_pos), car_quat=f32(rot_mat_to_quat(car_rot_mat)),
         car_vel=f32(car_vel), car_ang_vel=f32(car_ang_vel), car_boost=f32(car_boost), car_flags=flags,
-        pad_active=pad_active, goal=goal.astype(np.int8), touch=np.asarray(events["touch"], bool),
-        demo=np.asarray(events["demo"], bool), boost_pickup=np.asarray(events["boost_pickup"], np.int8),
-        meta=meta,
+        pad_active=np.asarray(pad_active, bool), ball_scored=np.asarray(scored, bool),
+        goal=np.zeros((E, F), np.int8), touch=np.asarray(events.get("touch", no_car), bool),
+        demo=np.asarray(events.get("demo", no_car), bool),
+        boost_pickup=np.asarray(events.get("boost_pickup", np.full((E, F, Cn), -1)), np.int8), meta=meta,
     )
+    _settle_events(replay)
     check(replay)
     return replay
+
+
+def _settle_events(r: Replay) -> None:
+    """Goals from ``ball_scored`` and the derived events from the states, in place."""
+    first = r.ball_scored & ~_previous(r.ball_scored, r.episode_start)
+    r.goal = np.where(first, np.where(r.ball_pos[..., 1] > 0, 1, 2), 0).astype(np.int8)  # +y goal: blue scored
+    if "demo" in r.meta["derived_events"]:
+        demoed = r.flag("is_demoed")
+        r.demo = demoed & ~_previous(demoed, r.episode_start[..., None])
+    if "boost_pickup" in r.meta["derived_events"]:
+        r.boost_pickup = derive_pickups(r.pad_active, r.car_pos, r.episode_start)
 
 
 def concat(replays: list[Replay]) -> Replay:
@@ -247,7 +265,9 @@ def concat(replays: list[Replay]) -> Replay:
             raise ValueError("concat: replays record different envs or cars")
     arrays = {f.name: np.concatenate([getattr(r, f.name) for r in replays], axis=1)
               for f in dataclasses.fields(Replay) if f.name != "meta"}
-    return Replay(meta=dict(first.meta), **arrays)
+    joined = Replay(meta=dict(first.meta), **arrays)
+    _settle_events(joined)
+    return joined
 
 
 def _previous(x: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -257,14 +277,11 @@ def _previous(x: np.ndarray, start: np.ndarray) -> np.ndarray:
     return prev & ~start
 
 
-def derive_goals(ball_pos: np.ndarray, episode_start: np.ndarray, params: TickParams) -> np.ndarray:
-    """Goal events from ball positions: the first frame of each run of scored frames [E, F] int8."""
+def derive_scored(ball_pos: np.ndarray, params: TickParams) -> np.ndarray:
+    """The ball is in a goal (RocketSim's Arena::IsBallScored) [E, F] bool."""
     E, F = ball_pos.shape[:2]
-    scored = is_ball_scored(torch.from_numpy(np.ascontiguousarray(ball_pos.reshape(E * F, 3))), params)
-    scored = scored.numpy().reshape(E, F)
-    first = scored & ~_previous(scored, episode_start)
-    side = np.where(ball_pos[..., 1] > 0, 1, 2)  # the ball in the +y (orange) goal: blue scored
-    return np.where(first, side, 0).astype(np.int8)
+    scored = is_ball_scored(torch.from_numpy(np.ascontiguousarray(ball_pos.reshape(E * F, 3), np.float32)), params)
+    return scored.numpy().reshape(E, F)
 
 
 def derive_pickups(pad_active: np.ndarray, car_pos: np.ndarray, episode_start: np.ndarray) -> np.ndarray:

@@ -2,41 +2,67 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import textwrap
 
 
 def add_commands(sub) -> None:
     """Register the training subcommands on the ``nitro`` parser."""
     p = sub.add_parser("train", help="train PPO: nitro train ENV_OR_PRESET [section.key=value ...]",
-                       description="Train PPO. ENV is a preset (cartpole, pendulum, ...) or an env id; "
-                                   "overrides look like ppo.lr=3e-4 env.num_envs=65536.")
-    p.add_argument("env", nargs="?", help="preset name or env id (omit with --resume)")
-    p.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. ppo.lr=3e-4")
-    p.add_argument("--config", help="YAML file applied after the preset")
-    p.add_argument("--resume", metavar="RUN", help="continue a run from its latest checkpoint")
-    p.add_argument("--help-config", action="store_true", help="list every config key with its doc")
+                       description=textwrap.fill(
+                           "Train PPO on an env. ENV is a preset (below) or any env id (nitro envs lists "
+                           "them); overrides look like ppo.lr=3e-4 env.num_envs=65536 (nitro train "
+                           "--help-config lists every key). The run goes to a new directory "
+                           "runs/<env>-<time> (run.dir, run.name).", 78),
+                       epilog=presets_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("env", nargs="?", metavar="ENV", help="preset name or env id (omit with --resume)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="dotted config overrides, e.g. ppo.lr=3e-4 env.num_envs=65536")
+    p.add_argument("--config", metavar="FILE", help="YAML file of overrides applied after the preset")
+    p.add_argument("--resume", metavar="RUN", help="continue the run in directory RUN from its newest readable "
+                                                    "checkpoint (overrides such as ppo.total_steps=... apply)")
+    p.add_argument("--help-config", action="store_true", help="list every config key with its default and doc")
+    p.add_argument("--monitor", action="store_true",
+                   help="open a live dashboard beside the run (a tmux pane inside tmux; else training goes to the "
+                        "background and the dashboard takes this terminal)")
     p.set_defaults(fn=_train)
 
     p = sub.add_parser("eval", help="returns of a trained run over N episodes; multi-agent: its results against "
                                     "the env's bots",
-                       description="Single-agent envs: returns over N episodes. Multi-agent envs: the policy in one "
-                                   "seat and a bot in every other, N games per bot: win rate, mean result and "
-                                   "return, the env's episode statistics, with 95%% confidence intervals.")
-    p.add_argument("run", help="run directory")
-    p.add_argument("--episodes", type=int, default=100, help="episodes (multi-agent: games per bot)")
-    p.add_argument("--vs", nargs="*", help="multi-agent: the bots to play (default: every bot of the env)")
+                       description=textwrap.fill(
+                           "Play a trained policy on fresh episodes and print the results as JSON. Single-agent "
+                           "envs: returns over N episodes. Multi-agent envs: the policy in one seat and a bot in "
+                           "every other, N games per bot: win rate, mean result and return, the env's episode "
+                           "statistics, with 95% confidence intervals.", 78))
+    p.add_argument("run", metavar="RUN", help="run directory (runs/<env>-<time>)")
+    p.add_argument("--episodes", type=int, default=100,
+                   help="episodes to play, in parallel (multi-agent: games per bot; default 100)")
+    p.add_argument("--vs", nargs="*", metavar="BOT", help="multi-agent: the bots to play (default: every bot of the env)")
     p.add_argument("--params", nargs="*", default=[], metavar="KEY=VALUE",
                    help="env params to change, e.g. episode=game round_weights=none (whole Skull King games)")
-    p.add_argument("--sample", action="store_true", help="sample actions (default: deterministic mode)")
+    p.add_argument("--sample", action="store_true",
+                   help="sample actions from the policy (default: its most likely action)")
     p.add_argument("--checkpoint", default="auto",
-                   help="best | latest | a .safetensors path (auto: best, or latest for multi-agent self-play runs)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--seed", type=int, default=12345)
+                   help="best (highest recent return), latest, or a .safetensors path (default auto: best, or "
+                        "latest for multi-agent self-play runs)")
+    p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda or cuda:N")
+    p.add_argument("--seed", type=int, default=12345, help="seed of the episodes (default 12345)")
+    p.add_argument("--replay", action="store_true",
+                   help="soccar envs: record --replay-envs into RUN/replays/eval_<checkpoint>.npz")
+    p.add_argument("--replay-envs", type=int, nargs="+", default=[0], metavar="I",
+                   help="env indices to record or render (default 0)")
+    p.add_argument("--render", choices=["rlviser", "rocketsimvis"],
+                   help="soccar envs: play the first of --replay-envs into a running viewer at game speed")
+    p.add_argument("--no-write", action="store_true",
+                   help="only print the result (default: also RUN/eval/eval.csv, the episodes and eval.png)")
     p.set_defaults(fn=_eval)
 
-    p = sub.add_parser("league", help="a run's league: rating table and rating-over-time picture")
-    p.add_argument("run", help="run directory of a training run with a league")
-    p.add_argument("--png", help="where to write the picture (default RUN/league.png)")
+    p = sub.add_parser("league", help="a run's league: rating table and rating-over-time picture",
+                       description="Print a run's league rating table and draw its ratings over time (the picture "
+                                   "needs matplotlib: pip install \"nitro-rl[league]\").")
+    p.add_argument("run", metavar="RUN", help="run directory of a training run with a league")
+    p.add_argument("--png", metavar="FILE", help="where to write the picture (default RUN/league.png)")
     p.set_defaults(fn=_league)
 
     p = sub.add_parser("tournament", help="round robin of runs, checkpoints and bots on the device",
@@ -44,22 +70,37 @@ def add_commands(sub) -> None:
                                    "the device; prints a Bradley-Terry Elo table with 95% bootstrap intervals.")
     p.add_argument("targets", nargs="*", metavar="RUN_OR_CHECKPOINT",
                    help="run directories (their latest checkpoint) or .safetensors checkpoints")
-    p.add_argument("--games", type=int, default=256, help="games per ordered pair of players")
-    p.add_argument("--bots", nargs="*", default=[], help="scripted players of the env, e.g. random tactical")
+    p.add_argument("--games", type=int, default=256, help="games per ordered pair of players (default 256)")
+    p.add_argument("--bots", nargs="*", default=[], metavar="BOT",
+                   help="scripted players of the env, e.g. random tactical")
     p.add_argument("--pool", action="store_true", help="also the league snapshots stored in each checkpoint")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda or cuda:N")
+    p.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
     p.add_argument("--params", nargs="*", default=[], metavar="KEY=VALUE",
                    help="env params to change, e.g. episode=game round_weights=none (whole Skull King games)")
-    p.add_argument("--out", help="also write the results as JSON here")
+    p.add_argument("--out", metavar="FILE", help="also write the results as JSON here")
     p.set_defaults(fn=_tournament)
 
-    p = sub.add_parser("export", help="export a run's policy")
-    p.add_argument("run", help="run directory")
-    p.add_argument("--onnx", action="store_true", required=True, help="export to ONNX")
-    p.add_argument("--out", help="output path (default RUN/policy.onnx)")
-    p.add_argument("--checkpoint", default="best")
+    p = sub.add_parser("export", help="export a run's policy to ONNX",
+                       description="Export a trained policy to ONNX: observation in, action and value out "
+                                   "(needs the export extra: pip install \"nitro-rl[export]\").")
+    p.add_argument("run", metavar="RUN", help="run directory (runs/<env>-<time>)")
+    p.add_argument("--onnx", action="store_true", required=True, help="export to ONNX (the only format)")
+    p.add_argument("--out", metavar="FILE", help="output path (default RUN/policy.onnx)")
+    p.add_argument("--checkpoint", default="best",
+                   help="best (highest recent return), latest, or a .safetensors path (default best)")
     p.set_defaults(fn=_export)
+
+
+def presets_help() -> str:
+    """The presets, one line each: name and the first line of the preset file's leading comment."""
+    from nitro.train.config import presets
+
+    lines = ["presets:"]
+    for name, path in sorted(presets().items()):
+        first = (path.read_text().splitlines() or [""])[0].lstrip("#").strip()
+        lines.append(textwrap.fill(first, 78, initial_indent=f"  {name:<10} ", subsequent_indent=" " * 13))
+    return "\n".join(lines)
 
 
 def _train(args) -> int:
@@ -67,7 +108,9 @@ def _train(args) -> int:
 
     import yaml
 
+    from nitro.monitor import beside, require
     from nitro.train import config as C
+    from nitro.train import rundir
     from nitro.train.ppo import Trainer, run_dir_for
 
     if args.help_config:
@@ -82,15 +125,38 @@ def _train(args) -> int:
         extra = ([args.env] if args.env else []) + list(args.overrides)  # overrides only, e.g. ppo.total_steps=
         C.apply(cfg, _merged(extra))
         C.validate(cfg)
+        if args.monitor:
+            require("textual", "nitro train --monitor")
+            if not beside.in_tmux():
+                process = beside.train_in_background([*extra, "run.console=false", "--resume", str(run_dir)], run_dir)
+                return beside.watch_background(process, run_dir)
+            beside.open_tmux_pane(run_dir)
         trainer = Trainer(cfg, run_dir, resume=run_dir)
     else:
         if not args.env:
             raise ValueError("give an env or preset (nitro envs lists them), or --resume RUN")
         cfg = C.load(args.env, args.overrides, args.config)
-        trainer = Trainer(cfg, run_dir_for(cfg) if _is_main() else None)
+        if args.monitor:
+            require("textual", "nitro train --monitor")
+        run_dir = run_dir_for(cfg) if _is_main() else None
+        if args.monitor:
+            cfg.run.name = run_dir.name  # the dashboard watches this folder before the trainer fills it
+            if not beside.in_tmux():
+                train_args = [args.env, *args.overrides, *(["--config", args.config] if args.config else []),
+                              f"run.dir={run_dir.parent}", f"run.name={run_dir.name}", "run.console=false"]
+                return beside.watch_background(beside.train_in_background(train_args, run_dir), run_dir)
+            beside.open_tmux_pane(run_dir)
+        try:
+            trainer = Trainer(cfg, run_dir)
+        except BaseException:
+            if run_dir:
+                rundir.discard_if_unused(run_dir)  # a failed set-up leaves nothing behind
+            raise
     metrics = trainer.train()
     if trainer.dist.is_main:
-        summary = {k: metrics[k] for k in ("global_step", "episode/return", "perf/sps") if k in metrics}
+        print(f"nitro: {trainer.outcome}; run: {trainer.run_dir}", flush=True)
+        keys = ("global_step", "episode/return_recent", "episode/recent_episodes", "target_reached", "perf/sps")
+        summary = {k: metrics[k] for k in keys if k in metrics}
         print(json.dumps({"run": str(trainer.run_dir), **summary}))
     from nitro.train import dist
 
@@ -129,14 +195,18 @@ def _env_params(items: list[str]) -> dict:
 
 
 def _eval(args) -> int:
+    import sys
     from pathlib import Path
 
     import yaml
 
     from nitro.core.registry import make_env
-    from nitro.train.evaluate import evaluate, evaluate_vs_bots
+    from nitro.monitor import evals, require
+    from nitro.monitor.watch import EvalWatch
+    from nitro.train.evaluate import checkpoint_path, evaluate, evaluate_vs_bots
 
-    config = Path(args.run) / "config.yaml"
+    run = Path(args.run)
+    config = run / "config.yaml"
     if not config.exists():
         raise FileNotFoundError(f"{args.run} is not a run directory (no config.yaml)")
     env_cfg = yaml.safe_load(config.read_text())["env"]
@@ -144,12 +214,47 @@ def _eval(args) -> int:
     multi = make_env(env_cfg["id"], **{**env_cfg["params"], **params}).num_agents > 1
     which = ("latest" if multi else "best") if args.checkpoint == "auto" else args.checkpoint
     if multi:
+        if args.replay or args.render:
+            raise ValueError(f"--replay and --render play single-agent evaluations; {env_cfg['id']} is multi-agent "
+                             f"(record its games in training with monitor.replay_every=N or monitor.render=...)")
         result = evaluate_vs_bots(args.run, args.vs, args.episodes, deterministic=not args.sample, checkpoint=which,
                                   device=args.device, seed=args.seed, env_params=params)
-    else:
-        result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=which,
-                          device=args.device, seed=args.seed, env_params=params)
-    print(json.dumps(result))
+        print(json.dumps(result))
+        if not args.no_write:
+            (run / "eval").mkdir(exist_ok=True)
+            path = run / "eval" / f"vs_bots_{checkpoint_path(run, which).stem}.json"
+            path.write_text(json.dumps(result, indent=1))
+            print(f"wrote {path}", file=sys.stderr)
+        return 0
+    bad = [i for i in args.replay_envs if not 0 <= i < args.episodes]
+    if bad:
+        raise ValueError(f"--replay-envs {bad} are not among the {args.episodes} evaluated envs (0..{args.episodes - 1})")
+    watchers: list[EvalWatch] = []
+    watch = None
+    if args.replay or args.render:
+        def watch(env, state):
+            watchers.append(EvalWatch(env, state, args.replay_envs, args.render or "none",
+                                      {"run": str(args.run), "checkpoint": which}))
+            return watchers[0]
+    result = evaluate(args.run, args.episodes, deterministic=not args.sample, checkpoint=which,
+                      device=args.device, seed=args.seed, env_params=params, watch=watch)
+    print(evals.dumps(result))
+    if watchers:
+        path = run / "replays" / f"eval_{checkpoint_path(run, which).stem}.npz" if args.replay else None
+        watchers[0].finish(path)
+        if path is not None:
+            print(f"wrote {path}; view it with: nitro replay {path} --html replay.html", file=sys.stderr)
+    if not args.no_write:
+        files = evals.write(run, result)
+        try:
+            require("matplotlib", "the eval curve (eval.png)")
+        except ValueError as missing:
+            print(f"wrote {files['table']} and {files['episodes'].name}; {missing}", file=sys.stderr)
+            return 0
+        from nitro.monitor import plot
+
+        curve = plot.eval_curve(run, evals.read(run))
+        print(f"wrote {files['table']}, {files['episodes'].name} and {curve.name}", file=sys.stderr)
     return 0
 
 
@@ -171,13 +276,15 @@ def _league(args) -> int:
     from nitro.train.league import summary
 
     info = summary(args.run)
-    table = Table(title=f"league of {args.run} at update {info['update']}")
-    for col in ("rank", "player", "Elo", "OpenSkill (mu - 3 sigma)", "games", "joined at update"):
+    table = Table(title=f"league of {Path(args.run).name} at update {info['update']}")
+    for col in ("rank", "player", "Elo", "OpenSkill (mu - 3 sigma)", "games", "joined at update",
+                "learner's recent score"):
         table.add_column(col, justify="left" if col == "player" else "right")
     for i, r in enumerate(info["table"], 1):
         skill = "-" if r["openskill"] is None else f"{r['openskill']:.2f}"
         joined = "-" if r["joined"] is None else str(r["joined"])
-        table.add_row(str(i), r["name"], f"{r['elo']:.0f}", skill, str(r["games"]), joined)
+        recent = "-" if r["recent_score"] is None else f"{r['recent_score']:.3f}"
+        table.add_row(str(i), r["name"], f"{r['elo']:.0f}", skill, str(r["games"]), joined, recent)
     Console().print(table)
     if info["history"]:
         path = rating_curve(info["history"], args.png or Path(args.run) / "league.png", f"league of {Path(args.run).name}")

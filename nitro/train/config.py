@@ -120,8 +120,9 @@ class RunConfig:
     graph: str = "auto"
     """Capture rollout and update in one CUDA graph: auto (on CUDA) | true | false."""
     threads: int = 0
-    """CPU threads of PyTorch's intra-op pool; 0 keeps PyTorch's default. The run records the count it
-    used (resumes use it again): results are bit-identical at a fixed thread count, not across counts."""
+    """CPU threads of PyTorch's intra-op pool; 0 picks: on a CPU one per 4,096 envs (at least 1, at most
+    PyTorch's default; small batches run fastest on one), on a GPU PyTorch's default. The run records the
+    count (resumes use it again): results are bit-identical at a fixed thread count, not across counts."""
     dir: str = "runs"
     """Parent folder of run directories."""
     name: str = ""
@@ -160,10 +161,15 @@ class LeagueConfig:
     league.matchmaking) and any bot by name (a fixed share for it). Normalized to sum to 1."""
     matchmaking: str = "pfsp"
     """How the pool share is spread: uniform | pfsp (prioritized fictitious self-play: weight (1 - p)^power
-    for p the learner's Elo-expected score against the member) | even (weight p (1 - p): members near the
-    learner's rating)."""
+    for p the learner's recent score against the member, see score_decay) | even (weight p (1 - p):
+    members it beats about half the time)."""
     pfsp_power: float = 2.0
     """The exponent of pfsp's weighting (0: uniform; larger: harder opponents more often)."""
+    score_decay: float = 0.9
+    """Matchmaking's p against a member: the learner's score in its games against it (wins + draws / 2,
+    plus one virtual win and one virtual loss: 0.5 before any game), each league step keeping this share of
+    the earlier games' weight (0: the last step's games only). Measured, not read off Elo, which drifts in
+    a self-play pool (a beaten bot would seem ever easier and stop being played)."""
     update_every: int = 5
     """Updates between league steps: results read from the device, ratings and matchmaking updated."""
     elo_k: float = 8.0
@@ -176,8 +182,9 @@ class LeagueConfig:
     dense_reward: float = 1.0
     """Weight of the env's own reward in what the learner is trained on."""
     outcome_reward: float = 0.0
-    """Weight of the game outcome (+1 win, 0 draw, -1 loss against the other teams) added on an
-    episode's last step; dense_reward=0 with outcome_reward=1 is the sparse-reward mode."""
+    """Weight of the game outcome added on an episode's last step: 2 x (the fraction of the other teams
+    the agent's team beat, ties half) - 1, i.e. +1 win, 0 draw, -1 loss with two teams. dense_reward=0
+    with outcome_reward=1 is the sparse-reward mode."""
 
 
 @dataclass
@@ -189,6 +196,20 @@ class CurriculumConfig:
 
 
 @dataclass
+class MonitorConfig:
+    """Watching a run: soccar replays written during training and live streaming to a viewer."""
+
+    replay_every: int = 0
+    """Soccar envs: updates between replays of one rollout of monitor.replay_envs, written to
+    <run dir>/replays/update_<n>.npz (view with nitro replay FILE --html OUT.html); 0: none."""
+    replay_envs: list = field(default_factory=lambda: [0])
+    """Env indices recorded for replays and live viewing."""
+    render: str = "none"
+    """Soccar envs: stream each rollout of monitor.replay_envs[0] at game speed to a running viewer:
+    none | rlviser (RLViser 0.9, UDP 45243) | rocketsimvis (UDP 9273)."""
+
+
+@dataclass
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -196,6 +217,7 @@ class TrainConfig:
     run: RunConfig = field(default_factory=RunConfig)
     league: LeagueConfig = field(default_factory=LeagueConfig)
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    monitor: MonitorConfig = field(default_factory=MonitorConfig)
 
 
 class ConfigError(NitroError, ValueError):
@@ -232,7 +254,7 @@ def read_yaml(path: str | Path) -> dict:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold sections (env:, ppo:, policy:, run:), got a {type(data).__name__}")
+        raise ConfigError(f"{path} must hold sections (env:, ppo:, policy:, run:, monitor:), got a {type(data).__name__}")
     return data
 
 
@@ -443,11 +465,19 @@ def validate(cfg: TrainConfig) -> None:
         ("league.add_every", lg.add_every, lg.add_every >= 1, "an int >= 1 (updates between snapshots)"),
         ("league.update_every", lg.update_every, lg.update_every >= 1, "an int >= 1 (updates between league steps)"),
         ("league.pfsp_power", lg.pfsp_power, finite(lg.pfsp_power) and lg.pfsp_power >= 0, "a number >= 0 (e.g. 2)"),
+        ("league.score_decay", lg.score_decay, finite(lg.score_decay) and 0 <= lg.score_decay < 1,
+         "a number in [0, 1) (e.g. 0.9)"),
         ("league.elo_k", lg.elo_k, finite(lg.elo_k) and lg.elo_k > 0, "a number > 0 (e.g. 8)"),
         ("league.rated_games", lg.rated_games, lg.rated_games >= 1, "an int >= 1 (e.g. 512)"),
         ("league.dense_reward", lg.dense_reward, finite(lg.dense_reward), "a finite number (e.g. 1.0)"),
         ("league.outcome_reward", lg.outcome_reward, finite(lg.outcome_reward), "a finite number (e.g. 0.0)"),
         ("league.bots", lg.bots, all(isinstance(b, str) for b in lg.bots), "a list of bot names, e.g. [random]"),
+        ("monitor.replay_every", cfg.monitor.replay_every, cfg.monitor.replay_every >= 0,
+         "an int >= 0 (updates between replays; 0: none)"),
+        ("monitor.replay_envs", cfg.monitor.replay_envs,
+         bool(cfg.monitor.replay_envs) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < e.num_envs
+                                               for i in cfg.monitor.replay_envs),
+         f"a non-empty list of env indices in [0, env.num_envs={e.num_envs}), e.g. [0, 1]"),
     ]
     for key, value, ok, want in rules:
         if not ok:
@@ -461,7 +491,8 @@ def validate(cfg: TrainConfig) -> None:
                "run.graph": (r.graph, ("auto", "true", "false")),
                "league.drop": (cfg.league.drop, ("oldest", "weakest")),
                "league.matchmaking": (cfg.league.matchmaking, ("uniform", "pfsp", "even")),
-               "league.opponent_eval": (cfg.league.opponent_eval, ("bmm", "vmap"))}
+               "league.opponent_eval": (cfg.league.opponent_eval, ("bmm", "vmap")),
+               "monitor.render": (cfg.monitor.render, ("none", "rlviser", "rocketsimvis"))}
     for name, (value, allowed) in choices.items():
         if value not in allowed:
             raise ConfigError(f"{name}={value!r}; choose one of {', '.join(allowed)}")

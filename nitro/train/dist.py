@@ -75,3 +75,13 @@ def barrier(d: Dist) -> None:
 def shutdown(d: Dist) -> None:
     if d.enabled and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def max_over_ranks(value: int, d: Dist) -> int:
+    """The largest of the ranks' ``value`` (a host sync; for decisions all ranks must share)."""
+    if not d.enabled:
+        return value
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+    x = torch.tensor([value], dtype=torch.int64, device=device)
+    dist.all_reduce(x, op=dist.ReduceOp.MAX)
+    return int(x.item())  # sync-ok: once per log

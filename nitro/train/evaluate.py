@@ -13,17 +13,21 @@ from nitro.core import agents, rng
 from nitro.core.env import autoreset_step
 from nitro.core.registry import make_env
 from nitro.train import checkpoint
+from nitro.train.checkpoint import load_meta as checkpoint_meta
 from nitro.train.config import from_dict
 from nitro.train.optim import RunningMeanStd
 from nitro.train.policy import ActorCritic
 
 
+def checkpoint_path(run: str | Path, which: str = "best") -> Path:
+    """The checkpoint file ``which`` (best | latest | a file path) of a run."""
+    return {"best": checkpoint.best, "latest": checkpoint.latest}.get(which, lambda r: Path(which))(Path(run))
+
+
 def load_policy(run: str | Path, which: str = "best", device: str = "cpu", env_params: dict | None = None):
     """(config, env, policy, obs_rms or None) of a run; ``which`` is best | latest | a file path;
     ``env_params`` change the env's params (e.g. whole games instead of the single rounds trained on)."""
-    run = Path(run)
-    path = {"best": checkpoint.best, "latest": checkpoint.latest}.get(which, lambda r: Path(which))(run)
-    tensors, meta = checkpoint.load(path, device)
+    tensors, meta = checkpoint.load(checkpoint_path(run, which), device)
     cfg = from_dict(meta["config"])
     env = make_env(cfg.env.id, **{**cfg.env.params, **(env_params or {})})
     # the fused trunk only speeds up training: its parameters load into the plain trunk, which runs anywhere
@@ -41,8 +45,13 @@ def load_policy(run: str | Path, which: str = "best", device: str = "cpu", env_p
 
 @torch.no_grad()
 def evaluate(run: str | Path, episodes: int = 100, deterministic: bool = True, checkpoint: str = "best",
-             device: str = "auto", seed: int = 12345, max_steps: int = 100_000, env_params: dict | None = None) -> dict:
-    """Play ``episodes`` episodes (one per env, in parallel) and summarize their returns."""
+             device: str = "auto", seed: int = 12345, max_steps: int = 100_000, env_params: dict | None = None,
+             watch=None) -> dict:
+    """Play ``episodes`` episodes (one per env, in parallel) and summarize their returns; the result also
+    holds each episode's return and length and which checkpoint (update, global step) played.
+
+    ``watch(env, state)``, if given, is called once with the first state and returns an object whose
+    ``capture(state, first)`` sees the state before every step (`nitro.monitor.watch.EvalWatch`)."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     cfg, env, policy, rms = load_policy(run, checkpoint, device, env_params)
@@ -58,7 +67,10 @@ def evaluate(run: str | Path, episodes: int = 100, deterministic: bool = True, c
     returns = torch.zeros(episodes, device=device)
     lengths = torch.zeros(episodes, dtype=torch.int64, device=device)
     running = torch.ones(episodes, dtype=torch.bool, device=device)
+    watcher = watch(env, state) if watch is not None else None
     for t in range(max_steps):
+        if watcher is not None:
+            watcher.capture(state, first)
         k = rng.fold_in(keys, t + 1)
         out, _, hidden = policy(rms.normalize(obs) if rms else obs, hidden, first)
         mask = env.action_mask(state)
@@ -76,9 +88,13 @@ def evaluate(run: str | Path, episodes: int = 100, deterministic: bool = True, c
     if bool(running.any()):
         raise RuntimeError(f"{int(running.sum())} episodes did not end within {max_steps} steps")
     r = returns.cpu()
+    path = checkpoint_path(run, checkpoint)
+    meta = checkpoint_meta(path)
     return {"episodes": episodes, "deterministic": deterministic, "mean_return": r.mean().item(),
             "std_return": r.std().item() if episodes > 1 else 0.0, "min_return": r.min().item(),
-            "max_return": r.max().item(), "mean_length": lengths.float().mean().item(), "env": cfg.env.id}
+            "max_return": r.max().item(), "mean_length": lengths.float().mean().item(), "env": cfg.env.id,
+            "update": meta.get("update"), "global_step": meta.get("global_step"), "checkpoint": str(path),
+            "returns": r.tolist(), "lengths": lengths.cpu().tolist()}
 
 
 Z95 = 1.959964
@@ -97,8 +113,9 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
                      env_params: dict | None = None, max_steps: int = 100_000) -> dict:
     """A multi-agent run's policy in one seat (seat g % A of game g) and a bot in every other seat, ``games``
     games per bot (default: every bot of the env), all at once. Per bot: the policy's win rate (the top
-    ``env.result``, ties shared), mean result, mean return and the env's ``episode_stats``, each with the
-    half-width of its 95% confidence interval over games."""
+    ``env.result``, ties shared), mean result, result margin (its result minus the mean of the other seats'
+    in the same game), mean return and the env's ``episode_stats``, each with the half-width of its 95%
+    confidence interval over games."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     cfg, env, policy, rms = load_policy(run, checkpoint, device, env_params)
@@ -142,7 +159,9 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
             raise RuntimeError(f"{int(running.sum())} games did not end within {max_steps} steps")  # sync-ok
         standing = final.get("result", ep_return).view(n, a)
         top = standing == standing.max(1, keepdim=True).values
-        row = {"win_rate": (top & learner.view(n, a)).sum(1) / top.sum(1), "return": ep_return[learner]}
+        mine = standing[learner.view(n, a)]
+        row = {"win_rate": (top & learner.view(n, a)).sum(1) / top.sum(1), "return": ep_return[learner],
+               "result_margin": mine - (standing.sum(1) - mine) / (a - 1)}
         row.update({k: v[learner] for k, v in final.items()})
         summary = {}
         for key, values in row.items():

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from nitro.core.errors import NitroError
 from nitro.train.evaluate import load_policy
 
 
@@ -30,7 +31,16 @@ class Deployed(nn.Module):
         return (self.policy.dist.to_env(self.policy.dist.mode(out)), value, *hidden)
 
 
+class ExportError(NitroError):
+    """An export that cannot run here (its optional dependency is missing)."""
+
+
 def export_onnx(run: str | Path, out: str | Path | None = None, which: str = "best") -> Path:
+    try:
+        import onnx  # noqa: F401  (PyTorch's exporter writes the model with it)
+    except ImportError:
+        raise ExportError('ONNX export needs the onnx package, which the export extra installs: pip install '
+                          '"nitro-rl[export]"') from None
     cfg, env, policy, rms = load_policy(run, which, "cpu")
     out = Path(out) if out else Path(run) / "policy.onnx"
     model = Deployed(policy, rms).eval()

@@ -14,8 +14,12 @@ pool's slots (empty until filled), then the bots. Rules:
   lowest Elo, the oldest among equals (``drop=weakest``); bots are never dropped;
 - **matchmaking**: a new game goes to ``self``, to the pool or to a named bot with the shares of ``mix``;
   the pool's share is spread over its snapshots and bot members uniformly, by PFSP (weight
-  ``(1 - p)^power``, ``p`` the learner's Elo-expected score against the member: hard opponents more
-  often; Vinyals et al. 2019) or evenly matched (weight ``p (1 - p)``).
+  ``(1 - p)^power``: hard opponents more often; Vinyals et al. 2019) or evenly matched (weight
+  ``p (1 - p)``), ``p`` the learner's recent score against the member: its games' score with one virtual
+  win and one virtual loss, earlier league steps' games weighing ``score_decay`` less per step. As in
+  AlphaStar, measured rather than read off ratings: Elo drifts in a self-play pool (each snapshot joins at
+  the learner's rating, which then climbs by beating it), so a bot the learner once beat would look ever
+  easier, stop being played and be forgotten.
 """
 
 from __future__ import annotations
@@ -25,10 +29,16 @@ from pathlib import Path
 
 from nitro.train import checkpoint
 from nitro.train.config import ConfigError, LeagueConfig
-from nitro.train.ratings import Ratings, elo_expected, interleave
+from nitro.train.ratings import Ratings, interleave
 
 LEARNER = "learner"
 SELF = "self"
+
+
+def recent_score(score: float, games: float) -> float:
+    """The learner's score against a member from its decayed (score, games), with one virtual win and one
+    virtual loss."""
+    return (score + 1.0) / (games + 2.0)
 
 
 def member_names(pool_size: int, bots: list[str]) -> list[str]:
@@ -47,8 +57,11 @@ class League:
         """Update at which each snapshot joined."""
         self.ratings = Ratings(cfg.elo_k)
         self.ratings.add(LEARNER)
+        self.scores: dict[str, list[float]] = {}
+        """Member -> [score, games] of the learner against it, decayed per league step (matchmaking's p)."""
         for b in cfg.bots:
             self.ratings.add(f"bot:{b}")
+            self.scores[f"bot:{b}"] = [0.0, 0.0]
         self.mix = dict(cfg.mix)
         self.history: list[dict] = []
         """One row per league step: update, ratings of the learner and every member."""
@@ -70,10 +83,11 @@ class League:
                 (lambda i: (self.ratings.elo[self.slots[i]], self.added[self.slots[i]]))
             slot = min(range(len(self.slots)), key=key)
             self.ratings.remove(self.slots[slot])
-            del self.added[self.slots[slot]]
+            del self.added[self.slots[slot]], self.scores[self.slots[slot]]
         self.slots[slot] = name
         self.added[name] = update
         self.ratings.add(name, like=LEARNER)
+        self.scores[name] = [0.0, 0.0]
         return slot
 
     # ------------------------------------------------------------------ ratings and matchmaking
@@ -84,6 +98,10 @@ class League:
         counts = {names[i]: tuple(o) for i, o in enumerate(outcomes) if i > 0 and names[i] and sum(o) > 0}
         for member, score in interleave(counts, self.cfg.rated_games):
             self.ratings.play(LEARNER, member, score)
+        decay = self.cfg.score_decay
+        for member, (score, games) in self.scores.items():
+            w, d, l = counts.get(member, (0, 0, 0))
+            self.scores[member] = [decay * score + w + 0.5 * d, decay * games + w + d + l]
         total = [sum(o[j] for o in outcomes[1:]) for j in range(3)]
         metrics = {"league/elo": self.ratings.elo[LEARNER], "league/games": sum(total)}
         if sum(total) > 0:
@@ -118,16 +136,20 @@ class League:
             out[0] += share["pool"]  # nobody in the pool yet: those games are self-play
         return out
 
+    def expected(self, member: str) -> float:
+        """Matchmaking's p: the learner's recent score against ``member`` (0.5 before any game)."""
+        return recent_score(*self.scores[member])
+
     def _weight(self, member: str) -> float:
         if self.cfg.matchmaking == "uniform":
             return 1.0
-        p = elo_expected(self.ratings.elo[LEARNER], self.ratings.elo[member])
+        p = self.expected(member)
         return (1.0 - p) ** self.cfg.pfsp_power if self.cfg.matchmaking == "pfsp" else p * (1.0 - p)
 
     # ------------------------------------------------------------------ persistence
     def state(self) -> dict:
-        return {"slots": self.slots, "added": self.added, "ratings": self.ratings.state(), "mix": self.mix,
-                "history_len": len(self.history)}
+        return {"slots": self.slots, "added": self.added, "ratings": self.ratings.state(), "scores": self.scores,
+                "mix": self.mix, "history_len": len(self.history)}
 
     def load_state(self, state: dict, history: list[dict]) -> None:
         if len(state["slots"]) != len(self.slots):
@@ -135,6 +157,8 @@ class League:
                               f"league.pool_size={len(self.slots)}; resume with the same league.pool_size")
         self.slots, self.added = list(state["slots"]), dict(state["added"])
         self.ratings = Ratings.from_state(state["ratings"])
+        fresh = {m: [0.0, 0.0] for m in self.members[1:] if m}  # checkpoints from before scores were kept
+        self.scores = {m: list(v) for m, v in state.get("scores", fresh).items()}
         self.mix = dict(state["mix"])
         self.history = history[: state["history_len"]]
 
@@ -160,14 +184,17 @@ def write_history(run_dir: str | Path, history: list[dict]) -> None:
 
 def summary(run_dir: str | Path) -> dict:
     """A run's league as its latest checkpoint left it: the table (best Elo first: name, elo, openskill,
-    games, joined, in the pool now) and the history."""
+    games, joined, in the pool now, and the learner's recent score against it that matchmaking reads)
+    and the history."""
     meta = checkpoint.load_meta(checkpoint.latest(run_dir))
     if "league" not in meta:
         raise ValueError(f"{run_dir} was trained without a league (league.pool_size=0 and no league.bots)")
     state = meta["league"]
     ratings = Ratings.from_state(state["ratings"])
     history = read_history(run_dir)[: state["history_len"]]
+    scores = state.get("scores", {})
     rows = [{"name": n, "elo": e, "openskill": ratings.ordinal(n), "games": ratings.games[n],
-             "joined": state["added"].get(n), "member": n != LEARNER}
+             "joined": state["added"].get(n), "member": n != LEARNER,
+             "recent_score": recent_score(*scores[n]) if n in scores else None}
             for n, e in ratings.elo.items()]
     return {"update": meta["update"], "table": sorted(rows, key=lambda r: -r["elo"]), "history": history}

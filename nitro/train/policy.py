@@ -170,7 +170,9 @@ class ActorCritic(nn.Module):
         hidden = [w * towers for w in cfg.hidden]  # the towers side by side (split_towers)
         feat = hidden[-1] if hidden else obs_dim
         trunk = mlp
-        if cfg.fused != "false" and towers == 1:
+        on_cuda = device is not None and torch.device(device).type == "cuda"
+        if towers == 1 and (cfg.fused == "true" or (cfg.fused == "auto" and on_cuda)):
+            # imported only where it may run: registering its kernels loads the compiler (seconds)
             from nitro.train import fused_mlp
 
             supported = (cfg.hidden, obs_dim, cfg.activation, cfg.layer_norm, cfg.lstm, device)

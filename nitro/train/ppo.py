@@ -2,8 +2,13 @@
 
 One iteration is pure device work with no host syncs: a T-step rollout (policy inference, env step,
 storage), GAE, and epochs x minibatches of clipped-surrogate updates. On CUDA the whole iteration is
-captured in one CUDA graph and replayed; the rollout step is compiled. The host only wakes up to log
-(every ``run.log_every`` updates), checkpoint and check for non-finite numbers.
+captured in one CUDA graph and replayed; long runs also compile the rollout step and the loss. The host
+only wakes up to log (every ``run.log_every`` updates) and to checkpoint; both first check, on numbers the
+device kept at every update, that nothing became NaN/Inf, so no checkpoint is written after a bad update.
+
+A run saves a checkpoint every ``run.checkpoint_every`` updates, every ``run.checkpoint_seconds``, at
+the end, and on Ctrl-C / SIGTERM; it holds its run directory's lock while it trains (``rundir``), and a
+resume continues bit for bit where the checkpoint was taken (at the same thread count and device).
 
 Truncated episodes are bootstrapped from their final observation: the step's reward gets
 ``gamma * V(final_obs)`` and the GAE chain is cut there, as for terminations.
@@ -21,8 +26,8 @@ between updates.
 
 from __future__ import annotations
 
-import dataclasses
-import math
+import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,16 +38,41 @@ import yaml
 
 from nitro.core import agents, fast, rng, tree
 from nitro.core.env import autoreset_step
+from nitro.core.errors import NitroError
 from nitro.core.registry import make_env
-from nitro.core.spaces import Box, Discrete, MultiDiscrete
-from nitro.train import checkpoint, curriculum, dist, league
-from nitro.train.config import ConfigError, TrainConfig, to_dict
+from nitro.core.spaces import Box
+from nitro.monitor.stream import PhaseTimer, RunStatus, device_stats
+from nitro.train import checkpoint, curriculum, dist, league, memory, rundir, target
+from nitro.train.config import ConfigError, TrainConfig, resolve_device, to_dict, validate
 from nitro.train.opponents import Opponents, PolicyStack, Seating
 from nitro.train.optim import FlatAdam, RunningMeanStd
 from nitro.train.policy import ActorCritic
+from nitro.train.stop import StopSignals, TrainingInterrupted
+from nitro.train.target import RecentEpisodes
 
 
-class TrainingDiverged(RuntimeError):
+COMPILE_MIN_UPDATES = 1000
+"""run.compile=auto compiles on CUDA for runs planned this long: compiling costs seconds (the first time
+tens of seconds; the compile cache keeps it across runs), a CUDA graph alone already removes the launch
+overhead, and compiling fuses kernels for a part of each update more."""
+
+
+CPU_ENVS_PER_THREAD = 4096
+"""run.threads=0 on a CPU: one intra-op thread per this many envs. 20 updates of the CartPole preset (256
+envs) took 5 CPU-seconds on one thread and 58 on two, on a shared 2-core machine: on small tensors a
+second thread only adds synchronization (and spins while other processes hold the cores)."""
+
+
+def auto_threads(num_envs: int, device: torch.device) -> int:
+    """run.threads=0: PyTorch's default on a GPU; on a CPU one thread per CPU_ENVS_PER_THREAD envs,
+    between 1 and PyTorch's default."""
+    default = torch.get_num_threads()
+    if device.type != "cpu":
+        return default
+    return max(1, min(default, num_envs // CPU_ENVS_PER_THREAD))
+
+
+class TrainingDiverged(NitroError, RuntimeError):
     """Loss, gradients or parameters became NaN/Inf."""
 
 
@@ -92,23 +122,20 @@ class Buffers:
     returns: torch.Tensor
 
 
-def _storage_dtype(space) -> tuple[tuple[int, ...], torch.dtype]:
-    if isinstance(space, Discrete):
-        return (), torch.int64
-    if isinstance(space, MultiDiscrete):
-        return space.shape, torch.int64
-    return space.shape, torch.float32
-
-
 def _flag(value: str, device: torch.device) -> bool:
     return device.type == "cuda" if value == "auto" else value == "true"
 
 
 class Trainer:
     def __init__(self, cfg: TrainConfig, run_dir: str | Path | None = None, resume: str | Path | None = None):
+        validate(cfg)
+        resolve_device(cfg.run.device)  # a missing GPU is a one-line error, before anything starts
         self.cfg = cfg
         self.dist, self.device = dist.init(cfg.run.device)
         p, d = cfg.ppo, self.device
+        if not cfg.run.threads:  # recorded in config.yaml: a resume uses the same count again
+            cfg.run.threads = auto_threads(cfg.env.num_envs, d)
+        torch.set_num_threads(cfg.run.threads)
         self.curriculum = curriculum.Curriculum(curriculum.parse(cfg.curriculum.stages)) \
             if cfg.curriculum.stages else None
         stage_env, _, stage_mix = self.curriculum.settings() if self.curriculum else ({}, {}, None)
@@ -120,10 +147,16 @@ class Trainer:
         self.N, self.T = cfg.env.num_envs, p.num_steps
         self.obs_dim = self.env.observation_space.shape[0]
         self.seed = cfg.run.seed + 1000 * self.dist.rank
-        self.compiled = _flag(cfg.run.compile, d)
+        self.num_updates = p.total_steps // (self.N * self.T * self.dist.world_size)
+        if self.num_updates < 1:
+            raise ConfigError(f"ppo.total_steps={p.total_steps} is less than one update of {self.dist.world_size} "
+                              f"processes ({self.N * self.T * self.dist.world_size} env steps); raise it")
+        memory.check(cfg, self.env, d)
+        self.compiled = cfg.run.compile == "true" or (
+            cfg.run.compile == "auto" and d.type == "cuda" and self.num_updates >= COMPILE_MIN_UPDATES)
         self.graphed = _flag(cfg.run.graph, d)
         if self.graphed and d.type != "cuda":
-            raise ValueError("run.graph=true needs a CUDA device; use run.graph=false on CPU")
+            raise ConfigError(f"run.graph=true needs a CUDA device, this run is on {d}; use run.graph=auto")
         self.bf16 = cfg.run.precision == "bf16"
 
         torch.manual_seed(self.seed)  # parameter init only; all sampling uses nitro.core.rng keys
@@ -133,7 +166,6 @@ class Trainer:
         dist.broadcast_(self.opt.flat, self.dist)
         self.obs_rms = RunningMeanStd((self.obs_dim,), d)
         self.ret_rms = RunningMeanStd((), d)
-        self.num_updates = max(1, p.total_steps // (self.N * self.T * self.dist.world_size))
 
         # who the learner plays (multi-agent envs): a league of snapshots and bots, or itself on every seat
         lg = cfg.league
@@ -158,13 +190,31 @@ class Trainer:
         self.loss_stats = torch.zeros(7, device=d)  # pg, v, entropy, kl, clipfrac, grad norm, minibatches
         self.update_index = torch.zeros((), dtype=torch.int64, device=d)
         self.first_bad_update = torch.full((), -1, dtype=torch.int64, device=d)
+        self.phases = PhaseTimer(d)
+        self.recent = RecentEpisodes(p.target_episodes)
+        """The episodes ppo.target_return is judged on."""
+        self.outcome = ""
+        """One line saying how the last train() ended (target reached or not, interrupted)."""
+        self.start_time = time.monotonic()
+        self.last_save_time: float | None = None
 
         self.rollout_step = fast.compile(self._rollout_step) if self.compiled else self._rollout_step
         self.loss_fn = fast.compile(self._losses) if self.compiled else self._losses
 
         self.run_dir = Path(run_dir) if run_dir else None
-        self.keeper = checkpoint.Keeper(self.run_dir, cfg.run.keep_last) if self.run_dir else None
+        self.watch = None
+        """Soccar replays and live viewing of the rollouts (cfg.monitor), or None: nothing recorded."""
+        if self.dist.is_main and (cfg.monitor.replay_every or cfg.monitor.render != "none"):
+            from nitro.monitor.watch import TrainingWatch  # the viewers' packages load only when asked for
+
+            self.watch = TrainingWatch.for_run(cfg.monitor, self.env, self.carry.env_state, self.T, self.run_dir)
+        self.lock = rundir.RunLock(self.run_dir) if self.run_dir and self.dist.is_main else None
+        self.keeper = None
         self.last_checkpoint: Path | None = None
+        self.resumed_at: tuple[int, int] | None = None
+        """(update, global_step) of the checkpoint this run continued from."""
+        if self.lock is not None:
+            self._claim(continuing=resume is not None and _inside(Path(resume), self.run_dir))
         if self.curriculum:
             self._enter_stage()  # the first stage's reward weights (its env and mix are in place already)
         if resume:
@@ -204,7 +254,7 @@ class Trainer:
     # ------------------------------------------------------------------ storage
     def _buffers(self) -> Buffers:
         T, L, d = self.T, self.L, self.device
-        a_shape, a_dtype = _storage_dtype(self.env.action_space)
+        a_shape, a_dtype = memory.action_storage(self.env.action_space)
         f = lambda *s: torch.zeros(T, L, *s, device=d)
         mask_probe = self.env.action_mask(self.carry.env_state)
         chunks = T // self.cfg.policy.bptt if self.policy.recurrent else 0
@@ -318,6 +368,8 @@ class Trainer:
             if self.policy.recurrent and t % chunk == 0:
                 for store, h in zip(b.hidden, c.hidden):
                     store[t // chunk].copy_(h * (~c.first).unsqueeze(-1))
+            if self.watch is not None:
+                self.watch.capture(t, c.env_state, c.first[::self.env.num_agents])  # rows -> envs
             c, rec, stats = self.rollout_step(c)
             obs, action, logprob, value, reward, done, first, mask, acting = rec
             b.obs[t].copy_(obs)
@@ -421,11 +473,24 @@ class Trainer:
     # ------------------------------------------------------------------ one iteration
     def iteration(self) -> None:
         """All device work of one update; no host syncs (safe to capture in a CUDA graph)."""
+        self.phases.mark(0)
         self.collect()
+        self.phases.mark(1)
         self.compute_advantages()
         self.update_normalizers()
         self.learn()
+        self._flag_nonfinite_state()
+        self.phases.mark(2)
         self.update_index += 1
+
+    def _flag_nonfinite_state(self) -> None:
+        """Record (on the device) whether this update left the parameters, optimizer moments or
+        normalizers non-finite; the minibatches record non-finite losses and gradients themselves."""
+        learner = [self.opt.flat, *self.opt.state().values(), *self.obs_rms.state().values(),
+                   *self.ret_rms.state().values()]
+        finite = torch.stack([torch.isfinite(x).all() for x in learner if x.is_floating_point()]).all()
+        self.first_bad_update.copy_(torch.where(~finite & (self.first_bad_update < 0), self.update_index,
+                                                self.first_bad_update))
 
     def _state_tensors(self) -> dict[str, torch.Tensor]:
         """Every tensor that evolves during training, by name (checkpoints, graph warm-up)."""
@@ -475,24 +540,72 @@ class Trainer:
                                      f"expects {list(v.shape)} (different num_envs or policy size?)")
                 v.copy_(tensors[k])
 
-    # ------------------------------------------------------------------ checkpoints
+    # ------------------------------------------------------------------ run directory and checkpoints
+    def _claim(self, continuing: bool) -> None:
+        """Take the run directory's lock; refuse a directory that holds another run."""
+        self.lock.acquire()
+        if not continuing and rundir.holds_run(self.run_dir):
+            self.close()
+            raise rundir.RunDirError(f"{self.run_dir} already holds a run; give a new run directory, or "
+                                     f"continue that run with: nitro train --resume {self.run_dir}")
+        checkpoint.remove_stale_temporaries(self.run_dir)
+        self.keeper = checkpoint.Keeper(self.run_dir, self.cfg.run.keep_last)
+
+    def close(self) -> None:
+        """Release the run directory (train() does this when it ends)."""
+        if self.lock is not None:
+            self.lock.release()
+
     def save(self, score: float | None) -> Path | None:
-        if self.keeper is None or not self.dist.is_main:
+        """Checkpoint the current state, after checking on the host that no update so far went bad."""
+        if self.keeper is None:
             return None
+        self._check_finite()
         meta = {"update": self.update, "global_step": self.global_step, "config": to_dict(self.cfg),
-                "world_size": self.dist.world_size}
+                "world_size": self.dist.world_size, "threads": torch.get_num_threads(),
+                "recent_episodes": self.recent.intervals}
         if self.league:
             meta["league"] = self.league.state()
         if self.curriculum:
             meta["curriculum"] = self.curriculum.state()
         self.last_checkpoint = self.keeper.save(self.update, self._state_tensors(), meta, score)
+        self.last_save_time = time.monotonic()
         return self.last_checkpoint
 
+    def _check_finite(self) -> None:
+        with torch.no_grad():
+            finite = torch.stack([torch.isfinite(v).all() for v in self._state_tensors().values()
+                                  if v.is_floating_point()]).all()
+            first_bad, ok = torch.stack([self.first_bad_update.float(), finite.float()]).tolist()  # sync-ok
+        if first_bad >= 0 or ok < 1:
+            raise self._diverged(int(first_bad))
+
+    def _diverged(self, first_bad: int) -> TrainingDiverged:
+        where = f"update {first_bad + 1}" if first_bad >= 0 else f"an update up to {self.update}"
+        last = self.last_checkpoint or "none (no checkpoint was written yet)"
+        return TrainingDiverged(f"non-finite loss, gradients or parameters at {where}; last good checkpoint: "
+                                f"{last}")
+
     def restore(self, path: str | Path) -> None:
+        """Load a checkpoint file, or a run directory's newest readable checkpoint (naming, on stderr,
+        the newer ones that could not be read; a run's own unreadable files are set aside). This run's
+        own directory without any checkpoint yet (killed before its first) starts from the beginning."""
         path = Path(path)
+        if path.is_dir() and not checkpoint.checkpoints(path) and self.lock is not None \
+                and _inside(path, self.run_dir):
+            print(f"nitro: {path} has no checkpoint yet; starting it from the beginning", file=sys.stderr)
+            self.resumed_at = (0, 0)
+            return
         if path.is_dir():
-            path = checkpoint.latest(path)
-        tensors, meta = checkpoint.load(path, self.device)
+            path, tensors, meta, skipped = checkpoint.load_latest(path, self.device)
+            for bad, why in skipped:
+                owned = self.lock is not None and _inside(bad, self.run_dir)
+                moved = f"; renamed to {checkpoint.set_aside(bad).name}" if owned else ""
+                print(f"nitro: skipped unreadable checkpoint {bad} ({why}){moved}", file=sys.stderr)
+            if skipped:
+                print(f"nitro: resuming from {path} (update {meta['update']})", file=sys.stderr)
+        else:
+            tensors, meta = checkpoint.load(path, self.device)
         if self.curriculum and "curriculum" in meta:
             self.curriculum.load_state(meta["curriculum"])
             self._enter_stage()  # the stage's env first: the carry's shapes follow it
@@ -505,6 +618,8 @@ class Trainer:
             tensors.update({k: v for k, v in self._state_tensors().items() if k.startswith("carry.")})
         self._restore_tensors(tensors)
         self.update, self.global_step = meta["update"], meta["global_step"]
+        self.recent.intervals = meta.get("recent_episodes", [])
+        self.resumed_at = (self.update, self.global_step)
         self.last_checkpoint = path
 
     # ------------------------------------------------------------------ league and curriculum
@@ -563,16 +678,13 @@ class Trainer:
             explained = 1 - (b.returns - b.values).var() / b.returns.var()
             flags = torch.stack([self.first_bad_update.float(), torch.isfinite(self.opt.flat).all().float(),
                                  explained])
-        values = torch.cat([self.ep_stats, self.loss_stats, flags]).tolist()
+        values = torch.cat([self.ep_stats, self.loss_stats, flags]).tolist()  # sync-ok: the log's one sync
         ep, ls, fl, ev = values[:3], values[3:10], values[10:12], values[12]
         elapsed = time.perf_counter() - since
         self.ep_stats.zero_()
         self.loss_stats.zero_()
         if fl[0] >= 0 or fl[1] < 1:
-            where = f"update {int(fl[0]) + 1}" if fl[0] >= 0 else f"an update before {self.update}"
-            last = self.last_checkpoint or "none (no checkpoint was written yet)"
-            raise TrainingDiverged(f"non-finite loss, gradients or parameters at {where}; "
-                                   f"last good checkpoint: {last}")
+            raise self._diverged(int(fl[0]))
         n_mb = max(ls[6], 1)
         m = {"update": self.update, "global_step": self.global_step, "perf/sps": steps / max(elapsed, 1e-9),
              "loss/policy": ls[0] / n_mb, "loss/value": ls[1] / n_mb, "loss/entropy": ls[2] / n_mb,
@@ -580,21 +692,31 @@ class Trainer:
              "loss/explained_variance": ev, "lr": self._lr()}
         if ep[0] > 0:
             m.update({"episode/return": ep[1] / ep[0], "episode/length": ep[2] / ep[0], "episode/count": ep[0]})
+        self.recent.add(ep[0], ep[1])
+        if self.recent.episodes:
+            m.update({"episode/return_recent": self.recent.mean_return,
+                      "episode/recent_episodes": self.recent.episodes})
         return m
 
     def train(self, on_log=None) -> dict:
-        """Run to ``ppo.total_steps`` (or ``ppo.target_return``); returns the last metrics."""
+        """Run to ``ppo.total_steps`` (or ``ppo.target_return``); returns the last metrics (with
+        ``target_reached`` when a target is set) and sets ``outcome``. Ctrl-C and SIGTERM save a
+        checkpoint and raise ``TrainingInterrupted``."""
         from nitro.monitor.logger import Console, MetricsWriter
 
         cfg = self.cfg
         main = self.dist.is_main
-        if self.run_dir and main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-        writer = MetricsWriter(self.run_dir, cfg.run.tensorboard) if self.run_dir and main else None
+        writer = None
+        if self.lock is not None:
+            self._claim(continuing=True)
+            writer = MetricsWriter(self.run_dir, cfg.run.tensorboard, *(self.resumed_at or (None, None)))
+            checkpoint.write_atomic(self.run_dir / "config.yaml",
+                                    yaml.safe_dump(to_dict(cfg), sort_keys=False).encode())
         console = Console(cfg.ppo.total_steps, cfg.env.id, cfg.run.console and main)
-        if self.run_dir and main:
-            (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         steps_per_update = self.N * self.T * self.dist.world_size
+        status = RunStatus(self.run_dir, {"env": cfg.env.id, "total_steps": self.num_updates * steps_per_update,
+                                          "device": str(self.device), "num_envs": self.N,
+                                          "world_size": self.dist.world_size}) if writer else None
         if self.league and self.run_dir and main:
             league.write_history(self.run_dir, self.league.history)  # a resumed run drops what came after
         league_metrics: dict = {}
@@ -603,9 +725,10 @@ class Trainer:
             self._capture()
         self.setup_seconds = time.perf_counter() - t0
         metrics: dict = {"update": self.update, "global_step": self.global_step}
-        recent: list[float] = []
         last_log, last_step = time.perf_counter(), self.global_step
         self.train_seconds = 0.0
+        reached = False
+        stop = StopSignals().install()
         try:
             while self.update < self.num_updates:
                 self.opt.lr.fill_(self._lr())
@@ -617,12 +740,15 @@ class Trainer:
                     self.iteration()
                 self.update += 1
                 self.global_step += steps_per_update
+                if self.watch is not None:
+                    self.watch.after_update(self.update)
                 final = self.update >= self.num_updates
                 if self.league and self.update % cfg.league.update_every == 0:
                     league_metrics.update(self._league_step())  # syncs
                     if self.run_dir and main:
                         league.append_history(self.run_dir, self.league.history[-1])
-                if self.update % cfg.run.log_every == 0 or final:
+                logged = self.update % cfg.run.log_every == 0 or final
+                if logged:
                     metrics = self._read_metrics(last_log, self.global_step - last_step)  # syncs
                     metrics.update(league_metrics)  # the league steps' since the last log
                     league_metrics = {}
@@ -630,30 +756,63 @@ class Trainer:
                     self.train_seconds += now - last_log
                     metrics["perf/train_seconds"] = self.train_seconds
                     last_log, last_step = time.perf_counter(), self.global_step
-                    if "episode/return" in metrics:
-                        recent = (recent + [metrics["episode/return"]])[-5:]
-                        metrics["episode/return_recent"] = sum(recent) / len(recent)
                     if self.curriculum:
                         if self.curriculum.observe(metrics, self.update):
                             self._enter_stage()
                             console.note(f"curriculum: {self.curriculum.events[-1]}")
                         metrics["curriculum/stage"] = self.curriculum.index
+                    metrics.update(self.phases.metrics(steps_per_update))
+                    metrics.update(device_stats(self.device))
                     if writer:
                         writer.write(self.global_step, metrics)
+                        status.beat(metrics)
                     console.update(metrics)
                     if on_log:
                         on_log(metrics)
-                    if cfg.ppo.target_return is not None and metrics.get("episode/return", -math.inf) >= cfg.ppo.target_return:
-                        final = True
-                if self.update % cfg.run.checkpoint_every == 0 or final:
-                    self.save(metrics.get("episode/return"))
+                    reached = self.recent.reached(cfg.ppo.target_return)
+                    final = final or reached
+                signum = stop.agreed(self.dist, logged)
+                if self.update % cfg.run.checkpoint_every == 0 or final or signum or self._checkpoint_due():
+                    self.save(metrics.get("episode/return_recent"))
+                if signum:
+                    raise self._interrupted(signum)
                 if final:
                     break
+        except BaseException as error:
+            if status:
+                status.end(error)
+            raise
+        else:
+            if status:
+                status.end()
         finally:
+            stop.restore()
+            if self.watch is not None:
+                self.watch.close()
             console.close()
             if writer:
                 writer.close()
+            self.close()
+        if cfg.ppo.target_return is not None:
+            metrics["target_reached"] = reached
+        self.outcome = target.outcome(self.recent, self.global_step, cfg.ppo.target_return, cfg.ppo.total_steps)
         return metrics
+
+    def _checkpoint_due(self) -> bool:
+        """run.checkpoint_seconds have passed since the last checkpoint (or the start of this run)."""
+        since = self.last_save_time if self.last_save_time is not None else self.start_time
+        return 0 < self.cfg.run.checkpoint_seconds <= time.monotonic() - since
+
+    def _interrupted(self, signum: int) -> TrainingInterrupted:
+        saved = f"saved {self.last_checkpoint}" if self.last_checkpoint else "nothing saved"
+        resume = f"; continue with: nitro train --resume {self.run_dir}" if self.run_dir else ""
+        self.outcome = f"stopped by {signal.Signals(signum).name} at update {self.update}; {saved}{resume}"
+        return TrainingInterrupted(self.outcome, signum)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    path, folder = Path(path).resolve(), Path(folder).resolve()
+    return path == folder or folder in path.parents
 
 
 def masked_mean(x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
@@ -706,6 +865,6 @@ def gae(rewards, values, dones, next_value, gamma: float, lam: float) -> torch.T
 
 
 def run_dir_for(cfg: TrainConfig) -> Path:
-    """Where a new run lives (created when training starts, so a failed set-up leaves nothing)."""
-    name = cfg.run.name or f"{cfg.env.id.lower()}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return Path(cfg.run.dir) / name
+    """Create the directory of a new run: ``run.dir/run.name`` (refused if it holds a run) or a unique
+    ``run.dir/<env>-<time>[-k]``."""
+    return rundir.new_run_dir(cfg.run.dir, cfg.run.name, cfg.env.id)

@@ -139,20 +139,26 @@ def bootstrap_intervals(results: np.ndarray, resamples: int = 200, level: float 
                         prior: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ratings, low, high): Bradley-Terry Elo of a results tensor ``[P, P, 3]`` (per ordered pair: i's wins,
     draws and losses against j) with a percentile bootstrap interval: each pair's games are redrawn from a
-    multinomial with the observed outcome frequencies, ``resamples`` times."""
+    multinomial with the observed outcome frequencies, ``resamples`` times. The frequencies count the
+    ``prior``'s virtual draws as the ratings do, so a pair that always ended the same way is still redrawn
+    with some spread (else an unbeaten player's interval would shrink to its point). Such a pair's resamples
+    can only fall short of its record, so where they all lie on one side of a rating the interval is
+    widened to reach it: it always contains the rating."""
     results = np.asarray(results, dtype=np.float64)
     pairs = results + results.transpose(1, 0, 2)[:, :, ::-1]  # both orders of each pair, from i's side
     n = pairs.sum(2)
-    p = np.divide(pairs, n[:, :, None], out=np.zeros_like(pairs), where=n[:, :, None] > 0)
+    smoothed = pairs + prior * np.array([0.0, 1.0, 0.0])
+    p = np.divide(smoothed, smoothed.sum(2, keepdims=True), out=np.zeros_like(pairs), where=n[:, :, None] > 0)
     rng = np.random.default_rng(seed)
     sample = np.zeros((resamples, *pairs.shape))
     for i, j in zip(*np.nonzero(np.triu(n > 0, 1))):
         sample[:, i, j] = rng.multinomial(int(round(n[i, j])), p[i, j], size=resamples)
         sample[:, j, i] = sample[:, i, j, ::-1]
     score = lambda r: r[..., 0] + 0.5 * r[..., 1]  # noqa: E731
-    draws = bradley_terry(score(sample), prior)
+    elo, draws = bradley_terry(score(pairs), prior), bradley_terry(score(sample), prior)
     alpha = (1 - level) / 2
-    return bradley_terry(score(pairs), prior), np.quantile(draws, alpha, axis=0), np.quantile(draws, 1 - alpha, axis=0)
+    low, high = np.quantile(draws, alpha, axis=0), np.quantile(draws, 1 - alpha, axis=0)
+    return elo, np.minimum(low, elo), np.maximum(high, elo)
 
 
 def wilson(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:

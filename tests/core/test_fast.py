@@ -72,3 +72,59 @@ def test_loop_mode_errors():
         fast.Loop(lambda c: c, (torch.zeros(2),), 3, mode="graph")
     with pytest.raises(ValueError, match="mode must be one of"):
         fast.Loop(lambda c: c, (torch.zeros(2),), 3, mode="fast")
+
+
+# ---- the handle's modes (nitro.make(mode=...)) ---------------------------------------------------------
+
+
+def _dynamo_only(fn, **kwargs):
+    """torch.compile's tracing (fullgraph, static shapes) with the eager backend: the handle's compiled
+    functions must trace whole, and then compute exactly what eager PyTorch computes. (Inductor's code
+    generation is what the loop tests above check, to rounding.)"""
+    return torch.compile(fn, fullgraph=True, dynamic=False, backend="eager", **kwargs)
+
+
+@pytest.mark.parametrize("env_id,params", [("CartPole-v1", {}), ("Pendulum-v1", {}),
+                                           ("SkullKing-v0", {"checked": False})])  # a masked multi-agent env
+def test_compiled_handle_steps_as_the_eager_one(env_id, params, monkeypatch):
+    monkeypatch.setattr(fast, "compile", _dynamo_only)
+    torch._dynamo.reset()
+    eager = nitro.make(env_id, num_envs=16, device="cpu", seed=5, **params)
+    compiled = nitro.make(env_id, num_envs=16, device="cpu", seed=5, mode="compile", **params)
+    assert (eager.mode, compiled.mode) == ("eager", "compile")
+    assert torch.equal(eager.reset()[0], compiled.reset()[0])
+    for i in range(40):
+        actions = eager.sample_actions()
+        assert torch.equal(actions, compiled.sample_actions())
+        e, c = eager.step(actions), compiled.step(actions)
+        for a, b in zip(e[:4], c[:4]):
+            assert torch.equal(a, b), i
+        assert torch.equal(e[4]["final_obs"], c[4]["final_obs"])
+        if i == 20:  # a reset mid-way, with a new seed
+            assert torch.equal(eager.reset(seed=9)[0], compiled.reset(seed=9)[0])
+    bad = torch.full_like(actions, 10**6) if not actions.dtype.is_floating_point else actions * float("nan")
+    with pytest.raises(ValueError, match="actions"):
+        compiled.step(bad)  # actions are checked as in eager mode
+
+
+def test_handle_modes_resolve_per_device():
+    assert nitro.make("CartPole-v1", device="cpu", mode="auto").mode == "eager"
+    with pytest.raises(ValueError, match="mode='graph' needs a CUDA device"):
+        nitro.make("CartPole-v1", device="cpu", mode="graph")
+    with pytest.raises(ValueError, match="mode must be one of eager, compile, graph, auto"):
+        nitro.make("CartPole-v1", device="cpu", mode="fast")
+
+
+def test_packed_results_come_out_as_fresh_copies():
+    like = (torch.zeros(5, 3), torch.zeros(5), torch.zeros(5, dtype=torch.bool), torch.zeros(7, dtype=torch.int64),
+            torch.zeros(3, dtype=torch.bool))
+    packed = fast._Packed(like, torch.device("cpu"))
+    values = (torch.randn(5, 3), torch.randn(5), torch.tensor([True, False, True, True, False]),
+              torch.arange(7) * 10**10, torch.tensor([False, True, True]))
+    packed.write(values)
+    first = packed.read()
+    for got, want in zip(first, values):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+        assert got.data_ptr() % 16 == 0
+    packed.write(tuple(torch.zeros_like(v) for v in values))
+    assert all(torch.equal(got, want) for got, want in zip(first, values))  # earlier results stand

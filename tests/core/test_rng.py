@@ -35,6 +35,14 @@ def test_same_seed_same_numbers_other_seed_other_numbers():
     assert not torch.equal(rng.fold_in(rng.key(7), 3), rng.fold_in(rng.key(7), 4))
 
 
+def test_split_is_fold_in_of_1_to_n():
+    """split hashes its keys all at once; each is still fold_in(key, i + 1), bit for bit."""
+    for key in (rng.key(7), rng.env_keys(rng.key(7), 5)):
+        assert rng.split(key, 0) == []
+        for n in (1, 2, 4):
+            assert all(torch.equal(k, rng.fold_in(key, i + 1)) for i, k in enumerate(rng.split(key, n)))
+
+
 def test_key_rejects_non_int_seed():
     with pytest.raises(TypeError, match="seed must be an int"):
         rng.key(1.5)

@@ -7,6 +7,8 @@ import pytest
 import torch
 
 import nitro
+from nitro.core import agents, rng, tree
+from nitro.core.env import autoreset_step
 
 ENV_IDS = ["CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1", "Acrobot-v1"]
 N = 16
@@ -105,3 +107,26 @@ def test_errors():
     cont.reset()
     with pytest.raises(ValueError, match="NaN"):
         cont.step(torch.tensor([[0.0], [float("nan")]]))
+
+
+@pytest.mark.parametrize("spec", nitro.registered(), ids=lambda s: s.id)
+def test_the_lazy_reset_of_cpu_stepping_changes_nothing(spec):
+    """On a CPU the handle skips the reset when no episode ended; every env steps exactly as with it."""
+    env = nitro.make_env(spec.id)
+    if hasattr(env.params, "max_episode_steps"):  # some episode ends within the test's steps
+        env = nitro.make_env(spec.id, max_episode_steps=100)
+    n = 8
+    keys = rng.env_keys(rng.key(4, "cpu"), n)
+    state = env.reset(keys, n, torch.device("cpu"))
+    skipped = 0
+    for t in range(300):
+        k = rng.fold_in(keys, t + 1)
+        row_keys = agents.row_keys(rng.fold_in(k, 1), env.num_agents)
+        actions = env.action_space.sample(row_keys, n * env.num_agents, env.action_mask(state))
+        full, lazy = (autoreset_step(env, state, actions, rng.fold_in(k, 2), lazy=flag) for flag in (False, True))
+        for a, b in zip(tree.leaves(tuple(full)), tree.leaves(tuple(lazy)), strict=True):
+            assert torch.equal(a, b)
+        skipped += not bool((full.terminated | full.truncated).any())
+        state = full.state
+    assert 0 < skipped < 300  # both branches ran
+

@@ -12,8 +12,11 @@ import sys
 
 import pytest
 
+from train_helpers import CARTPOLE_EVAL
+
 from nitro.cli import main
 from nitro.train import config as C
+from nitro.train.league import summary
 
 
 def test_help_config_lists_every_key_with_default_and_doc(capsys):
@@ -70,7 +73,7 @@ def test_eval_prints_json(cartpole_run, capsys):
     assert result["episodes"] == 20 and result["deterministic"] is True and result["env"] == "CartPole-v1"
     assert result["min_return"] <= result["mean_return"] <= result["max_return"] <= 500
     assert result["mean_length"] == result["mean_return"]  # CartPole pays 1 per step
-    assert result["mean_return"] >= 475  # the solved run (see test_learning)
+    assert result["mean_return"] >= CARTPOLE_EVAL  # the solved run (see test_learning)
 
     assert main(["eval", str(run_dir), "--episodes", "20", "--sample", "--checkpoint", "latest",
                  "--device", "cpu"]) == 0
@@ -94,3 +97,68 @@ def test_train_prints_a_json_summary_and_writes_the_run(tmp_path, capsys):
     for key in ("perf/sps", "loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clipfrac",
                 "loss/explained_variance", "loss/grad_norm", "lr"):
         assert key in metrics[-1], key
+
+
+def test_multi_agent_eval_plays_the_bots_and_writes_its_result(tmp_path, capsys):
+    """nitro eval of a ConnectFour run: its policy against the env's random bot, printed and kept in
+    RUN/eval/vs_bots_<checkpoint>.json; replays are for single-agent evaluations and say so."""
+    run = tmp_path / "c4"
+    assert main(["train", "ConnectFour-v3", f"run.dir={tmp_path}", "run.name=c4", "run.console=false",
+                 "run.tensorboard=false", "run.device=cpu", "env.num_envs=8", "ppo.num_steps=8", "ppo.epochs=1",
+                 "ppo.minibatches=1", "ppo.total_steps=64", "policy.hidden=[16]"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(run), "--episodes", "16", "--vs", "random", "--device", "cpu"]) == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert list(result["opponents"]) == ["random"] and result["games"] == 16
+    assert 0.0 <= result["opponents"]["random"]["win_rate"] <= 1.0
+    written = next((run / "eval").glob("vs_bots_*.json"))
+    assert json.loads(written.read_text()) == result and f"wrote {written}" in err
+    assert main(["eval", str(run), "--episodes", "4", "--replay", "--device", "cpu"]) == 2
+    assert "--replay and --render play single-agent evaluations; ConnectFour-v3 is multi-agent" in capsys.readouterr().err
+
+
+def _connect_four_run(tmp_path, name: str, *overrides: str):
+    """A ConnectFour-v3 run of 4 tiny updates through ``nitro train``."""
+    assert main(["train", "ConnectFour-v3", f"run.dir={tmp_path}", f"run.name={name}", "run.console=false",
+                 "run.tensorboard=false", "run.device=cpu", "env.num_envs=8", "ppo.num_steps=16", "ppo.epochs=1",
+                 "ppo.minibatches=2", "policy.hidden=[16]", "ppo.total_steps=512", *overrides]) == 0
+    return tmp_path / name
+
+
+def test_league_and_tournament_commands(tmp_path, capsys):
+    """``nitro league`` prints the table and draws the ratings; ``nitro tournament`` plays every ordered pair
+    of the run, its pool and two bots ``--games`` times and writes the results."""
+    run = _connect_four_run(tmp_path, "lg", "league.pool_size=2", "league.bots=[random]", "league.update_every=1",
+                            "league.add_every=2")
+    capsys.readouterr()
+    png = tmp_path / "ratings.png"
+    assert main(["league", str(run), "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    # snapshots join at updates 0, 2 and 4; with two slots snap0 (the oldest) has left by update 4
+    assert "at update 4" in out and all(name in out for name in ("learner", "snap2", "snap4", "bot:random"))
+    assert "snap0" not in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = {r["name"]: r for r in summary(run)["table"]}
+    assert rows["learner"]["recent_score"] is None and rows["snap4"]["recent_score"] == 0.5  # no games yet
+    assert 0 < rows["bot:random"]["recent_score"] < 1
+
+    results = tmp_path / "tournament.json"
+    assert main(["tournament", str(run), "--pool", "--bots", "random", "tactical", "--games", "4", "--device", "cpu",
+                 "--out", str(results)]) == 0
+    got = json.loads(results.read_text())
+    assert got["players"] == ["lg@4", "lg:snap4", "lg:snap2", "bot:random", "bot:tactical"]
+    assert got["games"] == 4 * 5 * 4 and "games/s" in capsys.readouterr().out
+    for i, row in enumerate(got["results"]):
+        assert [sum(r) for j, r in enumerate(row) if j != i] == [4] * 4 and sum(row[i]) == 0
+    assert all(r["wins"] + r["draws"] + r["losses"] == 2 * 4 * 4 for r in got["table"])  # both orders of 4 pairs
+
+
+def test_league_commands_explain_a_run_without_a_league(tmp_path, capsys):
+    run = _connect_four_run(tmp_path, "selfplay")
+    assert main(["league", str(run)]) == 2
+    assert "was trained without a league" in capsys.readouterr().err
+    assert main(["tournament", str(run), "--pool", "--device", "cpu"]) == 2
+    assert "holds no league pool" in capsys.readouterr().err
+    assert main(["tournament", str(run), "--bots", "minimax", "--device", "cpu"]) == 2
+    assert "ConnectFour-v3 has no bot 'minimax'; its bots: random, tactical" in capsys.readouterr().err

@@ -61,7 +61,7 @@ def test_unknown_key_lists_the_valid_ones():
     assert "'ppo.lrr'" in msg and "did you mean ppo.lr?" in msg
     for key in (f.name for f in dataclasses.fields(C.PPOConfig)):
         assert key in msg
-    with pytest.raises(C.ConfigError, match="valid keys under the top level: curriculum, env, league, policy, ppo, run"):
+    with pytest.raises(C.ConfigError, match="valid keys under the top level: curriculum, env, league, monitor, policy, ppo, run"):
         C.load("cartpole", ["trainer.lr=1"])
     with pytest.raises(C.ConfigError, match="unknown config key 'bogus'"):
         C.from_dict({"bogus": 1})
@@ -160,9 +160,10 @@ INVALID = {
     "run.threads": -1, "run.dir": "", "run.name": "a/b", "run.log_every": 0, "run.checkpoint_every": 0,
     "run.checkpoint_seconds": -1, "run.keep_last": 0, "run.tensorboard": "x", "run.console": "x",
     "league.pool_size": -1, "league.add_every": 0, "league.drop": "newest", "league.bots": "[nobody]",
-    "league.mix": "{self: -1}", "league.matchmaking": "elo", "league.pfsp_power": -1, "league.update_every": 0,
-    "league.elo_k": 0, "league.rated_games": 0, "league.opponent_eval": "loop", "league.dense_reward": "nan",
-    "league.outcome_reward": "inf", "curriculum.stages": "[{until: 'win >= x'}]",
+    "league.mix": "{self: -1}", "league.matchmaking": "elo", "league.pfsp_power": -1, "league.score_decay": 1,
+    "league.update_every": 0, "league.elo_k": 0, "league.rated_games": 0, "league.opponent_eval": "loop",
+    "league.dense_reward": "nan", "league.outcome_reward": "inf", "curriculum.stages": "[{until: 'win >= x'}]",
+    "monitor.replay_every": -1, "monitor.replay_envs": "[0, 99999]", "monitor.render": "unity",
 }
 """One invalid value per config field (the issue's observed ones among them)."""
 

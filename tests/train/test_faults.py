@@ -84,3 +84,32 @@ def test_a_nonfinite_minibatch_changes_nothing(tmp_path):
     for k, v in trainer.opt.state().items():
         assert torch.equal(v, before[k]), k
     assert trainer.first_bad_update.item() == 0
+
+
+@pytest.mark.parametrize("inject", [_nan_parameter, _inf_reward], ids=["nan-parameter", "inf-reward"])
+def test_no_checkpoint_follows_a_bad_update_between_logs(tmp_path, inject):
+    """Logs every 4 updates, checkpoints every update, one kept: update 5 goes bad between logs, the
+    checkpoint due right after it is not written (the state is checked on the host before every
+    checkpoint), so the one kept is update 4's, the last good one."""
+    cfg = tiny_config("cartpole", "ppo.total_steps=2048", "run.log_every=4", "run.checkpoint_every=1",
+                      "run.keep_last=1")
+    trainer = Trainer(cfg, tmp_path)
+    iteration = trainer.iteration
+
+    def iteration_with_fault():
+        if trainer.update == 4:  # update 5 starts
+            inject(trainer)
+        iteration()
+
+    trainer.iteration = iteration_with_fault
+    with pytest.raises(TrainingDiverged) as err:
+        trainer.train()
+    good = tmp_path / "checkpoints" / "ckpt_00000004.safetensors"
+    assert str(err.value) == f"non-finite loss, gradients or parameters at update 5; last good checkpoint: {good}"
+    assert checkpoint.checkpoints(tmp_path) == [good]
+    tensors, meta = checkpoint.load(good)
+    assert meta["update"] == 4
+    assert all(torch.isfinite(v).all() for v in tensors.values() if v.is_floating_point())
+    # and the run resumes from it
+    resumed = Trainer(tiny_config("cartpole", "ppo.total_steps=2048"), tmp_path, resume=tmp_path)
+    assert resumed.update == 4

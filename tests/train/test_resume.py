@@ -1,14 +1,17 @@
 """Exact resume on CPU: a run stopped after a checkpoint and resumed from its run directory ends
 bitwise equal (parameters, optimizer, normalizers, env state, keys) to the same run uninterrupted;
-and a killed ``nitro train`` continues from its last checkpoint with ``nitro train --resume RUN``."""
+and ``nitro train`` killed at random points and inside checkpoint writes continues with ``nitro train
+--resume RUN`` to the same result."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -97,52 +100,105 @@ def test_resume_rejects_a_checkpoint_of_another_shape(tmp_path):
         Trainer(other, tmp_path / "other", resume=tmp_path)
 
 
-KILL_UPDATES = 120
-KILL_CHECKPOINT_EVERY = 10
-"""~15 ms per update: the run is killed ~10 updates in, well before its end (~2 s later)."""
+KILL_UPDATES = 100
+KILL_CHECKPOINT_EVERY = 5
+"""~15 ms per update at this size: the process killed at random trains for up to a second."""
+
+DYING_WRITER = textwrap.dedent("""
+    # nitro train, killed (SIGKILL to itself) inside its first checkpoint write, at the given stage
+    import os, signal, sys
+    from nitro import cli
+    from nitro.train import checkpoint
+
+    stage, write = sys.argv[1], checkpoint.write_atomic
+
+    def dying_write(path, data):
+        if path.name.startswith("ckpt_"):
+            tmp = path.with_name(path.name + checkpoint.TMP_SUFFIX)
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            if stage == "torn":  # half of the temporary file written
+                tmp.write_bytes(data[: len(data) // 2])
+            elif stage == "unrenamed":  # the whole temporary file, not renamed yet
+                tmp.write_bytes(data)
+            elif stage == "renamed":  # the checkpoint in place; best and rotation not done yet
+                write(path, data)
+            os.kill(os.getpid(), signal.SIGKILL)
+        write(path, data)
+
+    checkpoint.write_atomic = dying_write
+    sys.exit(cli.main(sys.argv[2:]))
+""")
 
 
-def _nitro(*args, **kwargs):
+def _nitro(*args, writer_dies: str | None = None):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the in-process tests (see train_helpers.single_thread)
-    return subprocess.Popen([sys.executable, "-m", "nitro.cli", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    prefix = ["-c", DYING_WRITER, writer_dies] if writer_dies else ["-m", "nitro.cli"]
+    return subprocess.Popen([sys.executable, *prefix, *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
-def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+def _logged(run_dir) -> list[int]:
+    path = run_dir / "metrics.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line)["update"] for line in lines if line.endswith("}")]
+
+
+def _kill_at_random(proc, run_dir, rnd) -> None:
+    """SIGKILL ``proc`` a random 0-1 s after it has logged an update of its own."""
+    before, deadline = len(_logged(run_dir)), time.monotonic() + 120
+    while len(_logged(run_dir)) <= before:
+        assert proc.poll() is None, f"exited before training: {proc.communicate()}"
+        assert time.monotonic() < deadline, "no update logged within 120 s"
+        time.sleep(0.01)
+    time.sleep(rnd.uniform(0.0, 1.0))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_runs_killed_anywhere_resume_to_the_uninterrupted_result(tmp_path):
+    """SIGKILL at random points and inside checkpoint writes (a torn temporary file, a whole one not yet
+    renamed, a renamed one before rotation), each followed by ``nitro train --resume``: the run ends
+    bitwise equal to the same run never killed, and metrics.jsonl holds every update exactly once."""
     overrides = ["run.console=false", "run.tensorboard=false", "run.device=cpu", f"run.dir={tmp_path}",
                  "run.name=killed", "env.num_envs=8", "ppo.num_steps=16", "ppo.epochs=2", "ppo.minibatches=2",
                  f"ppo.total_steps={KILL_UPDATES * 8 * 16}", "ppo.target_return=none",
                  f"run.checkpoint_every={KILL_CHECKPOINT_EVERY}"]
-    run_dir = tmp_path / "killed"
-    proc = _nitro("train", "cartpole", *overrides)
-    deadline = time.monotonic() + 60
-    while not (run_dir.exists() and checkpoint.checkpoints(run_dir)):
-        assert proc.poll() is None, f"training exited before its first checkpoint: {proc.communicate()}"
-        assert time.monotonic() < deadline, "no checkpoint within 60 s"
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    killed_at = checkpoint.load_meta(checkpoint.latest(run_dir))["update"]
-    assert 0 < killed_at < KILL_UPDATES, "the run must be killed mid-way for this test to mean anything"
-    print(f"killed after the checkpoint of update {killed_at}")
+    run_dir, resume = tmp_path / "killed", ["train", "--resume", str(tmp_path / "killed")]
+    rnd = random.Random(20260101)
+    history = []
 
-    resumed = _nitro("train", "--resume", str(run_dir))
-    out, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err
-    summary = json.loads(out.strip().splitlines()[-1])
-    assert summary["run"] == str(run_dir) and summary["global_step"] == KILL_UPDATES * 8 * 16
-    final, meta = checkpoint.load(checkpoint.latest(run_dir))
-    assert meta["update"] == KILL_UPDATES
-    # the resumed run picked up at the checkpoint: its first logged update is the one after it
-    logged = [json.loads(line)["update"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()
-              if line.strip().endswith("}")]
-    assert logged[-(KILL_UPDATES - killed_at):] == list(range(killed_at + 1, KILL_UPDATES + 1))
+    def progress(what):
+        saved = [checkpoint.load_meta(p)["update"] for p in checkpoint.checkpoints(run_dir)]
+        history.append((what, saved[-1] if saved else None, len(_logged(run_dir))))
 
-    # and it ends where the same run, never killed, ends (exact resume across processes)
+    _nitro("train", "cartpole", *overrides, writer_dies="torn").wait()  # dies in its first checkpoint
+    assert not checkpoint.checkpoints(run_dir) and list((run_dir / "checkpoints").glob("*.tmp"))
+    progress("killed writing its first checkpoint (torn)")
+    # with no checkpoint yet, the resume starts the run from the beginning
+    _kill_at_random(_nitro(*resume), run_dir, rnd)
+    progress("killed at random")
+    for stage in ("unrenamed", "renamed"):
+        proc = _nitro(*resume, writer_dies=stage)
+        proc.wait(timeout=120)
+        assert proc.returncode == -signal.SIGKILL, proc.communicate()
+        progress(f"killed writing a checkpoint ({stage})")
+    last = _nitro(*resume)
+    out, err = last.communicate(timeout=120)
+    assert last.returncode == 0, err
+    progress("finished")
+    print(history)
+    saved = [h[1] or 0 for h in history]
+    assert saved == sorted(saved) and saved[-1] == KILL_UPDATES and len(set(saved)) >= 3, history
+    assert json.loads(out.strip().splitlines()[-1])["global_step"] == KILL_UPDATES * 8 * 16
+    assert _logged(run_dir) == list(range(1, KILL_UPDATES + 1))  # every update once, in order
+    assert not list((run_dir / "checkpoints").glob("*.tmp"))
+
     from nitro.train import config as C
 
     straight = Trainer(C.load("cartpole", [o for o in overrides if not o.startswith("run.dir")]))
     straight.train()
+    final, meta = checkpoint.load(checkpoint.latest(run_dir))
+    assert meta["update"] == KILL_UPDATES
     live = straight._state_tensors()
     unequal = [k for k in live if not torch.equal(live[k], final[k])]
     assert not unequal, f"differ from the uninterrupted run: {unequal}"

@@ -11,6 +11,12 @@ from nitro.train import config as C
 QUIET = ["run.console=false", "run.tensorboard=false", "run.device=cpu"]
 """CPU, no TensorBoard writer, no console: what every in-process test run uses."""
 
+CARTPOLE_EVAL = 350.0
+"""The CartPole preset's policy at its stop (tests/train/conftest.py), played deterministically on 100
+fresh episodes, averaged 413, 500, 500, 500 and 464 for seeds 1-5: the training window's episodes began
+up to 16 updates earlier (500 steps at 32 per update), and the policy keeps moving. 350 is below every
+seed and 16x a random policy's ~22."""
+
 
 @contextlib.contextmanager
 def single_thread():

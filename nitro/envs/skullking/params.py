@@ -109,11 +109,7 @@ class SkullKingParams:
                   and all(isinstance(d, int) and 1 <= d <= cards.MAX_BID for d in self.schedule)):
             raise ValueError(f"SkullKing schedule must be a name ({', '.join(SCHEDULES)}) or a non-empty tuple "
                              f"of hand sizes in 1..{cards.MAX_BID}; got {self.schedule!r}")
-        rounds = len(self.hand_sizes)
-        over = max(self.hand_sizes) * self.num_hands
-        if over > len(self.deck):
-            raise ValueError(f"SkullKing: {self.num_hands} hands of {max(self.hand_sizes)} cards need {over} cards "
-                             f"but the deck has {len(self.deck)}; deal fewer cards (schedule) or seat fewer players")
+        rounds = len(self.hand_sizes)  # every deal fits: 7 x 10 = 70 cards, 8 players get at most 8
         if self.start_round is not None and not (isinstance(self.start_round, int) and 1 <= self.start_round <= rounds):
             raise ValueError(f"SkullKing start_round must be None or an int in 1..{rounds} (rounds of the "
                              f"schedule); got {self.start_round!r}")

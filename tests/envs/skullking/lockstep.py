@@ -1,6 +1,7 @@
 """Run the batched env and the rule-by-rule reference (``reference.Game``) side by side on random legal
 actions and compare, after every step, who acts, every legal-action set, every hand, the trick, bids,
-tricks won, bonuses, scores, rewards and episode ends."""
+tricks won, bonuses, scores, bid counters, rewards and episode ends; every state also passes
+``nitro.envs.skullking.invariants``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import torch
 
 from nitro.core import rng
 from nitro.envs.skullking import cards as C
+from nitro.envs.skullking import invariants
 from nitro.envs.skullking.env import SkullKing
 from nitro.envs.skullking.params import SkullKingParams
 
@@ -75,9 +77,11 @@ def run(params: SkullKingParams, num_envs: int, seed: int, max_steps: int = 1000
     n = params.num_players
     for t in range(max_steps):
         compare(env, s, games, f"step {t}")
+        mask = env.action_mask(s)
+        broken = dict(zip(invariants.PROPERTIES, invariants.violations(params, s, mask).tolist()))
+        assert not any(broken.values()), f"step {t}: invariants broken {broken}"
         if all(g.over for g in games):
             return stats
-        mask = env.action_mask(s)
         k_act, k_step, key = rng.split(key, 3)
         noise = rng.uniform(k_act, (num_envs, n, C.NUM_ACTIONS)).view(mask.shape)
         action = torch.where(mask, noise, -1.0).argmax(-1)

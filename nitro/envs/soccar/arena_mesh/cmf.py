@@ -11,9 +11,11 @@ import numpy as np
 
 MESHES_ENV_VAR = "NITRO_MESHES"
 _PACKAGE_MESH_DIR = Path("rocket_league", "sim", "collision_meshes")
+MESHES_PIP = "pip install --no-deps rlgym-rocket-league==2.0.1"
+"""Installs the package that ships the meshes. Without its dependencies: we read only its files, and its
+declared numpy<2 would downgrade numpy."""
 _INSTALL_HINT = (
-    'install them with `pip install "nitro-rl[soccar]"` (or `pip install --no-deps '
-    "rlgym-rocket-league==2.0.1`, which ships them), or point NITRO_MESHES (or Arena(meshes=...)) at a "
+    f"install them with `{MESHES_PIP}`, or point NITRO_MESHES (or Arena(meshes=...)) at a "
     "folder holding soccar/mesh_0.cmf ... mesh_15.cmf"
 )
 
