@@ -402,6 +402,8 @@ CAR_STAGE_TESTS = ("test_arena", "test_car", "test_rigid_body", "test_vehicle")
 """The car twins' stage tests: bench/soccar_cars_gpu.py runs them."""
 GAME_STAGE_TESTS = ("test_boost_pads", "test_ball_hit", "test_car_bump", "test_rules", "test_game")
 """The game rules' twins: bench/soccar_game_gpu.py runs them."""
+BODY_STAGE_TESTS = ("test_car_ball", "test_sequential_impulse")
+"""The car-body twins' stage tests: bench/soccar_carbody_gpu.py runs them."""
 
 
 def run_stage_tests(rec: Recorder, meshes, stems) -> None:
@@ -444,8 +446,8 @@ def _parametrized(test) -> list[dict]:
 
 def section_stages(rec: Recorder, args) -> None:
     folder = ROOT / "tests" / "envs" / "soccar" / "kernels"
-    # the classifier's own tests are reference only; the car and game twins run in their own benches
-    skip = ("test_kernel_checks", *CAR_STAGE_TESTS, *GAME_STAGE_TESTS)
+    # the classifier's own tests are reference only; the car, game and body twins run in their own benches
+    skip = ("test_kernel_checks", *CAR_STAGE_TESTS, *GAME_STAGE_TESTS, *BODY_STAGE_TESTS)
     run_stage_tests(rec, args.meshes, [p.stem for p in sorted(folder.glob("test_*.py")) if p.stem not in skip])
 
 

@@ -4,11 +4,11 @@ Reference: RocketSim (ZealanL/RocketSim, MIT) `src/Sim/Arena/Arena.cpp`. The fun
 `tick(state, controls, world) -> (state, events)`; `Arena` is the thin stateful shell users hold (the
 contract in docs DESIGN.md, "Soccar Arena contract"), and the one place that picks how ticks run:
 eager, compiled, captured in a CUDA graph, or fused into one Triton kernel (`kernels/arena.py`, the
-twin of this module's tick). Cars drive, jump, flip, boost and fly against the arena through their
-wheels; they pick up boost (`boost_pads`), hit the ball (`ball_hit`), bump and demolish each other
-(`car_bump`), respawn, kick off and score (`rules`). The car bodies' own contacts with the arena,
-the ball and each other, and their solve, come with the car body's stage; until then the rules read
-the contact points of `car_contacts`.
+twin of this module's tick, with the differences its docstring lists). Cars drive, jump, flip, boost
+and fly against the arena through their wheels; their bodies collide with the arena, the ball and
+each other in Bullet's joint step (`dynamics_world`), whose contacts fire RocketSim's callbacks: hits
+on the ball (`ball_hit`), bumps and demolitions (`car_bump`). Cars pick up boost (`boost_pads`),
+respawn, kick off and score (`rules`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 
 from nitro.core import fast, tree
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, island_manager, rules
+from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, dynamics_world, rules
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.arena_mesh.broadphase import arena_bullet
@@ -48,8 +48,7 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
     """One RocketSim tick (Arena::Step) of every env with ``controls`` [N, C, 8].
 
     Returns the state and the tick's events (`rules.tick_events`). Ball-only arenas skip the car
-    and pad stages, as RocketSim does. Stages of the car bodies' own collisions (car-world, and the
-    solver's car-ball and car-car contacts) are noted in their place.
+    and pad stages, as RocketSim does.
     """
     params, cars, pads, game = world.params, state.cars, state.pads, world.game
     no_car = torch.full(cars.is_demoed.shape, -1, dtype=torch.int32, device=cars.pos.device)
@@ -64,29 +63,24 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
         cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, state.tick_count, params)
         pads = boost_pads.pre_tick_update(pads, params)  # 3. boost pad cooldowns
         # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
-        # 5. Bullet step. Contacts at the tick's start, each firing RocketSim's callback: the car-ball
-        #    hits (Ball::_OnHit) and the car-car bumps and demolitions
-        hits = car_contacts.car_ball_hits(state.ball.pos, cars, world.cars, frozen, params)
-        ball_state, cars = ball_hit.on_hit(
-            ball_state, ball.apply_damping(state.ball.vel, params), cars, hits, state.tick_count, params
+        # 5. Bullet step: collision detection at the tick-start transforms (cars demolished at the
+        #    tick's start, respawned ones included, take no part), then RocketSim's callback for each
+        #    added contact: the car-ball hits (Ball::_OnHit) and the car-car bumps and demolitions;
+        #    then the solve and integration (a car demolished by a callback runs to the step's end)
+        found = dynamics_world.perform_discrete_collision_detection(
+            state.ball, sleeping, cars, forces, world, params, alive=~frozen
         )
+        hits = found.contacts.car_ball.hits()
+        ball_state, cars = ball_hit.on_hit(ball_state, found.ball_vel, cars, hits, state.tick_count, params)
         touched = hits.is_hit
-        bumps = car_contacts.car_car_contacts(cars, world.cars, frozen)
-        cars, bumped_by, demoed_by = car_bump.on_car_car_collision(cars, bumps, game, params)
-    # then the solve and integration of each body (car-ball and car-car contacts with the car body)
-    ball_state = ball.physics_step(ball_state, sleeping, world.mesh, params)
-    if world.cars.num_cars:
-        ball_manifolds = island_manager.ball_manifold_count(
-            world.bullet, state.ball.pos, ball.apply_damping(state.ball.vel, params), sleeping, params
-        )
-        demoed = cars.is_demoed  # demolished during the step: simulated to its end, then skipped
-        cars = dataclasses.replace(cars, is_demoed=frozen)
-        cars = car.physics_step(cars, forces, world.cars, params, world.mesh, world.bullet, ball_manifolds)
-        cars = dataclasses.replace(cars, is_demoed=demoed)
+        cars, bumped_by, demoed_by = car_bump.on_car_car_collision(cars, found.contacts.car_car.touches(), game, params)
+        ball_state, cars = dynamics_world.solve_constraints(ball_state, cars, found, world, params)
         cars = car.post_tick_update(cars, car_controls, params)  # 6. cars' post-tick and finish,
         cars = car.finish_physics_tick(cars)
         locked = boost_pads.check_collision(pads, cars, world.cars, world.pads)  # then pad pickups
         pads, cars, pickup_pad = boost_pads.post_tick_update(pads, cars, locked, world.pads, params)  # 7.
+    else:
+        ball_state = ball.physics_step(ball_state, sleeping, world.mesh, params)  # 5. (the ball alone)
     ball_state = ball.finish_physics_tick(ball_state, params)  # 8. ball finish
     goal = rules.is_ball_scored(ball_state.pos, params)  # 9. goal (RocketSim fires every scoring tick)
     state = dataclasses.replace(state, ball=ball_state, cars=cars, pads=pads, tick_count=state.tick_count + 1)  # 10.

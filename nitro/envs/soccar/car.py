@@ -28,12 +28,12 @@ import numpy as np
 import torch
 
 from nitro.core import tree
-from nitro.envs.soccar import car_world, vehicle
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body as rb
+from nitro.envs.soccar import vehicle
 from nitro.envs.soccar.arena_mesh import ArenaMesh
-from nitro.envs.soccar.arena_mesh.broadphase import ArenaBullet
 from nitro.envs.soccar.car_config import CarParams
+from nitro.envs.soccar.contacts import BodySolve
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.rigid_body import Forces, where3
 from nitro.envs.soccar.state import CarState
@@ -495,33 +495,25 @@ def pre_tick_update(
     return tree.where(demoed, before, car), tree.where(demoed, Forces.zeros_like(car.vel), forces)
 
 
-def physics_step(
-    car: CarState,
-    forces: Forces,
-    config: CarParams,
-    params: TickParams,
-    mesh: ArenaMesh,
-    bullet: ArenaBullet,
-    ball_manifolds: torch.Tensor,
-) -> CarState:
-    """The cars' part of btDiscreteDynamicsWorld::stepSimulation (one substep of the tick).
-
-    Gravity joins the forces; the body's arena contacts at the tick's starting transform and their
-    solve (`car_world.collide_and_solve`) give velocity deltas and split-impulse pushes, and record
-    the world contact RocketSim's callback keeps for the next tick's auto-flip and auto-roll; the
-    write-back and integration follow. ``ball_manifolds`` [N]: the ball's contact manifolds
-    (`car_world.ball_manifold_count`), which take part in the solver's order. Demolished cars are not
-    simulated.
-    """
-    dt = params.tick_time
+def external_impulses(car: CarState, forces: Forces, config: CarParams, params: TickParams):
+    """The cars' forces and torques as the solver's external impulses (btSolverBody's
+    m_externalForceImpulse / m_externalTorqueImpulse): gravity joins the pre-tick's forces
+    (applyGravity). Returns (ext_v UU/s, ext_w rad/s) [N, C, 3]."""
     forces = rb.apply_gravity(forces, params.gravity_z)
     inv_inertia = rb.inv_inertia_world(car.rot_mat, config.inv_inertia_local)
-    ext_v, ext_w = rb.external_impulses(forces, inv_inertia, dt)
-    body = car_world.collide_and_solve(
-        mesh, bullet, car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, config.hitbox, ball_manifolds, params
-    )
+    return rb.external_impulses(forces, inv_inertia, params.tick_time)
+
+
+def physics_step(
+    car: CarState, ext_v: torch.Tensor, ext_w: torch.Tensor, solved: BodySolve, params: TickParams
+) -> CarState:
+    """The cars' part of btDiscreteDynamicsWorld::stepSimulation after the contact solve
+    (`dynamics_world`): the solver's write-back (velocity deltas, split-impulse push) and the
+    integration, and the world contact RocketSim's callback records for the next tick's auto-flip and
+    auto-roll. Demolished cars are not simulated."""
     pos, rot_mat, vel, ang_vel = rb.integrate(
-        car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, body.dv, body.dw, body.push_v, body.push_w, dt
+        car.pos, car.rot_mat, car.vel, car.ang_vel, ext_v, ext_w, solved.dv, solved.dw, solved.push_v,
+        solved.push_w, params.tick_time,
     )
     moved = dataclasses.replace(
         car,
@@ -529,8 +521,8 @@ def physics_step(
         rot_mat=rot_mat,
         vel=vel,
         ang_vel=ang_vel,
-        has_world_contact=car.has_world_contact | body.has_contact,
-        world_contact_normal=where3(body.has_contact, body.contact_normal, car.world_contact_normal),
+        has_world_contact=car.has_world_contact | solved.has_world_contact,
+        world_contact_normal=where3(solved.has_world_contact, solved.world_contact_normal, car.world_contact_normal),
     )
     return tree.where(car.is_demoed, car, moved)
 

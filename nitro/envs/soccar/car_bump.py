@@ -6,8 +6,8 @@ demos, bump cooldown and force scale, respawn delay).
 
 Bullet calls the callback once for each car-car contact point it adds, during the tick's collision
 detection (the tick's starting transforms; velocities after the cars' pre-tick). Each call tests
-both directions, car A on car B and then B on A, and stops at once if either car is demolished. One
-direction, the bumper on the victim:
+both directions, the manifold's body A on body B and then B on A (for a pair a < b, car b is body
+A), and stops at once if either car is demolished. One direction, the bumper on the victim:
 
 1. skip while the bumper's contact cooldown (0.25 s) runs against this victim;
 2. the bumper moves towards the victim (v . (p_victim - p_bumper) > 0), faster than the victim
@@ -21,8 +21,10 @@ direction, the bumper on the victim:
    scale. The cache reaches the car at the end of the tick (`car.finish_physics_tick`);
 4. either way the bumper remembers the victim and starts its cooldown.
 
-Cars are walked pair by pair (a < b) and point by point in `CarCarContacts`' order; RocketSim's
-order of simultaneous contacts of three or more cars follows memory addresses. The kernels' twin is
+Cars are walked pair by pair (a < b) and point by point in `CarCarTouches`' order (the reference
+tick's come from Bullet's box-box contacts, `CarCarContacts.touches`; the fused kernel's from its
+stand-in, `car_contacts`); RocketSim's order of simultaneous contacts of three or more cars follows
+memory addresses. The kernels' twin is
 `kernels/car_bump.py`.
 """
 
@@ -34,7 +36,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.ball_hit import normalized
-from nitro.envs.soccar.contacts import CarCarContacts, car_pairs
+from nitro.envs.soccar.contacts import CarCarTouches, car_pairs
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import CarState, GameConfig
 from nitro.envs.soccar.vec import dot, may_be_any
@@ -88,7 +90,7 @@ def bump(bumper: int, victim: int, cars: CarState, game: GameConfig, params: Tic
 
 
 def on_car_car_collision(
-    cars: CarState, contacts: CarCarContacts, game: GameConfig, params: TickParams
+    cars: CarState, contacts: CarCarTouches, game: GameConfig, params: TickParams
 ) -> tuple[CarState, torch.Tensor, torch.Tensor]:
     """Arena::_BtCallback_OnCarCarCollision for every contact point of the tick, in order.
 
@@ -108,7 +110,7 @@ def on_car_car_collision(
     for p, (a, b) in enumerate(car_pairs(num_cars)):
         if not may_be_any(contacts.is_contact[:, p]):
             continue
-        directions = [(a, b, contacts.local_point_a[:, p]), (b, a, contacts.local_point_b[:, p])]
+        directions = [(b, a, contacts.local_point_b[:, p]), (a, b, contacts.local_point_a[:, p])]  # body A (b) first
         bumps = [bump(bumper, victim, cars, game, params) for bumper, victim, _ in directions]
         for k in range(contacts.is_contact.shape[2]):
             live = contacts.is_contact[:, p, k]

@@ -1,18 +1,23 @@
-"""Car-ball and car-car contact points at the tick's starting poses, for the game rules.
+"""The fused kernel's stand-in for the car-ball and car-car contacts: its reference twin.
 
-What RocketSim's contact-added callbacks receive (`contacts.CarBallHits`, `contacts.CarCarContacts`),
-found from the car bodies' hitboxes (btBoxShape in a btCompoundShape, at the hitbox offset), the
-ball's sphere and the manifolds' contact breaking thresholds. Cars demolished at the tick's start
-have no contact response, and RocketSim's callback ignores them: they touch nothing.
+The fused kernel (`kernels/arena.py`) has no collision detection or solve between bodies; it fires
+RocketSim's callbacks from these approximate contacts, and this module is the PyTorch twin of
+`kernels/car_contacts.py` that its tests compare against. The reference tick does not use it: its
+touches come from Bullet's real contacts (`dynamics_world`, `car_ball`, `car_car`).
 
-`car_ball_hits` is Bullet's btSphereBoxCollisionAlgorithm (in Bullet units, with the box's margin),
-so a touch is found on the tick RocketSim finds it. `car_car_contacts` stands in for Bullet's
-btBoxBoxDetector until the car bodies' contact solver provides its points: separating axes decide
-the contact (the boxes, margins included, overlap: btBoxBoxDetector reports nothing for a gap) and
-the points are each box's deepest corner inside the other, car a's first (or, when neither has a
-corner inside, one point between the two deepest corners). The bump rule reads only which cars touch
-and how far forward on the bumper each point lies; Bullet's points (the incident face clipped
-against the reference face) and their order replace these with the car body's stage.
+Both return what RocketSim's contact-added callbacks receive (`contacts.CarBallHits`,
+`contacts.CarCarTouches`), from the car bodies' hitboxes (btBoxShape in a btCompoundShape, at the
+hitbox offset), the ball's sphere and the manifolds' contact breaking thresholds, at the tick's
+starting poses. Cars demolished at the tick's start touch nothing.
+
+`car_ball_hits` is the sphere-box distance in closed form (in Bullet units, with the box's margin):
+the point Bullet's GJK converges on, so a touch mostly comes on the tick RocketSim finds it, but the
+ball's frame is taken as the identity. `car_car_contacts` replaces btBoxBoxDetector: separating axes
+decide the contact (the boxes, margins included, overlap: btBoxBoxDetector reports nothing for a
+gap) and the points are each box's deepest corner inside the other, car a's first (or, when neither
+has a corner inside, one point between the two deepest corners), where Bullet clips the incident
+face against the reference face. The bump rule reads only which cars touch and how far forward on the
+bumper each point lies.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.car_config import CarParams
-from nitro.envs.soccar.contacts import CAR_CAR_POINTS, CarBallHits, CarCarContacts, car_pairs
+from nitro.envs.soccar.contacts import CAR_CAR_POINTS, CarBallHits, CarCarTouches, car_pairs
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import CarState
 from nitro.envs.soccar.vec import dot
@@ -68,7 +73,7 @@ def car_ball_hits(
     return CarBallHits(is_hit=touching, relative_pos_on_ball=(point_on_ball - center) * C.BT_TO_UU)
 
 
-def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor) -> CarCarContacts:
+def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor) -> CarCarTouches:
     """Contact points of every car pair (a < b) at the tick's start (see the module's note)."""
     n, num_cars = cars.pos.shape[:2]
     pairs = car_pairs(num_cars)
@@ -76,7 +81,7 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
     k = CAR_CAR_POINTS
     if not pairs:
         empty = torch.zeros(n, 0, k, 3, device=device)
-        return CarCarContacts(torch.zeros(n, 0, k, dtype=torch.bool, device=device), empty, empty.clone())
+        return CarCarTouches(torch.zeros(n, 0, k, dtype=torch.bool, device=device), empty, empty.clone())
     hitbox = car_params.hitbox
     half = (hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU  # [C, 3] UU, the box with its margin
     center = cars.pos + torch.einsum("ncij,cj->nci", cars.rot_mat, hitbox.offset * C.BT_TO_UU)
@@ -101,7 +106,7 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
         local_b = torch.einsum("nji,nkj->nki", rb, chosen - cars.pos[:, b, None])
         points.append((is_contact, local_a, local_b))
     is_contact, local_a, local_b = (torch.stack(x, 1) for x in zip(*points))
-    return CarCarContacts(is_contact=is_contact, local_point_a=local_a, local_point_b=local_b)
+    return CarCarTouches(is_contact=is_contact, local_point_a=local_a, local_point_b=local_b)
 
 
 def _separation(ca, ra, ha, cb, rb, hb) -> torch.Tensor:

@@ -33,8 +33,6 @@ out in UU.
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
 from nitro.envs.soccar import constants as C
@@ -51,11 +49,18 @@ from nitro.envs.soccar.contacts import (
 )
 from nitro.envs.soccar.gjk_pair_detector import ConvexShape, gjk_closest_points
 from nitro.envs.soccar.internal_edge import adjust_internal_edge_contacts
-from nitro.envs.soccar.island_manager import pair_positions, solve_order
+from nitro.envs.soccar.island_manager import pair_positions
 from nitro.envs.soccar.manifolds import build_manifolds
-from nitro.envs.soccar.mutators import TickParams
-from nitro.envs.soccar.sequential_impulse import solve_world_contacts
-from nitro.envs.soccar.vec import cross, dot, eager_cpu, eager_cpu_width, gather_rows, mat_vec, normalize, vec_mat
+from nitro.envs.soccar.vec import (
+    cross,
+    dot,
+    eager_cpu,
+    eager_cpu_width,
+    gather_rows,
+    mat_vec,
+    normalize,
+    vec_mat,
+)
 
 CAR_MANIFOLD_SLOTS = 6  # arena objects a car touches at once (at most 2 planes, a few mesh files)
 MAX_CAR_PAIRS = 64  # triangles per car that pass the AABB test and the early out
@@ -68,11 +73,32 @@ def transform_aabb(basis: torch.Tensor, center: torch.Tensor, extent: torch.Tens
     return center - reach, center + reach
 
 
+def box_transform(pos_bt: torch.Tensor, rot: torch.Tensor, hitbox: CarHitbox):
+    """The compound's child box at the car's transform (btTransform * child transform): (basis,
+    origin) [B, 3, 3] / [B, 3]. The child's basis is the identity, so the car's is exact."""
+    return rot, mat_vec(rot, hitbox.offset) + pos_bt
+
+
+def box_aabb(basis: torch.Tensor, origin: torch.Tensor, hitbox: CarHitbox):
+    """btBoxShape::getAabb: the inner box with its margin (min, max) [B, 3]."""
+    return transform_aabb(basis, origin, hitbox.inner + hitbox.margin[:, None])
+
+
 def compound_aabb(basis: torch.Tensor, origin: torch.Tensor, hitbox: CarHitbox):
     """btCompoundShape::getAabb at the car's transform (its margin is 0): (min, max) [B, 3]."""
     local_half = 0.5 * (hitbox.local_max - hitbox.local_min)
     local_center = 0.5 * (hitbox.local_max + hitbox.local_min)
     return transform_aabb(basis, mat_vec(basis, local_center) + origin, local_half)
+
+
+def broadphase_aabb(pos_bt, rot, vel_bt, ang_vel, hitbox: CarHitbox, dt: float):
+    """The car's broadphase box (btCollisionWorld::updateSingleAabb): the compound's AABB at its
+    transform and at the one predicted from its velocities, grown by 0.02 BT: (min, max) [B, 3]."""
+    now_min, now_max = compound_aabb(rot, pos_bt, hitbox)
+    pred_pos, pred_rot = rb.integrate_transform(pos_bt, rot, vel_bt, ang_vel, dt)
+    pred_min, pred_max = compound_aabb(pred_rot, pred_pos, hitbox)
+    t = C.CONTACT_BREAKING_THRESHOLD
+    return torch.minimum(now_min - t, pred_min - t), torch.maximum(now_max + t, pred_max + t)
 
 
 # --- Contacts -------------------------------------------------------------------------------------
@@ -154,16 +180,11 @@ def world_contacts(
     """
     b = pos_bt.shape[0]
     device = pos_bt.device
-    basis = rot  # the child's basis: the car's times the child's identity (exact)
-    origin = mat_vec(rot, hitbox.offset) + pos_bt  # btTransform * child transform
-    extent = hitbox.inner + hitbox.margin[:, None]
-    box_min, box_max = transform_aabb(basis, origin, extent)
+    basis, origin = box_transform(pos_bt, rot, hitbox)
+    box_min, box_max = box_aabb(basis, origin, hitbox)
 
     # Pairs: registered in the car's broadphase cell (its AABB with the predicted one, grown by 0.02)
-    now_min, _ = compound_aabb(rot, pos_bt, hitbox)
-    pred_pos, pred_rot = rb.integrate_transform(pos_bt, rot, vel_bt, ang_vel, dt)
-    pred_min, _ = compound_aabb(pred_rot, pred_pos, hitbox)
-    bp_min = torch.minimum(now_min - C.CONTACT_BREAKING_THRESHOLD, pred_min - C.CONTACT_BREAKING_THRESHOLD)
+    bp_min, _ = broadphase_aabb(pos_bt, rot, vel_bt, ang_vel, hitbox, dt)
     registered = arena.cell_meshes[broadphase_cell(arena, bp_min)]  # [B] bitmask by load rank
     by_rank = ((registered[:, None] >> torch.arange(C.SOCCAR_MESH_COUNT, device=device)) & 1) == 1
     mesh_pair = by_rank.gather(1, arena.load_rank.expand(b, -1))  # [B, M] by file
@@ -264,65 +285,4 @@ def refresh_contact_points(
     offset, point, normal, depth = packed.split((3, 3, 3, 1), -1)
     return ContactManifolds(
         object=m.object, count=count, offset=offset, point=point, normal=normal, depth=depth[..., 0]
-    )
-
-
-@dataclasses.dataclass
-class CarWorldResult:
-    """What Bullet's step does to B car bodies through their arena contacts (UU, rad/s) [..., 3]."""
-
-    dv: torch.Tensor
-    """Velocity delta of the contact solve (btSolverBody::m_deltaLinearVelocity), UU/s."""
-    dw: torch.Tensor
-    """Angular velocity delta, rad/s."""
-    push_v: torch.Tensor
-    """Split-impulse push velocity (m_pushVelocity), UU/s: moves the transform only."""
-    push_w: torch.Tensor
-    """Split-impulse turn velocity (m_turnVelocity, before the 0.1 turn erp), rad/s."""
-    has_contact: torch.Tensor
-    """The car body touched the arena (worldContact.hasContact) [...] bool."""
-    contact_normal: torch.Tensor
-    """The normal of the last contact added (worldContact.contactNormal), zero without one."""
-
-
-def collide_and_solve(
-    mesh: ArenaMesh,
-    arena: ArenaBullet,
-    pos: torch.Tensor,
-    rot_mat: torch.Tensor,
-    vel: torch.Tensor,
-    ang_vel: torch.Tensor,
-    ext_v: torch.Tensor,
-    ext_w: torch.Tensor,
-    hitbox: CarHitbox,
-    ball_manifolds: torch.Tensor,
-    params: TickParams,
-) -> CarWorldResult:
-    """The car bodies' part of Bullet's step: arena contacts at the tick's starting transform and
-    their sequential-impulse solve.
-
-    ``pos`` [N, C, 3] UU, ``rot_mat`` [N, C, 3, 3], ``vel`` UU/s and ``ang_vel`` rad/s (after the
-    pre-tick's impulses), ``ext_v`` / ``ext_w``: this tick's forces and torques as velocity changes
-    (`rigid_body.external_impulses`); ``hitbox`` broadcasts against the cars; ``ball_manifolds`` [N]:
-    the ball's manifold count (`ball_manifold_count`), which shifts the solver's order.
-    """
-    shape = pos.shape[:-1]
-    flat = lambda x: x.reshape(-1, 3)
-    boxes = hitbox.flat(shape)
-    pos_bt, vel_bt = flat(pos) * C.UU_TO_BT_F32, flat(vel) * C.UU_TO_BT_F32
-    rot = rot_mat.reshape(-1, 3, 3)
-    w = flat(ang_vel)
-    contacts = world_contacts(mesh, arena, pos_bt, rot, vel_bt, w, boxes, params.tick_time)
-    order = solve_order(contacts, ball_manifolds, shape)
-    dv, dw, push, turn = solve_world_contacts(
-        contacts, order, pos_bt, rot, vel_bt, w, flat(ext_v) * C.UU_TO_BT_F32, flat(ext_w), boxes, params
-    )
-    back = lambda x: x.reshape(*shape, 3)
-    return CarWorldResult(
-        dv=back(dv * C.BT_TO_UU),
-        dw=back(dw),
-        push_v=back(push * C.BT_TO_UU),
-        push_w=back(turn),
-        has_contact=contacts.has_contact.reshape(shape),
-        contact_normal=back(contacts.contact_normal),
     )

@@ -32,12 +32,20 @@ def vec3(x: float, y: float, z: float, like: torch.Tensor) -> torch.Tensor:
     return torch.tensor((x, y, z), dtype=like.dtype, device=like.device).expand(*like.shape[:-1], 3)
 
 
+def loop_count(bound: int, static: int, like: torch.Tensor) -> int:
+    """Iterations of a per-lane loop: Bullet's ``bound`` when eager (where `all_done` stops it when
+    every lane is done), else (compiled) the fixed ``static`` count."""
+    return static if torch.compiler.is_compiling() else bound
+
+
 def all_done(mask: torch.Tensor) -> bool:
-    """Whether no lane of ``mask`` is still running; only checked on eager CPU, where it costs no
-    device synchronisation (CUDA and compiled code run the full, fixed iteration count)."""
-    if mask.device.type != "cpu" or torch.compiler.is_compiling():
+    """Whether no lane of ``mask`` is still running, checked when eager: free on the CPU; on CUDA the
+    eager reference waits for the device here, which beats launching a GJK/EPA loop's every step
+    (a quarter million launches per tick). Compiled code runs the fixed counts and never waits; the
+    speed path on CUDA is the kernels'."""
+    if torch.compiler.is_compiling():
         return False
-    return not bool(mask.any())  # sync-ok: eager CPU only
+    return not bool(mask.any())  # sync-ok: eager only (see above)
 
 
 def box_support(half: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
@@ -64,6 +72,13 @@ EPA_MAX_FACES = 2 * EPA_MAX_VERTICES
 EPA_MAX_ITERATIONS = 255
 EPA_ACCURACY = 1e-4
 EPA_PLANE_EPS = 1e-5
+# Loop counts where nothing may stop early (compiled code): Bullet's bounds are for invalid
+# input, so these cover what box-triangle queries use with room to spare. Measured maxima over 3,000
+# random car boxes against arena triangles, touching to 0.4 BT deep: 15 GJK iterations, 11 EPA
+# iterations, 83 steps of one horizon walk (eager runs to Bullet's bounds, stopping when done).
+GJK2_STATIC_ITERATIONS = 48
+EPA_STATIC_ITERATIONS = 32
+EPA_STATIC_EXPAND_STEPS = 256
 # GJK statuses
 GJK2_VALID, GJK2_INSIDE, GJK2_FAILED = 0, 1, 2
 # EPA statuses (the subset that decides anything here)
@@ -258,7 +273,7 @@ def gjk2_evaluate(shape: MinkowskiDiff, guess: torch.Tensor, lanes: torch.Tensor
     status = torch.full((n,), GJK2_VALID, dtype=torch.int64, device=device)
     running = lanes.clone()
     arange4 = torch.arange(4, device=device)
-    for iteration in range(GJK2_MAX_ITERATIONS):
+    for iteration in range(loop_count(GJK2_MAX_ITERATIONS, GJK2_STATIC_ITERATIONS, lanes)):
         if all_done(running):
             break
         rl = torch.sqrt(dot(ray, ray))
@@ -498,7 +513,7 @@ class Polytope:
         ret = torch.zeros(n, dtype=torch.bool, device=dev)
         cf, ff, nf = horizon
         ww = self.vw[self.rows, w]
-        for _ in range(8 * EPA_MAX_FACES):
+        for _ in range(loop_count(8 * EPA_MAX_FACES, EPA_STATIC_EXPAND_STEPS, lanes)):
             running = sp > 0
             if all_done(running):
                 break
@@ -594,7 +609,7 @@ def epa_evaluate(shape: MinkowskiDiff, simplex: Gjk2Simplex, guess: torch.Tensor
     running = built.clone()
     next_sv = torch.zeros(n, dtype=torch.int64, device=device)
     pass_ = torch.zeros(n, dtype=torch.int64, device=device)
-    for _ in range(EPA_MAX_ITERATIONS):
+    for _ in range(loop_count(EPA_MAX_ITERATIONS, EPA_STATIC_ITERATIONS, lanes)):
         if all_done(running):
             break
         out_of_vertices = running & (next_sv >= EPA_MAX_VERTICES)

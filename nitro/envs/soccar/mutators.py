@@ -236,3 +236,18 @@ class TickParams:
             car_world_friction=m.car_world_friction,
             car_world_restitution=m.car_world_restitution,
         )
+
+
+# --- The ball as Bullet holds it (Bullet units) -----------------------------------------------------
+SPHERE_AABB_EXTRA = float(np.float32(0.08))  # RocketSim's btSphereShape::getAabb adds 0.08 BT
+
+
+def ball_radius_bt(params: TickParams) -> float:
+    """The sphere's radius (its margin) in Bullet units, float32 as RocketSim scales it."""
+    return float(np.float32(params.ball_radius) * np.float32(C.UU_TO_BT_F32))
+
+
+def ball_breaking_threshold(params: TickParams) -> float:
+    """The ball's getContactBreakingThreshold, BT: its bounding sphere (radius + 0.08) times 0.02."""
+    disc = float(np.float32(ball_radius_bt(params))) + 0.08  # a double literal, as in the source
+    return float(np.float32(np.float32(disc) * np.float32(C.CONTACT_BREAKING_THRESHOLD)))

@@ -27,9 +27,8 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import ray_cast as arena_ray_cast
-from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.arena_mesh import ArenaMesh
-from nitro.envs.soccar.vec import cross, dot
+from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.rigid_body import (
     INV_MASS,
     apply_impulse,
@@ -41,6 +40,7 @@ from nitro.envs.soccar.rigid_body import (
     where3,
 )
 from nitro.envs.soccar.state import CarState
+from nitro.envs.soccar.vec import cross, dot
 
 FRICTION_SCALE = C.CAR_MASS_BT / 3.0  # calcFrictionImpulses: chassis mass / 3
 

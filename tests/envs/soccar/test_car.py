@@ -192,8 +192,10 @@ def test_reset_kickoff_sends_extra_cars_to_the_respawn_spots(mesh):
 
 
 def _settled(n=1, preset="octane", ticks=240):
-    """Cars at rest on the floor at the centre, facing +x."""
+    """Cars at rest on the floor at the centre, facing +x (the ball rolled away from the centre,
+    where it would sit on the car's roof)."""
     a = Arena(n, blue=1, orange=0, car=preset)
+    a.set_ball(pos=[0.0, 3000.0, 93.15])
     a.set_car(0, pos=[0.0, 0.0, 17.1], rot_mat=torch.eye(3), vel=[0.0, 0.0, 0.0])
     a.step(torch.zeros(n, 1, 8), ticks=ticks)
     return a

@@ -48,17 +48,41 @@ def test_quicksort_order_is_bullets_quicksort():
     assert [keys[i] for i in order] == sorted(keys)  # a sort, whatever it does to equal keys
 
 
-def test_island_positions_follow_the_quicksort():
-    # Every manifold's place after btAlignedObjectArray::quickSort, for random bodies (the ball and up
-    # to 6 cars) each with up to 20 manifolds, against the sort itself.
-    rng = np.random.default_rng(1)
-    counts = torch.tensor(rng.integers(0, island_manager.MAX_BODY_MANIFOLDS + 1, (300, 7)))
-    counts[:100, 2:] = 0  # a ball and one car
-    got = island_manager.island_positions(counts)
-    for env, row in enumerate(counts.tolist()):
-        keys = [body for body, count in enumerate(row) for _ in range(count)]
-        expected = [0] * len(keys)
-        for place, original in enumerate(quicksort_order(keys)):
+def test_quicksort_positions_follow_the_quicksort():
+    # Every element's place after btAlignedObjectArray::quickSort, against the sort itself: arbitrary
+    # small keys, the island manager's block-structured keys (bodies' manifolds in runs, runs of one
+    # island anywhere), distinct keys, and lengths from 0 to 60.
+    rng = np.random.default_rng(0)
+    n, m = 600, 60
+    keys = np.zeros((n, m), np.int64)
+    count = rng.integers(0, m + 1, n)
+    for row in range(n):
+        if row % 3 == 0:
+            keys[row] = rng.integers(0, 7, m)
+        elif row % 3 == 1:
+            bounds, values = np.sort(rng.integers(0, m, 6)), rng.integers(0, 7, 7)
+            keys[row] = values[np.searchsorted(bounds, np.arange(m), side="right")]
+        else:
+            keys[row] = rng.integers(0, 1000, m)
+    got = island_manager.quicksort_positions(torch.tensor(keys), torch.tensor(count))
+    for row in range(n):
+        k = keys[row, : count[row]].tolist()
+        expected = [0] * len(k)
+        for place, original in enumerate(quicksort_order(k)):
             expected[original] = place
-        mine = [got[env, body, e].item() for body, count in enumerate(row) for e in range(count)]
-        assert mine == expected
+        assert got[row, : count[row]].tolist() == expected
+
+
+def test_island_tags_follow_union_find():
+    # btUnionFind::unite(p, q) hangs p's root under q's: worked by hand for a ball (0) and two cars.
+    pairs = torch.tensor([[[0, 1], [0, 2], [1, 2]]]).expand(4, -1, -1)
+    live = torch.tensor(
+        [
+            [True, False, False],  # ball and car 1: one island, car 1's root
+            [False, True, False],  # ball and car 2: car 2's root
+            [True, True, False],  # 0 under 1, then 1 under 2: all under 2
+            [False, False, False],  # three islands
+        ]
+    )
+    tags = island_manager.island_tags(pairs, live, 3)
+    assert tags.tolist() == [[1, 1, 2], [2, 1, 2], [2, 2, 2], [0, 1, 2]]

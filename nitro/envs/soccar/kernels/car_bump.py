@@ -117,7 +117,7 @@ def on_car_car_collision(
     BLUE: tl.constexpr, NUM_CARS: tl.constexpr, POINTS: tl.constexpr,
 ):  # fmt: skip
     """Arena::_BtCallback_OnCarCarCollision for every contact point of the tick, pair by pair (a < b)
-    and point by point. ``states``: each car's bump state (blue cars first, BLUE of them);
+    and point by point, car b on car a first. ``states``: each car's bump state (blue cars first, BLUE of them);
     ``contacts``: each pair's points. Returns the states and each car's bumper and demolisher of
     this tick (index, -1 for none)."""
     bumped_by = ()
@@ -134,14 +134,14 @@ def on_car_car_collision(
             hit_ab = bump(states[a], states[b], team_ok, demo_mode)
             hit_ba = bump(states[b], states[a], team_ok, demo_mode)
             pair = contacts[a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)]  # `contacts.car_pairs` order
-            for k in tl.static_range(POINTS):
+            for k in tl.static_range(POINTS):  # car b (the manifold's body A) on car a first
                 live = pair[k][0]
-                states, bumped_by, demoed_by, live = _one_way(
-                    states, bumped_by, demoed_by, live, hit_ab, pair[k][1], bump_force_scale,
-                    bump_cooldown_time, respawn_delay, a, b, NUM_CARS,
-                )  # fmt: skip
                 states, bumped_by, demoed_by, live = _one_way(
                     states, bumped_by, demoed_by, live, hit_ba, pair[k][2], bump_force_scale,
                     bump_cooldown_time, respawn_delay, b, a, NUM_CARS,
+                )  # fmt: skip
+                states, bumped_by, demoed_by, live = _one_way(
+                    states, bumped_by, demoed_by, live, hit_ab, pair[k][1], bump_force_scale,
+                    bump_cooldown_time, respawn_delay, a, b, NUM_CARS,
                 )  # fmt: skip
     return states, bumped_by, demoed_by

@@ -1,4 +1,4 @@
-"""Car-ball and car-car contact points per lane: the twin of `car_contacts.py`, the same functions.
+"""The fused kernel's stand-in contacts per lane: the twin of `car_contacts.py`, the same functions.
 
 A car's hitbox is (inner, margin, offset) in Bullet units, `CarParams.hitbox`'s (`hitbox_table`);
 rotations are row tuples ((m00, m01, m02), ...), columns forward, right, up. `car_car_contacts`

@@ -15,7 +15,10 @@ import pytest
 import torch
 
 from nitro.envs.soccar import car as reference
+from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import vehicle
+from nitro.envs.soccar.car_world import world_contacts
+from nitro.envs.soccar.contacts import BodySolve
 from nitro.envs.soccar.kernels import car as twin
 from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
 from nitro.envs.soccar.kernels.car import (
@@ -344,14 +347,19 @@ def test_tick_stages(mesh):
     assert_cars_close(pre, expected_pre)
     assert_close(forces_out[:, :3], expected_forces.force.reshape(n, 3), atol=FORCE_TOL, rtol=REL_TOL)
     assert_close(forces_out[:, 3:], expected_forces.torque.reshape(n, 3), atol=FORCE_TOL * 100, rtol=REL_TOL)
-    # The car body's contacts with the arena (`car_world`) have no kernel twin yet: physics_step is
-    # compared on the cars whose box touches nothing this tick (the reference, with the world-contact
-    # flag cleared first, says which touch), most of the sample.
-    no_ball = torch.zeros(n, dtype=torch.int64)  # the ball's manifolds, which order the body solve
-    forces = Forces(force, torque)
-    expected_step = reference.physics_step(cars, forces, world.cars, params, world.mesh, world.bullet, no_ball)
-    cleared = dataclasses.replace(cars, has_world_contact=torch.zeros_like(cars.has_world_contact))
-    free = ~reference.physics_step(cleared, forces, world.cars, params, world.mesh, world.bullet, no_ball).has_world_contact[:, 0]
+    # The car body's contacts (`dynamics_world`: car_world, car_ball, car_car) have no kernel twin
+    # yet: physics_step is compared without them, on the cars whose box touches no arena object this
+    # tick (most of the sample).
+    ext_v, ext_w = reference.external_impulses(cars, Forces(force, torque), world.cars, params)
+    zero = torch.zeros_like(cars.vel)
+    no_contact = BodySolve(zero, zero, zero, zero, torch.zeros_like(cars.is_demoed), zero)
+    expected_step = reference.physics_step(cars, ext_v, ext_w, no_contact, params)
+    flat = lambda x: x.reshape(n, *x.shape[2:])
+    bt = C.UU_TO_BT_F32
+    free = ~world_contacts(
+        world.mesh, world.bullet, flat(cars.pos) * bt, flat(cars.rot_mat), flat(cars.vel) * bt, flat(cars.ang_vel),
+        world.cars.hitbox.flat(cars.pos.shape[:2]), params.tick_time,
+    ).has_contact
     assert float(free.float().mean()) > 0.6
     assert_cars_close(rows_of(stepped, free), rows_of(expected_step, free))
     assert_cars_close(posted, reference.post_tick_update(cars, controls, params))
