@@ -3,13 +3,12 @@
 A scene is the ball's state and K cars' states with scripted controls. It runs in a fresh RocketSim
 arena (``rocketsim==2.2.1``, `MemoryWeightMode.HEAVY`, RocketSim's default, no boost pads), where the
 cars are added in slot order (blue first) and every state is set before the first step; nitro runs
-every scene of one car line-up in one `Arena` set through `set_ball` / `set_car`. RocketSim's game
-rules on top of the contacts are switched off (`ball_hit_extra_force_scale` = 0: no extra hit
-impulse; `bump_force_scale` = 0 and demos off: no bumps or demos), since they come with the rules
-stage: what is compared is Bullet's contacts and their solve. The horizontal part of a bump cannot
-be switched off: RocketSim's bump callback records the scenes that had one (``bumped``), which the
-comparisons leave out. Every tick the ball and the cars are recorded, with RocketSim's
-`ball_hit_info` (the tick of each car's last touch and where on the ball).
+every scene of one car line-up in one `Arena` set through `set_ball` / `set_car`. Both run with their
+game rules on the contacts (RocketSim's default mutators): `Ball::_OnHit`'s extra impulse, bumps and
+demolitions, which nitro's tick fires from its Bullet contacts as RocketSim's callbacks do. RocketSim's
+bump callback records the scenes that had a bump or demolition (``bumped``). Every tick the ball and
+the cars are recorded, with each side's `ball_hit_info` (the tick of each car's last touch and where
+on the ball).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import math
 import numpy as np
 import torch
 
-from nitro.envs.soccar import car_ball, car_car
+from nitro.envs.soccar import car_car
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
 
@@ -100,18 +99,12 @@ class SceneRecording:
 
 
 def run_rocketsim(scenes: Scenes) -> SceneRecording:
-    """Each scene in its own fresh RocketSim arena, game rules on top of the contacts off."""
+    """Each scene in its own fresh RocketSim arena."""
     rs = rocketsim()
     k = len(scenes.presets)
     rec = SceneRecording.zeros(len(scenes), k, scenes.ticks)
     for i in range(len(scenes)):
         arena = rs.Arena(rs.GameMode.SOCCAR, config=rs.ArenaConfig(custom_boost_pads=[]), tick_rate=TICK_RATE)
-        mutators = arena.get_mutator_config()
-        mutators.ball_hit_extra_force_scale = 0.0
-        mutators.bump_force_scale = 0.0
-        mutators.demo_mode = rs.DemoMode.DISABLED
-        arena.set_mutator_config(mutators)
-
         def bump(arena, bumper, victim, is_demo, data, i=i):
             rec.bumped[i] = True
 
@@ -165,7 +158,7 @@ def run_rocketsim(scenes: Scenes) -> SceneRecording:
 
 
 def run_nitro(scenes: Scenes, device: str = "cpu") -> SceneRecording:
-    """All scenes in one nitro Arena; the touches are the car-ball contacts of each tick."""
+    """All scenes in one nitro Arena; the touches are its cars' ball hit info."""
     k = len(scenes.presets)
     blue = (k + 1) // 2
     rec = SceneRecording.zeros(len(scenes), k, scenes.ticks)
@@ -179,22 +172,11 @@ def run_nitro(scenes: Scenes, device: str = "cpu") -> SceneRecording:
         )
     controls = dev(scenes.controls)
     world = arena.world
-    last_tick = torch.full((len(scenes), k), -1, dtype=torch.int64)
-    last_pos = torch.zeros(len(scenes), k, 3)
     for t in range(scenes.ticks):
-        # the tick's car-ball contacts: detection runs at the tick-start transforms, which the pre-tick
-        # stage does not move
-        s = arena.state
-        hits = car_ball.car_ball_contacts(
-            s.ball.pos, s.ball.rot_mat, s.cars.pos * C.UU_TO_BT_F32, s.cars.rot_mat,
-            world.cars.hitbox, world.params,
-        )
-        touched = (hits.touched & ~s.cars.is_demoed).cpu()
-        if k > 1:
+        if k > 1:  # the tick's car-car contacts, at the tick-start transforms
+            s = arena.state
             pairs = car_car.car_car_contacts(s.cars.pos * C.UU_TO_BT_F32, s.cars.rot_mat, world.cars.hitbox.flat(s.cars.pos.shape[:2]))
             rec.car_contact[:, t] = (pairs.count > 0).any(1).cpu().numpy()
-        last_tick = torch.where(touched, t, last_tick)
-        last_pos = torch.where(touched[..., None], hits.local_point_ball.cpu() * C.BT_TO_UU, last_pos)
         arena.step(controls[:, :, t].contiguous())
         b, cars = arena.ball, arena.cars
         rec.ball_pos[:, t], rec.ball_vel[:, t], rec.ball_ang_vel[:, t] = (
@@ -203,7 +185,9 @@ def run_nitro(scenes: Scenes, device: str = "cpu") -> SceneRecording:
         rec.pos[:, :, t], rec.vel[:, :, t] = cars.pos.cpu().numpy(), cars.vel.cpu().numpy()
         rec.ang_vel[:, :, t], rec.rot_mat[:, :, t] = cars.ang_vel.cpu().numpy(), cars.rot_mat.cpu().numpy()
         rec.wheel_contact[:, :, t] = cars.wheels_with_contact.cpu().numpy()
-        rec.touch_tick[:, :, t], rec.touch_pos[:, :, t] = last_tick.numpy(), last_pos.numpy()
+        valid = cars.ball_hit_info_is_valid.cpu().numpy()
+        rec.touch_tick[:, :, t] = np.where(valid, cars.ball_hit_info_tick_count_when_hit.cpu().numpy(), -1)
+        rec.touch_pos[:, :, t] = np.where(valid[..., None], cars.ball_hit_info_relative_pos_on_ball.cpu().numpy(), 0.0)
     return rec
 
 

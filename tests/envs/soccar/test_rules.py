@@ -13,7 +13,7 @@ import torch
 from nitro.envs.soccar import ball_hit, car_bump, rules
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
-from nitro.envs.soccar.contacts import CarBallHits, CarCarContacts
+from nitro.envs.soccar.contacts import CarBallHits, CarCarTouches
 from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 from nitro.envs.soccar.rigid_body import angle_to_rot_mat
 from nitro.envs.soccar.state import ArenaEvents, BallState, CarState
@@ -104,7 +104,7 @@ def _pair(bumper_vel, victim_vel=(0.0, 0.0, 0.0), supersonic=False, victim_on_gr
     cars.is_on_ground = torch.tensor([[True, victim_on_ground]])
     point = torch.zeros(1, 1, 4, 3)
     point[..., 0] = 70.0  # ahead of BUMP_MIN_FORWARD_DIST on car 0; on car 1 the same x (its front)
-    contacts = CarCarContacts(
+    contacts = CarCarTouches(
         is_contact=torch.tensor([[[True, False, False, False]]]), local_point_a=point, local_point_b=-point
     )
     return cars, contacts

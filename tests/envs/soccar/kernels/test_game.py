@@ -1,4 +1,5 @@
-"""The fused K-tick kernel against `arena.step_ticks` on whole games: 1v1, 2v2 and 3v3 (and 2v1) arenas
+"""The fused K-tick kernel against its PyTorch twin (`stand_in_tick`: the reference's stages with the
+fused kernel's stand-in contacts and no body solve) on whole games: 1v1, 2v2 and 3v3 (and 2v1) arenas
 from `game_states.random_game` (cars on pads, at the ball, crowded into each other, demolished a tick
 before their respawn; balls at a goal line), stepped with random controls by both, kickoffs after
 goals on. Pads, hits, bumps, demolitions, respawns, goals, scores, kickoffs and the events must agree.
@@ -13,11 +14,12 @@ import torch
 
 from nitro.core import tree
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.arena import Arena, step_ticks
+from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels.arena import launch_step_ticks_
 from nitro.envs.soccar.state import ArenaEvents, CarState
 from tests.envs.soccar.kernels.car_states import assert_cars_close
 from tests.envs.soccar.kernels.game_states import random_game
+from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
 from tests.envs.soccar.kernels.twins import DEVICE, assert_close, assert_same, runnable
 
 pytest.importorskip("triton")
@@ -34,7 +36,7 @@ HIT_INFO_TOL = {
 
 def game(blue: int, orange: int, seed: int) -> Arena:
     """An arena on `random_game`'s states, the cars flat on the floor or well above it (the fused tick
-    has no car body collisions yet: `car_world`), a quarter of the balls crossing a goal line."""
+    has no car body collisions with the arena), a quarter of the balls crossing a goal line."""
     num_cars = blue + orange
     arena = Arena(ENVS, blue=blue, orange=orange, device=DEVICE, seed=seed, kickoff_after_goal=True)
     ball, cars, pads = random_game(ENVS, num_cars, seed)
@@ -80,7 +82,7 @@ def test_fused_games(blue, orange):
         controls = controls.to(DEVICE)
         events = ArenaEvents.none(ENVS, num_cars, DEVICE)
         launch_step_ticks_(fused, events, controls, arena.world, 3)
-        expected, want = step_ticks(expected, ArenaEvents.none(ENVS, num_cars, DEVICE), controls, arena.world, 3)
+        expected, want = stand_in_step_ticks(expected, ArenaEvents.none(ENVS, num_cars, DEVICE), controls, arena.world, 3)
         for name in ("goal_blue", "goal_orange", "goal_tick", "ball_touch", "demo", "demoed_by", "bump", "bumped_by",
                      "boost_pickup", "boost_pickup_pad"):  # fmt: skip
             assert torch.equal(getattr(events, name).cpu(), getattr(want, name).cpu()), name
