@@ -216,3 +216,29 @@ def test_components_by_name():
         Soccar(SoccarParams(obs="giga"))
     with pytest.raises(ValueError, match="set kickoff_after_goal=True"):
         Soccar(SoccarParams(termination="game"))
+
+
+def test_a_steps_rl_work_makes_no_tensors_from_host_data(monkeypatch):
+    """The RL work of a step besides the physics (the observation, parsing the actions, the masks,
+    rewards, done conditions) takes its constant tables from `common_values.device_tensor`, made once
+    per device: after a first step it builds no tensor from host data, which on CUDA would be a
+    synchronising copy (the CUDA check: tests/envs/soccar/rl/test_gpu.py, bench/soccar_rl_gpu.py)."""
+    from nitro.envs.soccar.rl import rewards as R
+    from nitro.envs.soccar.rl.obs_builders import GigaLearnAdvancedObs
+
+    before, after = random_state(8, 2, 2, seed=1), random_state(8, 2, 2, seed=2, bench=0.2)
+    actions = torch.randint(0, 90, (32,), generator=torch.Generator().manual_seed(0))
+    parser, obs = LookupTableAction(masks=True), GigaLearnAdvancedObs()
+    reward = R.CombinedReward((R.ZeroSumReward(R.VelocityBallToGoalReward()), 2.0), (R.PickupBoostReward(), 10.0))
+    done = D.AnyCondition(D.GoalCondition(), D.NoTouchTimeoutCondition(10))
+
+    def work():
+        return obs(after), parser(actions, after), parser.action_mask(after), reward(before, after), done(before, after)
+
+    work()  # the first step makes the tables
+    made = []
+    for name in ("tensor", "as_tensor", "from_numpy"):
+        original = getattr(torch, name)
+        monkeypatch.setattr(torch, name, lambda *a, _f=original, _n=name, **k: made.append(_n) or _f(*a, **k))
+    work()
+    assert made == []
