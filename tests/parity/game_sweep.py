@@ -7,10 +7,9 @@ Writes the ``game`` section of ``--out``: per family, how many scenarios had eve
 events agree (the issue's bars: pickups same pad and tick, first bump or demolition same bumper,
 victim and kind within a tick, goals same tick and team, kickoff first touches within a tick), and
 the first touches' extra velocity error. `test_game_parity` runs the same comparisons on a few
-scenarios each in CI. nitro's car bodies do not collide yet (Bullet's car-ball and car-car contacts
-come with the car body's stage), so each family compares up to the first contact between bodies and
-what does not depend on its response; scenarios where RocketSim's wheels touched the ball first are
-counted apart (nitro's wheel rays do not hit the ball yet).
+scenarios each in CI. nitro's rules fire from its Bullet contacts (`dynamics_world`: car-ball GJK,
+car-car dBoxBox2), as RocketSim's callbacks do; scenarios where RocketSim's wheels touched the ball
+first are counted apart (nitro's wheel rays do not hit the ball yet).
 """
 
 from __future__ import annotations
@@ -174,14 +173,11 @@ same tick and team in >= 99%; kickoff first touches within a tick. RocketSim aga
 apart: pads, demolitions and goals 100% identical, kickoff first touches within a tick in 100%
 (docs/reference/rocketsim_quirks.md).
 
-Until the car body's stage brings Bullet's car-ball and car-car contacts (their solver and the
-box-box points), nitro finds the contacts the rules read itself (`car_contacts`): the ball against a
-hitbox exactly as btSphereBoxCollisionAlgorithm, but the car pairs' points from the boxes' corners
-(Bullet clips the incident face against the reference face): when both cars pass the bump test in
-one tick, RocketSim may test another point first. After the first contact between bodies the
-simulations part ways (no solver response in nitro), so each family compares the first events;
-"wheels first" counts the air touches where RocketSim's wheel rays met the ball before its body did
-(nitro's wheel rays do not hit the ball yet).
+nitro's rules fire from its Bullet contacts, found and solved as RocketSim's Bullet does
+(`dynamics_world`: the car-ball GJK point, btBoxBoxDetector's car-car points in its order), so
+touches and bumps come on RocketSim's ticks and the bodies respond to them. Each family still
+compares the first events; "wheels first" counts the air touches where RocketSim's wheel rays met
+the ball before its body did (nitro's wheel rays do not hit the ball or other cars yet).
 
 {_table(rows)}
 """

@@ -2,9 +2,9 @@
 touches and their ball hit info, bumps and demolitions, respawns, goals and scores, kickoffs, and the
 mutators RocketSim offers for them.
 
-nitro's car bodies do not collide yet (car-ball and car-car contacts in Bullet's solver come with
-the car body's stage), and its wheels do not touch the ball or other cars: each test compares what
-happens up to and at the first contact between two bodies, and what does not depend on the response.
+nitro's rules fire from its Bullet contacts between bodies (`dynamics_world`), as RocketSim's
+callbacks do; its wheels do not touch the ball or other cars yet (RocketSim's do): each test compares
+the first events, and leaves out what a RocketSim wheel on a body decided.
 `python -m tests.parity.game_sweep` runs the same comparisons over many more scenarios.
 """
 
@@ -25,13 +25,13 @@ poses in Bullet's units, a few float32 ulps of 1000 UU (6e-5 each) apart."""
 HIT_VEL_REL_TOL = 1e-3
 """The extra hit velocity, relative: a smooth function (a normalised direction times a speed and a
 piecewise-linear factor) of states that agree to ~1e-3 UU and ~1e-2 UU/s of 300-3000."""
-BUMP_AGREEMENT = 0.9
+BUMP_AGREEMENT = 0.95
 """Share of scenarios whose first bump or demolition has the same bumper, victim and kind within a
-tick. Until the car bodies' solver provides Bullet's box-box points (btBoxBoxDetector: the incident
-face clipped against the reference face, in its order), `car_contacts` stands in with the boxes'
-corners: the contact tick is Bullet's (the boxes overlap), but when both cars pass the bump test on
-one tick the first point RocketSim tests may be another, and either car may bump first (2 of 35 in
-the sweep: the victim, driving into the bumper's side, bumps it first and is then demolished)."""
+tick. The bump rule reads Bullet's box-box points in btBoxBoxDetector's order, as RocketSim's
+callback does: 82 of 84 agreed over `game_sweep.bumps` (seeds 102-104, default mutators, demos on
+contact, team demos). In both misses the other car of the pair bumped first (one tick apart, or
+both on one tick); not isolated yet: RocketSim's suspension rays also hit other cars, nitro's see
+the arena only. (With the earlier stand-in contacts, `car_contacts`: 33 of 35.)"""
 
 
 def _agree_first(ours, theirs, key) -> bool:

@@ -3,10 +3,17 @@ in one launch, one env per thread, the ball and the env's cars in registers for 
 
 `tick` reads like the reference tick: the stages of `kernels/ball.py`, `kernels/car.py` and the game
 rules (`kernels/rules.py`, `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) called in
-Arena::Step order; the car body's own collisions (car_world, the solver's car-ball and car-car
-contacts) go in as calls at their places in that order. An env's cars are a tuple of car tuples
-(`kernels/car.load_car`), NUM_CARS of them, walked with static loops, each with its ball hit info
-beside it; the pads' state stays in memory, walked once per tick.
+Arena::Step order. An env's cars are a tuple of car tuples (`kernels/car.load_car`), NUM_CARS of them,
+walked with static loops, each with its ball hit info beside it; the pads' state stays in memory,
+walked once per tick.
+
+What differs from the reference tick: this kernel has no collision detection or solve between
+bodies (`dynamics_world`'s car-ball, car-car and car-arena body contacts): the ball meets the arena
+alone, a car meets the arena through its wheels only and passes through the ball and other cars. The
+callbacks fire from the stand-in contacts of `kernels/car_contacts.py` (the car-ball distance in
+closed form, the car pairs' deepest corners), not Bullet's: the ball gets the extra hit impulse
+without the contact's own response, and bumps and demolitions come from the stand-in's points. Its
+PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
 """
 
 from __future__ import annotations
