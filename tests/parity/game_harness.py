@@ -79,6 +79,8 @@ class Events:
     """(blue, orange) at the end."""
     contact: list = dataclasses.field(default_factory=list)
     """Per tick, per car: (car_contact_id, car_contact_cooldown_timer, is_demoed, demo_respawn_timer)."""
+    ball_vel: list = dataclasses.field(default_factory=list)
+    """Per tick: the ball's velocity after it [3]."""
     wheels: list = dataclasses.field(default_factory=list)
     """Per tick, per car: some wheel touches something (RocketSim's wheels also touch the ball and
     other cars, which nitro's do not do yet)."""
@@ -164,6 +166,7 @@ def run_rocketsim(s: Scenario, mutators: MutatorConfig | None = None) -> Events:
                 events.respawn_pos.append(tuple(float(v) for v in state.pos.as_numpy()))
             row.append((state.car_contact_id, state.car_contact_cooldown_timer, state.is_demoed, state.demo_respawn_timer))
         events.contact.append(row)
+        events.ball_vel.append(arena.ball.get_state().vel.as_numpy())
         events.wheels.append([any(car.get_state().wheels_with_contact) for car in cars])
     events.scores = (arena.blue_score, arena.orange_score)
     return events
@@ -214,8 +217,10 @@ def run_nitro(scenarios: list[Scenario], mutators: MutatorConfig | None = None, 
             [cars.car_contact_id.float(), cars.car_contact_cooldown_timer, cars.is_demoed.float(), cars.demo_respawn_timer], -1
         ).numpy()
         wheels = cars.wheels_with_contact.any(-1).tolist()
+        ball_vel = arena.ball.vel.numpy()
         for e in range(n):
             out[e].contact.append([(int(a), b, bool(c), d) for a, b, c, d in rows[e]])
+            out[e].ball_vel.append(ball_vel[e])
             out[e].wheels.append(wheels[e])
     for e in range(n):
         out[e].scores = (int(arena.blue_score[e]), int(arena.orange_score[e]))
