@@ -33,6 +33,7 @@ from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import CarState
 from nitro.envs.soccar.vec import dot
 
+
 def car_ball_hits(
     ball_pos: torch.Tensor, cars: CarState, car_params: CarParams, frozen: torch.Tensor, params: TickParams
 ) -> CarBallHits:

@@ -40,7 +40,6 @@ from nitro.envs.soccar.kernels.car import (
     load_car_params,
     load_controls,
     pack_cars,
-    store_car,
     unpack_cars_,
 )
 from nitro.envs.soccar.kernels.rigid_body import column
