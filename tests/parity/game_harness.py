@@ -13,9 +13,9 @@ count RocketSim's callbacks and BallHitInfo see):
   from the bump callback, pickups from the boost pickup callback, goals from the goal callback;
 - nitro: the `ArenaEvents` of each one-tick step.
 
-The car bodies' own collision response (car-ball and car-car contacts in Bullet's solver) is not in
-nitro yet, so after the first contact between two bodies the simulations part ways: tests compare
-the first events of each kind, and what does not depend on the response (timers, respawns).
+nitro's rules fire from its Bullet contacts between bodies, found and solved as RocketSim's are
+(`dynamics_world`); its wheel rays see the arena only (RocketSim's also hit the ball and other cars),
+so tests compare the first events of each kind and what does not depend on a wheel on a body.
 """
 
 from __future__ import annotations
@@ -180,7 +180,10 @@ def run_nitro(scenarios: list[Scenario], mutators: MutatorConfig | None = None, 
     blue, orange, presets, _ = scenarios[0].lineup
     assert all(s.lineup == scenarios[0].lineup for s in scenarios)
     n, ticks = len(scenarios), len(scenarios[0].controls)
-    arena = Arena(n, blue=blue, orange=orange, car=list(presets), device=device, mutators=mutators, seed=0)
+    arena = Arena(
+        n, blue=blue, orange=orange, car=list(presets), device=device, mutators=mutators, seed=0,
+        mem_weight_mode="light",  # as run_rocketsim's arenas: the broadphase cells order the body solve
+    )
 
     def stack(key, part):
         return torch.from_numpy(np.stack([getattr(s, part)[key] for s in scenarios])).to(device)
