@@ -8,13 +8,14 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.contacts import ContactRows
-from nitro.envs.soccar.kernels import jit, require_triton, tl, triton, warps
+from nitro.envs.soccar.kernels import constexpr, jit, require_triton, tl, triton, warps
 from nitro.envs.soccar.kernels.vec import add, cross, dot, load, neg, scale, store, sub, where
 from nitro.envs.soccar.mutators import TickParams
 
 SOLVE_BLOCK = 32
 SETUP_FIELDS = 40  # floats per row in the scratch: the normal row and the friction row
 BODY_FIELDS = 12  # dv, dw, push, turn per body
+SETUP_STRIDE = constexpr(SETUP_FIELDS)  # the kernels' copy (a kernel reads only constexpr globals)
 
 
 @jit
@@ -206,8 +207,8 @@ def solve_contacts_kernel(
             _body(vel_ptr, ang_ptr, ext_v_ptr, ext_w_ptr, inv_mass_ptr, inv_i_ptr, env, body_b, num_bodies, live),
             inv_dt, erp2, restitution_threshold, SIMD_EPSILON, SQRT12,
         )  # fmt: skip
-        _store_row(setup_ptr + r * SETUP_FIELDS, row, live)
-        _store_row(setup_ptr + r * SETUP_FIELDS + 20, friction_row, live)
+        _store_row(setup_ptr + r * SETUP_STRIDE, row, live)
+        _store_row(setup_ptr + r * SETUP_STRIDE + 20, friction_row, live)
         tl.store(applied_ptr + r * 4, push, mask=live)  # the push rhs, then three applied impulses
         tl.store(applied_ptr + r * 4 + 1, 0.0, mask=live)
         tl.store(applied_ptr + r * 4 + 2, 0.0, mask=live)
@@ -223,7 +224,7 @@ def solve_contacts_kernel(
             body_b = tl.where(body_b < 0, num_bodies, body_b)
             ma = tl.load(inv_mass_ptr + env * num_bodies + body_a, mask=live, other=0.0)
             mb = tl.load(inv_mass_ptr + env * num_bodies + body_b, mask=live & (body_b < num_bodies), other=0.0)
-            row = _load_row(setup_ptr + r * SETUP_FIELDS, live)
+            row = _load_row(setup_ptr + r * SETUP_STRIDE, live)
             applied = tl.load(applied_ptr + r * 4 + 1, mask=live, other=0.0)
             applied = _resolve(state, row, push, applied, 0.0, big, active & (push != 0), body_a, body_b, ma, mb, live, 6)
             tl.store(applied_ptr + r * 4 + 1, applied, mask=live)
@@ -236,7 +237,7 @@ def solve_contacts_kernel(
             body_b = tl.where(body_b < 0, num_bodies, body_b)
             ma = tl.load(inv_mass_ptr + env * num_bodies + body_a, mask=live, other=0.0)
             mb = tl.load(inv_mass_ptr + env * num_bodies + body_b, mask=live & (body_b < num_bodies), other=0.0)
-            row = _load_row(setup_ptr + r * SETUP_FIELDS, live)
+            row = _load_row(setup_ptr + r * SETUP_STRIDE, live)
             applied = tl.load(applied_ptr + r * 4 + 2, mask=live, other=0.0)
             applied = _resolve(state, row, row[7], applied, 0.0, big, on, body_a, body_b, ma, mb, live, 0)
             tl.store(applied_ptr + r * 4 + 2, applied, mask=live)
@@ -250,7 +251,7 @@ def solve_contacts_kernel(
             body_b = tl.where(body_b < 0, num_bodies, body_b)
             ma = tl.load(inv_mass_ptr + env * num_bodies + body_a, mask=live, other=0.0)
             mb = tl.load(inv_mass_ptr + env * num_bodies + body_b, mask=live & (body_b < num_bodies), other=0.0)
-            row = _load_row(setup_ptr + r * SETUP_FIELDS + 20, live)
+            row = _load_row(setup_ptr + r * SETUP_STRIDE + 20, live)
             applied = tl.load(applied_ptr + r * 4 + 3, mask=live, other=0.0)
             applied = _resolve(state, row, row[7], applied, -limit, limit, on & (normal_applied > 0), body_a, body_b, ma, mb, live, 0)
             tl.store(applied_ptr + r * 4 + 3, applied, mask=live)
