@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
+from nitro.envs.soccar import car
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena, tick
 from nitro.envs.soccar.state import CarState
@@ -152,8 +154,6 @@ def test_car_state_fresh_is_rocketsims_car_state_defaults():
 def test_f32_rounds_as_numpy_float32():
     """`constants.f32` (plain Python, so compiled ticks fold it) is float(np.float32(x)): normals,
     ties, subnormals, overflow and signed zeros."""
-    import numpy as np
-
     rng = np.random.default_rng(0)
     values = [0.0, -0.0, 1 / 120, 1 / 80, 3.4028235e38, 3.4028236e38, 1e-45, 7e-46, -2e-46, 2.0**-126]
     values += list(rng.uniform(-1, 1, 2000) * 10.0 ** rng.uniform(-46, 39, 2000))
@@ -168,8 +168,6 @@ def test_car_ticks_trace_into_one_graph(mesh):
     """The cars' pre-tick and post-tick trace with torch.compile(fullgraph=True), no graph break (no
     numpy, no host syncs), and the traced run equals eager bit for bit (the eager backend runs the
     same ops)."""
-    from nitro.envs.soccar import car
-
     a = Arena(3, blue=1, orange=1, seed=0)
     controls = car.CarControls.from_tensor(torch.tensor([[1.0, 0.3, 0, 0, 0, 1, 1, 0], [0.5, -1, 0, 0, 0, 0, 1, 1]]).expand(3, 2, 8))
     p = a.world.params
