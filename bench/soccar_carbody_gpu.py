@@ -19,6 +19,11 @@ bench/soccar_gpu.py), most important first:
    the next fits, and memory per env.
 4. ``body_stages``: the body twins' stage tests (tests/envs/soccar/kernels: test_car_ball,
    test_sequential_impulse) on the GPU.
+5. ``body_graph``: ``Arena(mode="graph")`` (the tick compiled, K ticks captured in a CUDA graph) for
+   1v0 and 1v1: the first call's compile + capture time, a check against eager (car and ball
+   positions after 8 ticks from the same kickoff), then env-ticks/s and car-ticks/s at 4k, 64k,
+   256k and 1M envs while they fit, and peak memory per env. The car-world GJK/EPA loops run their
+   fixed counts there, so the compile is long: a compile that outlives the share is recorded as such.
 
 The fused K-tick kernel (`kernels/arena.py`) has no car-body stages yet: bench/soccar_cars_gpu.py
 measures it. Times are CUDA-event medians over repeats after warm-up. Every result goes to
@@ -42,8 +47,9 @@ sys.path.insert(0, str(ROOT))
 
 import soccar_gpu as common  # the section machinery: Recorder, timing, workers, table
 
-SECTIONS = ("body_checks", "body_kernels", "body_eager", "body_stages")
-SHARES = {"body_checks": 0.35, "body_kernels": 0.2, "body_eager": 0.3, "body_stages": 0.15}
+SECTIONS = ("body_checks", "body_kernels", "body_eager", "body_stages", "body_graph")
+SHARES = {"body_checks": 0.25, "body_kernels": 0.15, "body_eager": 0.2, "body_stages": 0.1, "body_graph": 0.3}
+GRAPH_SIZES = (1 << 12, 1 << 16, 1 << 18, 1 << 20)
 DEFAULT_SIZES = (1 << 10, 1 << 13, 1 << 16)
 
 
@@ -210,6 +216,62 @@ def section_body_stages(rec, args) -> None:
     common.run_stage_tests(rec, args.meshes, common.BODY_STAGE_TESTS)
 
 
+def section_body_graph(rec, args) -> None:
+    import torch
+    from soccar_cars_gpu import control_pool
+
+    from nitro.envs.soccar.arena import Arena
+
+    rec.data["compile_capture_seconds"] = {}
+    sizes = (8,) if common.DEVICE != "cuda" else GRAPH_SIZES
+    mode = "graph" if common.DEVICE == "cuda" else "eager"  # the dry run checks the plumbing, not Inductor
+    for blue, orange in ((1, 0), (1, 1)):
+        name, cars = f"{blue}v{orange}", blue + orange
+
+        def first_call(n=sizes[0], name=name, blue=blue, orange=orange):
+            graph = Arena(n, blue=blue, orange=orange, device=common.DEVICE, meshes=args.meshes, seed=0, mode=mode)
+            eager = Arena(n, blue=blue, orange=orange, device=common.DEVICE, meshes=args.meshes, seed=0)
+            graph.reset_kickoff()
+            eager.reset_kickoff()
+            ctl = control_pool(n, 0, graph.device)[0].expand(n, blue + orange, 8).contiguous()
+            rec.say(f"  compiling the {name} tick and capturing 8 ticks (long: the GJK/EPA loops unrolled) ...")
+            t0 = time.perf_counter()
+            graph.step(ctl, ticks=8)
+            common._sync()
+            rec.data["compile_capture_seconds"][name] = time.perf_counter() - t0
+            rec.flush()
+            eager.step(ctl, ticks=8)
+            # Inductor fuses and may contract a*b+c into FMAs, so positions differ by float32 rounding
+            # that 8 ticks of contacts can grow; 1 UU (2 cm) bounds that and is far below a game's scale.
+            errs = [(g.pos - e.pos).abs().amax(-1).flatten() for g, e in ((graph.cars, eager.cars), (graph.ball, eager.ball))]
+            err = torch.cat(errs).float()
+            rec.add(
+                check=f"graph_vs_eager_{name}_8_ticks", passed=bool(err.max() <= 1.0), num_envs=n,  # sync-ok: a check
+                median_pos_error_uu=float(err.median()), max_pos_error_uu=float(err.max()), tolerance_uu=1.0,
+            )
+
+        if not rec.measure(f"{name} compile + capture", first_call, needs_s=60):
+            continue
+        for n in sizes:
+
+            def timed(n=n, name=name, blue=blue, orange=orange, cars=cars):
+                arena = Arena(n, blue=blue, orange=orange, device=common.DEVICE, meshes=args.meshes, seed=0, mode=mode)
+                arena.reset_kickoff()
+                ctl = control_pool(n, 0, arena.device)[0].expand(n, blue + orange, 8).contiguous()
+                if common.DEVICE == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                times = common._time_calls(lambda: arena.step(ctl, ticks=args.ticks), args.repeats, warmup=2)
+                row = {"mode": f"graph {name}", "num_envs": n, "ticks_per_call": args.ticks, **common._timing_row(times)}
+                row["env_ticks_per_s"] = n * args.ticks / row["median_s"]
+                row["car_ticks_per_s"] = row["env_ticks_per_s"] * cars
+                if common.DEVICE == "cuda":
+                    row["peak_memory_bytes_per_env"] = torch.cuda.max_memory_allocated() / n
+                rec.add(**row)
+
+            if not rec.measure(f"graph {name} at {n} envs", timed, needs_s=30):
+                break
+
+
 def _worker(section: str, args) -> None:
     faulthandler.enable()
     common._watchdog(max(5.0, args.limit - 4.0))
@@ -225,6 +287,7 @@ def _worker(section: str, args) -> None:
         "body_kernels": section_body_kernels,
         "body_eager": section_body_eager,
         "body_stages": section_body_stages,
+        "body_graph": section_body_graph,
     }[section](rec, args)
     rec.finish()
     rec.say(f"done, {len(rec.data['results'])} results, {len(rec.data['errors'])} errors")

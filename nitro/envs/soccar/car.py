@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
 import torch
 
 from nitro.core import tree
@@ -40,7 +39,7 @@ from nitro.envs.soccar.state import CarState
 from nitro.envs.soccar.vec import cross, dot
 from nitro.envs.soccar.vehicle import Wheels, piecewise
 
-_f32 = np.float32
+_f32 = C.f32
 
 
 @dataclasses.dataclass
@@ -214,7 +213,7 @@ def update_air_torque(
     do_air_control = do_air_control & ~car.is_auto_flipping & update_air_control
 
     pitch_locked = is_flipping | (
-        car.has_flipped & (car.flip_time < _f32(C.FLIP_TORQUE_TIME) + _f32(C.FLIP_PITCHLOCK_EXTRA_TIME))
+        car.has_flipped & (car.flip_time < _f32(_f32(C.FLIP_TORQUE_TIME) + _f32(C.FLIP_PITCHLOCK_EXTRA_TIME)))
     )
     any_input = (controls.pitch != 0) | (controls.yaw != 0) | (controls.roll != 0)
     pitch_torque_scale = torch.where(any_input & pitch_locked, 0.0, 1.0)
@@ -251,7 +250,7 @@ def update_jump(
     and the reset of has_jumped on the ground once the jump is at least 0.05 s old."""
     dt, up = params.tick_time, car.rot_mat[..., :, 2]
     grounded = car.is_on_ground & ~car.is_jumping
-    keep = car.has_jumped & (car.jump_time < _f32(C.JUMP_MIN_TIME) + _f32(C.JUMP_RESET_TIME_PAD))
+    keep = car.has_jumped & (car.jump_time < _f32(_f32(C.JUMP_MIN_TIME) + _f32(C.JUMP_RESET_TIME_PAD)))
     reset = grounded & ~keep
     has_jumped = car.has_jumped & ~reset
     jump_time = torch.where(reset, 0.0, car.jump_time)
@@ -358,7 +357,7 @@ def update_double_jump_or_flip(
         backwards, C.FLIP_BACKWARD_IMPULSE_MAX_SPEED_SCALE, C.FLIP_FORWARD_IMPULSE_MAX_SPEED_SCALE
     )
     initial_x = initial[..., 0] * (((max_speed_scale_x - 1) * forward_speed_ratio) + 1.0)
-    side_scale = float(_f32(C.FLIP_SIDE_IMPULSE_MAX_SPEED_SCALE) - _f32(1))
+    side_scale = _f32(_f32(C.FLIP_SIDE_IMPULSE_MAX_SPEED_SCALE) - 1)
     initial_y = initial[..., 1] * ((side_scale * forward_speed_ratio) + 1.0)
     initial_x = torch.where(backwards, initial_x * C.FLIP_BACKWARD_IMPULSE_SCALE_X, initial_x)
     forward_2d = forward * torch.tensor([1.0, 1.0, 0.0], device=forward.device)

@@ -13,7 +13,6 @@ the box with its margin against the ball, a point grown by its radius; then
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
@@ -53,7 +52,7 @@ def car_ball_contacts(
     center = (ball_pos * C.UU_TO_BT_F32)[:, None].expand(n, c, 3).reshape(-1, 3)
     radius = ball_radius_bt(params)
     box_min, box_max = box_aabb(basis, origin, hitbox)
-    extent = float(np.float32(radius) + np.float32(SPHERE_AABB_EXTRA))
+    extent = C.f32(radius + SPHERE_AABB_EXTRA)
     has_manifold = aabbs_overlap(box_min, box_max, center - extent, center + extent)
     # getNewManifold(car, ball): the smaller of the two bodies' breaking thresholds
     threshold = torch.clamp(hitbox.threshold, max=ball_breaking_threshold(params))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh.broadphase import aabbs_overlap
 from nitro.envs.soccar.car_config import CarHitbox
 from nitro.envs.soccar.car_world import box_aabb, box_transform, compound_aabb
@@ -51,7 +52,7 @@ def line_closest_approach(pa, ua, pb, ub):
     q1 = dot(ua, p)
     q2 = -dot(ub, p)
     d = 1 - uaub * uaub
-    parallel = d <= float(np.float32(0.0001))
+    parallel = d <= C.f32(0.0001)
     d = 1.0 / torch.where(parallel, 1.0, d)
     alpha = torch.where(parallel, 0.0, (q1 + uaub * q2) * d)
     beta = torch.where(parallel, 0.0, (uaub * q1 + q2) * d)
@@ -124,9 +125,9 @@ def cull_points(points: torch.Tensor, n: torch.Tensor, first: torch.Tensor) -> t
     avail = (slots < n[:, None]) & (slots != first[:, None])
     chosen = [first]
     a0 = angle.gather(1, first[:, None])[:, 0]
-    step = float(np.float32(2 * M_PI_F) / np.float32(BOX_BOX_MAX_CONTACTS))
+    step = C.f32(C.f32(2 * M_PI_F) / BOX_BOX_MAX_CONTACTS)
     for j in range(1, BOX_BOX_MAX_CONTACTS):
-        target = float(np.float32(j)) * step + a0
+        target = j * step + a0
         target = torch.where(target > M_PI_F, target - 2 * M_PI_F, target)
         diff = (angle - target[:, None]).abs()
         diff = torch.where(diff > M_PI_F, 2 * M_PI_F - diff, diff)
@@ -154,7 +155,7 @@ def box_box(p1, r1, a, p2, r2, b):
     qm = [[rm[i][j].abs() for j in range(3)] for i in range(3)]
     a0, a1, a2 = a.unbind(-1)
     b0, b1, b2 = b.unbind(-1)
-    s = torch.full((lanes,), -float(np.finfo(np.float32).max), dtype=p.dtype, device=device)
+    s = torch.full((lanes,), -C.FLT_MAX, dtype=p.dtype, device=device)
     separated = torch.zeros(lanes, dtype=torch.bool, device=device)
     invert = torch.zeros_like(separated)
     code = torch.zeros(lanes, dtype=torch.int64, device=device)

@@ -81,6 +81,17 @@ CONTACT_BREAKING_THRESHOLD_FACTOR = 0.02
 SPHERE_BOUNDING_EXTRA = 0.08 * BT_TO_UU  # 4 UU
 
 
+def f32(x: float) -> float:
+    """``x`` rounded to float32 (to nearest, ties to even), as a Python float: float(np.float32(x)),
+    in plain Python so compiled code folds it to a constant (Dynamo traces numpy scalars as tensors).
+    One float32 operation on float32 values is exactly ``f32`` of the same operation in double."""
+    if x == 0.0 or not math.isfinite(x):
+        return x
+    shift = max(math.frexp(x)[1], -125) - 24  # the float32 ulp's exponent (subnormals: 2^-149)
+    y = math.ldexp(round(math.ldexp(abs(x), -shift)), shift)
+    return math.copysign(y if y < 2.0**128 else math.inf, x)
+
+
 def contact_breaking_threshold(radius: float) -> float:
     """Bullet's manifold breaking threshold for a sphere of ``radius`` UU against the arena, in UU.
 
@@ -270,6 +281,7 @@ DEMO_RESPAWN_TIME = 3.0  # s from a demolition to the respawn
 # Car::_UpdateAirTorque / btRigidBody: ANGULAR_MOTION_THRESHOLD is 0.5 * pi / 2 rad per tick.
 ANGULAR_MOTION_THRESHOLD = 0.25 * math.pi
 SIMD_EPSILON = float(np.finfo(np.float32).eps)  # FLT_EPSILON, Bullet's SIMD_EPSILON in float builds
+FLT_MAX = float(np.finfo(np.float32).max)
 
 # RLConst::BTVehicle (lengths converted from BT to UU).
 SUSPENSION_FORCE_SCALE_FRONT = 36.0 - 1.0 / 4.0  # 35.75

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import torch
 
 from nitro.envs.soccar import ball as ball_mech
@@ -57,21 +56,21 @@ from nitro.envs.soccar.sequential_impulse import SolverBodies, compact_rows, sol
 from nitro.envs.soccar.state import BallState, CarState, World
 from nitro.envs.soccar.vec import dot, mat_vec
 
-_f32 = np.float32
-CAR_INV_MASS = float(_f32(1.0) / _f32(C.CAR_MASS_BT))
+_f32 = C.f32
+CAR_INV_MASS = _f32(1 / _f32(C.CAR_MASS_BT))
 
 
 def ball_mass_props(params: TickParams) -> tuple[float, float, float]:
     """The ball's btRigidBody in Bullet units: (inverse mass, inverse inertia, gravity impulse along
     z per tick), float32 as Bullet computes them (setMassProps, setGravity, the solver body)."""
     mass = _f32(1.0 / params.ball_inv_mass)
-    inv_mass = _f32(1.0) / mass
-    radius = _f32(_f32(params.ball_radius) * _f32(C.UU_TO_BT_F32))
-    inertia = _f32(_f32(_f32(0.4) * mass) * radius) * radius  # btSphereShape::calculateLocalInertia
-    gravity = _f32(params.gravity_z) * _f32(C.UU_TO_BT_F32)  # Arena: setGravity(gravity * UU_TO_BT)
-    weight = gravity * (_f32(1.0) / inv_mass)  # btRigidBody::setGravity: acceleration / inverse mass
+    inv_mass = _f32(1 / mass)
+    radius = _f32(_f32(params.ball_radius) * C.UU_TO_BT_F32)
+    inertia = _f32(_f32(_f32(_f32(0.4) * mass) * radius) * radius)  # btSphereShape::calculateLocalInertia
+    gravity = _f32(_f32(params.gravity_z) * C.UU_TO_BT_F32)  # Arena: setGravity(gravity * UU_TO_BT)
+    weight = _f32(gravity * _f32(1 / inv_mass))  # btRigidBody::setGravity: acceleration / inverse mass
     impulse = _f32(_f32(weight * inv_mass) * _f32(params.tick_time))
-    return float(inv_mass), float(_f32(1.0) / inertia), float(impulse)
+    return inv_mass, _f32(1 / inertia), impulse
 
 
 def solver_bodies(ball_vel, ball_ang_vel, awake, cars: CarState, ext_v, ext_w, world: World, params) -> SolverBodies:

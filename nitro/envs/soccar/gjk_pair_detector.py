@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import torch
 
+from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.gjk_epa import (
     BT_LARGE_FLOAT,
     SIMD_EPSILON,
@@ -130,7 +130,7 @@ def closest_pt_point_tetrahedron(a, b, c, d):
     any_out = torch.zeros_like(degenerate)
     for o in outside:
         any_out = any_out | (o > 0)
-    best = torch.full(a.shape[:-1], float(np.finfo(np.float32).max), dtype=a.dtype, device=a.device)
+    best = torch.full(a.shape[:-1], C.FLT_MAX, dtype=a.dtype, device=a.device)
     bary = torch.zeros(*a.shape[:-1], 4, dtype=a.dtype, device=a.device)
     used = torch.ones(*a.shape[:-1], 4, dtype=torch.bool, device=a.device)
     for o, ((p, q, r), slots) in zip(outside, faces):

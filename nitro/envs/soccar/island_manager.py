@@ -11,7 +11,6 @@ visits contacts in the sorted order, so where a body's manifolds sit decides its
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
@@ -128,7 +127,7 @@ def ball_pairs(arena: ArenaBullet, pos: torch.Tensor, vel: torch.Tensor, sleepin
     the mesh files registered in its cell whose boxes it meets. A sleeping ball collides with nothing
     in the arena (both sides asleep). ``pos`` / ``vel`` (damped) [N, 3] UU."""
     center = pos * C.UU_TO_BT_F32
-    extent = float(np.float32(np.float32(params.ball_radius) * np.float32(C.UU_TO_BT_F32)) + np.float32(0.08))
+    extent = C.f32(C.f32(C.f32(params.ball_radius) * C.UU_TO_BT_F32) + C.f32(0.08))
     predicted = center + (vel * C.UU_TO_BT_F32) * params.tick_time
     bp_min = torch.minimum(center - extent, predicted - extent) - C.CONTACT_BREAKING_THRESHOLD
     bp_max = torch.maximum(center + extent, predicted + extent) + C.CONTACT_BREAKING_THRESHOLD

@@ -244,10 +244,10 @@ SPHERE_AABB_EXTRA = float(np.float32(0.08))  # RocketSim's btSphereShape::getAab
 
 def ball_radius_bt(params: TickParams) -> float:
     """The sphere's radius (its margin) in Bullet units, float32 as RocketSim scales it."""
-    return float(np.float32(params.ball_radius) * np.float32(C.UU_TO_BT_F32))
+    return C.f32(C.f32(params.ball_radius) * C.UU_TO_BT_F32)
 
 
 def ball_breaking_threshold(params: TickParams) -> float:
     """The ball's getContactBreakingThreshold, BT: its bounding sphere (radius + 0.08) times 0.02."""
-    disc = float(np.float32(ball_radius_bt(params))) + 0.08  # a double literal, as in the source
-    return float(np.float32(np.float32(disc) * np.float32(C.CONTACT_BREAKING_THRESHOLD)))
+    disc = ball_radius_bt(params) + 0.08  # a double literal, as in the source
+    return C.f32(C.f32(disc) * C.CONTACT_BREAKING_THRESHOLD)

@@ -157,8 +157,8 @@ def setup_rows(rows: ContactRows, bodies: SolverBodies, params: TickParams):
     ).clamp(min=0.0)
     rel_vel = (dot(n_, va + ea) + dot(torque_a, wa + eva)) + (dot(normal_b, vb + eb) + dot(torque_b, wb + ewb))
     rhs = (restitution - rel_vel) * jac
-    inv_dt = float(np.float32(1.0) / np.float32(params.tick_time))
-    push = torch.where(rows.depth > 0, 0.0, ((-rows.depth) * float(np.float32(C.SOLVER_ERP2))) * inv_dt) * jac
+    inv_dt = C.f32(1 / C.f32(params.tick_time))
+    push = torch.where(rows.depth > 0, 0.0, ((-rows.depth) * C.f32(C.SOLVER_ERP2)) * inv_dt) * jac
     normal_rows = SolverRows(ia, ib, n_, torque_a, angular_a, normal_b, torque_b, angular_b, jac, rhs)
     # one friction row along the sliding velocity (getVelocityInLocalPointNoDelta), else btPlaneSpace1
     slide_a = (va + ea) + cross(wa + eva, rows.rel_pos_a)

@@ -70,6 +70,7 @@ RSQRT_SS_STEPS = (  # the table's 2 x 1023 successive decrements, in units of 2^
 )
 
 
+@torch.compiler.assume_constant_result  # compiled code holds the table as a constant
 @functools.lru_cache(maxsize=8)
 def _rsqrt_ss_table(device: str) -> torch.Tensor:
     """rsqrtss over [1, 4) [2048] float32: index (exponent parity) * 1024 + top 10 mantissa bits."""

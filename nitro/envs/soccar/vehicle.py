@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
@@ -71,12 +70,12 @@ class Wheels:
 
 def piecewise(curve, x: torch.Tensor) -> torch.Tensor:
     """LinearPieceCurve::GetOutput: linear between the points, constant beyond them (float32 maths)."""
-    pts = [(np.float32(a), np.float32(b)) for a, b in curve]
-    out = torch.full_like(x, float(pts[-1][1]))
+    pts = [(C.f32(a), C.f32(b)) for a, b in curve]
+    out = torch.full_like(x, pts[-1][1])
     for (x0, y0), (x1, y1) in reversed(list(itertools.pairwise(pts))):
-        inner = y0 + float(y1 - y0) * ((x - float(x0)) / float(x1 - x0))
-        out = torch.where(x < float(x1), inner, out)
-    return torch.where(x <= float(pts[0][0]), float(pts[0][1]), out)
+        inner = y0 + C.f32(y1 - y0) * ((x - x0) / C.f32(x1 - x0))
+        out = torch.where(x < x1, inner, out)
+    return torch.where(x <= pts[0][0], pts[0][1], out)
 
 
 def chassis_axes(rot_mat: torch.Tensor):
@@ -197,9 +196,9 @@ def calc_friction_impulses(car: CarState, config: CarParams, wheels: Wheels, dt:
     side_impulse = resolve_single_bilateral(car, config, wheels.contact_point, axle)
     rel_pos = wheels.contact_point - car.pos[..., None, :]
     rel_vel = dot(car.vel[..., None, :] + cross(car.ang_vel[..., None, :], rel_pos), forward)
-    f32 = np.float32
-    if f32(dt) > f32(1) / f32(80):  # RocketSim rounds small rolling friction off below 80 ticks/s
-        threshold = float(-(f32(1) / (f32(dt) * f32(150))) + f32(0.8)) * C.BT_TO_UU  # float32, in BT
+    f32 = C.f32
+    if f32(dt) > f32(1 / 80):  # RocketSim rounds small rolling friction off below 80 ticks/s
+        threshold = f32(-f32(1 / f32(f32(dt) * 150)) + f32(0.8)) * C.BT_TO_UU  # float32, in BT
         rel_vel = torch.where(rel_vel.abs() < threshold, 0.0, rel_vel)
     brake = car.brake[..., None]
     rolling = torch.minimum(torch.maximum(-rel_vel * C.ROLLING_FRICTION_SCALE_MAGIC, -brake), brake)

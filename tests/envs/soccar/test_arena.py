@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
+from nitro.envs.soccar import car
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena, tick
 from nitro.envs.soccar.state import CarState
@@ -147,3 +149,35 @@ def test_car_state_fresh_is_rocketsims_car_state_defaults():
     assert torch.all(cars.pos == torch.tensor([0.0, 0.0, C.CAR_SPAWN_REST_Z]))  # CarState(): z = 17
     assert torch.equal(cars.rot_mat, torch.eye(3).expand(2, 3, 3, 3))
     assert bool(cars.is_on_ground.all()) and torch.all(cars.boost == torch.tensor(C.BOOST_SPAWN_AMOUNT))
+
+
+def test_f32_rounds_as_numpy_float32():
+    """`constants.f32` (plain Python, so compiled ticks fold it) is float(np.float32(x)): normals,
+    ties, subnormals, overflow and signed zeros."""
+    rng = np.random.default_rng(0)
+    values = [0.0, -0.0, 1 / 120, 1 / 80, 3.4028235e38, 3.4028236e38, 1e-45, 7e-46, -2e-46, 2.0**-126]
+    values += list(rng.uniform(-1, 1, 2000) * 10.0 ** rng.uniform(-46, 39, 2000))
+    ones = np.float32(1) + np.arange(1, 200, dtype=np.float64) * 2.0**-24  # halfway and near-halfway points
+    with np.errstate(over="ignore"):  # 3.4028236e38 overflows to inf, as intended
+        expected = [np.float32(x) for x in values + list(ones)]
+    for x, want in zip(values + list(ones), expected):
+        assert C.f32(float(x)) == float(want) and np.copysign(1, C.f32(float(x))) == np.copysign(1, want)
+
+
+def test_car_ticks_trace_into_one_graph(mesh):
+    """The cars' pre-tick and post-tick trace with torch.compile(fullgraph=True), no graph break (no
+    numpy, no host syncs), and the traced run equals eager bit for bit (the eager backend runs the
+    same ops)."""
+    a = Arena(3, blue=1, orange=1, seed=0)
+    controls = car.CarControls.from_tensor(torch.tensor([[1.0, 0.3, 0, 0, 0, 1, 1, 0], [0.5, -1, 0, 0, 0, 0, 1, 1]]).expand(3, 2, 8))
+    p = a.world.params
+
+    def both(cars):
+        cars, forces = car.pre_tick_update(cars, controls, a.world.cars, a.world.mesh, a.state.tick_count, p)
+        return car.post_tick_update(cars, controls, p), forces
+
+    traced = torch.compile(both, fullgraph=True, backend="eager")(a.state.cars)
+    eager = both(a.state.cars)
+    for name in ("pos", "vel", "ang_vel", "boost", "is_jumping"):
+        assert torch.equal(getattr(traced[0], name), getattr(eager[0], name)), name
+    assert torch.equal(traced[1].force, eager[1].force) and torch.equal(traced[1].torque, eager[1].torque)

@@ -10,7 +10,6 @@ contact in both.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
@@ -166,7 +165,7 @@ def launch_car_ball_contacts(
     vecs = torch.empty(lanes, 15, device=device)
     depth = torch.empty(lanes, device=device)
     radius = ball_radius_bt(params)
-    sphere_extent = float(np.float32(radius) + np.float32(SPHERE_AABB_EXTRA))
+    sphere_extent = C.f32(radius + SPHERE_AABB_EXTRA)
     if lanes:
         car_ball_contacts_kernel[(triton.cdiv(lanes, CAR_BALL_BLOCK),)](
             ball_pos.contiguous(), ball_rot.contiguous(), pos_bt.contiguous(), rot.contiguous(),

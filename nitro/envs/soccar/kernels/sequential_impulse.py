@@ -4,6 +4,8 @@ memory, which the Gauss-Seidel sweeps read and write row by row."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from nitro.envs.soccar import constants as C
@@ -268,15 +270,15 @@ def launch_solve_contacts(rows: ContactRows, bodies, params: TickParams):
     applied = torch.empty(n, max(r, 1), 4, device=device)
     state = torch.zeros(n, b + 1, BODY_FIELDS, device=device)
     c = lambda x, dtype=None: (x if dtype is None else x.to(dtype)).contiguous()
-    inv_dt = float(torch.tensor(1.0, dtype=torch.float32) / torch.tensor(params.tick_time, dtype=torch.float32))
+    inv_dt = C.f32(1 / C.f32(params.tick_time))  # plain Python floats: compiled code folds them
     solve_contacts_kernel[(triton.cdiv(n, SOLVE_BLOCK),)](
         c(rows.body_a, torch.int32), c(rows.body_b, torch.int32), c(rows.normal), c(rows.rel_pos_a), c(rows.rel_pos_b),
         c(rows.depth), c(rows.friction), c(rows.restitution), c(rows.special, torch.int8), c(rows.active, torch.int8),
         c(bodies.vel), c(bodies.ang_vel), c(bodies.ext_v), c(bodies.ext_w), c(bodies.inv_mass),
         c(bodies.inv_inertia.reshape(n, b, 9)), setup, applied, state, n, r, b, inv_dt,
-        float(torch.tensor(C.SOLVER_ERP2, dtype=torch.float32)),
+        C.f32(C.SOLVER_ERP2),
         C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD * C.UU_TO_BT_F32,
-        ITERATIONS=C.SOLVER_NUM_ITERATIONS, SIMD_EPSILON=float(torch.finfo(torch.float32).eps),
-        SQRT12=float(torch.tensor(0.5, dtype=torch.float32).sqrt()), BLOCK=SOLVE_BLOCK, num_warps=warps(SOLVE_BLOCK),
+        ITERATIONS=C.SOLVER_NUM_ITERATIONS, SIMD_EPSILON=C.SIMD_EPSILON,
+        SQRT12=C.f32(math.sqrt(0.5)), BLOCK=SOLVE_BLOCK, num_warps=warps(SOLVE_BLOCK),
     )  # fmt: skip
     return state[:, :b, 0:3], state[:, :b, 3:6], state[:, :b, 6:9], state[:, :b, 9:12]
