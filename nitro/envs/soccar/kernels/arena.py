@@ -257,7 +257,8 @@ def tick(
             PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
         )  # fmt: skip
         solved = car_contacts.solve_car_world(
-            body, car[1], car[2], car[3], ext_v, ext_w, car_params[c][0], car_world_friction, car_world_restitution,
+            body, car[1], car[2], car[3], ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_ptr, c), car_world_friction,
+            car_world_restitution,
             tick_time, ITERATIONS, BLOCK,
         )  # fmt: skip
         car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)

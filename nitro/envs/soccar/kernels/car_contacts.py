@@ -36,14 +36,16 @@ SQRT12 = constexpr(float(np.sqrt(np.float32(0.5))))
 TRI_SCREEN = constexpr(0.05)
 """UU added to the triangle-plane screen of `car_world_contacts`: the precomputed normals agree with
 the separating axes' to ~2e-7 over lever arms under 8,200 UU, so no triangle within reach is skipped."""
-HITBOX_TABLE_WIDTH = constexpr(8)
-"""Floats per car in `hitbox_table`: inner (3), margin, offset (3), threshold (BT)."""
+HITBOX_TABLE_WIDTH = constexpr(12)
+"""Floats per car in `hitbox_table`: inner (3), margin, offset (3), threshold, the body's inverse local
+inertia (3; BT, as Bullet's solver body has it), a spare."""
 
 
 def hitbox_table(params: CarParams) -> torch.Tensor:
     """The cars' hitboxes as the kernels read them: [C, HITBOX_TABLE_WIDTH] float32."""
     h = params.hitbox
-    return torch.cat((h.inner, h.margin[:, None], h.offset, h.threshold[:, None]), 1).contiguous()
+    spare = torch.zeros_like(h.margin[:, None])
+    return torch.cat((h.inner, h.margin[:, None], h.offset, h.threshold[:, None], h.inv_inertia_local, spare), 1).contiguous()
 
 
 @jit
@@ -51,6 +53,12 @@ def load_hitbox(hitbox_table_ptr, car: tl.constexpr):
     """Car ``car``'s (inner, margin, offset, threshold), the same for every lane."""
     base = hitbox_table_ptr + car * HITBOX_TABLE_WIDTH
     return load_uniform(base), tl.load(base + 3), load_uniform(base + 4), tl.load(base + 7)
+
+
+@jit
+def load_inv_inertia(hitbox_table_ptr, car: tl.constexpr):
+    """Car ``car``'s body's inverse local inertia in Bullet units (`CarHitbox.inv_inertia_local`)."""
+    return load_uniform(hitbox_table_ptr + car * HITBOX_TABLE_WIDTH + 8)
 
 
 @jit
@@ -310,7 +318,7 @@ def solve_car_world(
     contacts, rot_mat, vel, ang_vel, ext_v, ext_w, inv_inertia_local, car_world_friction, car_world_restitution,
     tick_time, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """`car_contacts.solve_car_world` for one car: Bullet's solve of its arena points alone (split
+    """`car_contacts.solve_car_world` for one car (``inv_inertia_local``: `load_inv_inertia`'s, BT): Bullet's solve of its arena points alone (split
     impulse, then the normal and friction rows), in registers, the rows set up again where each
     sweep reads them. Returns the `BodySolve` tuple (dv, dw, push_v, push_w UU and rad/s,
     has_world_contact, world_contact_normal)."""

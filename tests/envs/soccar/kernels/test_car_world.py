@@ -18,7 +18,7 @@ from nitro.envs.soccar.kernels import car_contacts as twin
 from nitro.envs.soccar.kernels.arena import ball_grid
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid, grid_args
 from nitro.envs.soccar.kernels.manifolds import point_at
-from nitro.envs.soccar.kernels.vec import load, load_uniform, store
+from nitro.envs.soccar.kernels.vec import load, store
 from tests.envs.soccar.kernels.kernel_checks import random_rotations
 from tests.envs.soccar.kernels.twins import (
     BLOCK,
@@ -49,7 +49,7 @@ largest (4.9e-4 UU/s each) on a small component (measured: 0.034). It moves the 
 
 @triton.jit
 def car_world_kernel(
-    pos_ptr, rot_ptr, vel_ptr, ang_vel_ptr, ext_v_ptr, ext_w_ptr, alive_ptr, hitbox_ptr, inv_inertia_ptr,
+    pos_ptr, rot_ptr, vel_ptr, ang_vel_ptr, ext_v_ptr, ext_w_ptr, alive_ptr, hitbox_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     manifold_ptr, solve_ptr, n, friction, restitution, tick_time,
@@ -81,7 +81,7 @@ def car_world_kernel(
         store(out + 8 + q * 7, point_at(manifolds[2], q), live)
         store(out + 11 + q * 7, point_at(manifolds[4], q), live)
         tl.store(out + 14 + q * 7, manifolds[5][q], mask=live)
-    inv_inertia_local = load_uniform(inv_inertia_ptr)
+    inv_inertia_local = twin.load_inv_inertia(hitbox_ptr, 0)
     solved = twin.solve_car_world(
         contacts, rot, load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)),
         load(ext_v_ptr + lane * 3, live, (0.0, 0.0, 0.0)), load(ext_w_ptr + lane * 3, live, (0.0, 0.0, 0.0)),
@@ -139,11 +139,9 @@ def test_car_world_stage(preset):
     manifold_out = torch.zeros(ENVS, 128, device=DEVICE)
     solve_out = torch.zeros(ENVS, 12, device=DEVICE)
     d = lambda x: x.contiguous().to(DEVICE)
-    hitbox = world.cars.hitbox
-    table = torch.cat((hitbox.inner, hitbox.margin[:, None], hitbox.offset, hitbox.threshold[:, None]), 1)
     car_world_kernel[programs(ENVS)](
-        d(pos), d(rot), d(vel), d(ang_vel), d(ext_v), d(ext_w), d(alive.to(torch.int8)), d(table),
-        d(hitbox.inv_inertia_local[0]), flat_tris(mesh), mesh.tri_bounds, mesh.tri_mesh, mesh.edge_angle,
+        d(pos), d(rot), d(vel), d(ang_vel), d(ext_v), d(ext_w), d(alive.to(torch.int8)),
+        d(twin.hitbox_table(world.cars)), flat_tris(mesh), mesh.tri_bounds, mesh.tri_mesh, mesh.edge_angle,
         mesh.edge_flags, mesh.plane_normals, mesh.plane_offsets, mesh.cell_start, mesh.cell_tris, *grid_args(mesh),
         manifold_out, solve_out, ENVS, params.car_world_friction, params.car_world_restitution, params.tick_time,
         NUM_PLANES=4, PLANE_BASE=PLANE_OBJECT_BASE, MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
