@@ -130,7 +130,10 @@ class Arena:
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
     whole K-tick step in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
-    the state tensors in place).
+    the state tensors in place). The fused kernel's physics differs from the others' in the car bodies'
+    collisions: against the arena a car body's contacts come from separating axes (the planes exactly
+    as Bullet's) and are solved for the car alone; car-ball and car-car contacts fire RocketSim's
+    callbacks (hits, bumps, demolitions) from stand-in contacts but are not solved (docs/SOCCAR.md).
     """
 
     def __init__(

@@ -253,7 +253,7 @@ def tick(
         car = car[:28] + (frozen[c],) + car[29:]
         ext_v, ext_w = car_kernels.external_impulses(car, force, torque, car_params[c][0], tick_time, gravity_z)
         body = car_contacts.car_world_contacts(  # the car body against the arena, solved alone
-            car[0], car[1], car_contacts.load_hitbox(hitbox_ptr, c), live & (~frozen[c]), arena, grid, NUM_PLANES,
+            car[0], car[1], car_contacts.load_hitbox(hitbox_ptr, c), live & (frozen[c].to(tl.int32) == 0), arena, grid, NUM_PLANES,
             PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
         )  # fmt: skip
         solved = car_contacts.solve_car_world(
