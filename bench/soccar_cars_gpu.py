@@ -301,9 +301,9 @@ def section_cars_checks(rec, args) -> None:
                 flags_agree=[float(a) for a in agree],
                 # rounding (fused multiply-adds) grows chaotically through flips and landings, as in
                 # RocketSim against itself one ulp apart; the medians stay at rounding level (without
-                # body contacts) or within the body contacts' approximation (5 UU: 3x the CPU's median)
-                passed=bool(np.median(pos) <= limit and np.median(rot) <= max(limit, 1e-2) * 10 ** touched
-                            and agree.min() >= (0.95 if touched else 0.99)),
+                # body contacts) or within the body contacts' approximation (the CPU parity test's
+                # bounds: 5 UU, 3 degrees)
+                passed=bool(np.median(pos) <= pos_limit and np.median(rot) <= rot_limit and agree.min() >= agree_limit),
             )
 
 

@@ -16,7 +16,6 @@ import pytest
 import torch
 
 from nitro.envs.soccar.arena import Arena
-from nitro.envs.soccar.state import ArenaEvents
 from tests.envs.soccar.kernels.stand_in_tick import stand_in_tick
 
 from .car_harness import (
@@ -47,7 +46,9 @@ def run_stand_in(rollouts: Rollouts) -> CarRecording:
         arena.set_car(0, **{name: torch.from_numpy(np.ascontiguousarray(getattr(part, name))) for name in STATE_FIELDS if name != "controls"})  # fmt: skip
         controls = torch.from_numpy(part.controls)
         state = arena.state
-        recorded = {name: [] for name in ("pos", "rot_mat", "vel", "ang_vel", "boost", "flags", "world_contact")}
+        recorded = {
+            name: [] for name in ("pos", "rot_mat", "vel", "ang_vel", "boost", "flags", "world_contact")
+        }
         for k in range(rollouts.ticks):
             state, _ = stand_in_tick(state, controls[:, k, None].contiguous(), arena.world)
             cars = state.cars

@@ -47,11 +47,13 @@ from nitro.envs.soccar.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.manifolds import build_manifolds
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.sequential_impulse import SolverBodies, solve_contacts
-from nitro.envs.soccar.state import CarState
 from nitro.envs.soccar.sphere_contacts import closest_point_triangle
+from nitro.envs.soccar.state import CarState
 from nitro.envs.soccar.vec import box_support, dot, gather_rows
 
 CAR_INV_MASS = float(np.float32(1.0) / np.float32(C.CAR_MASS_BT))
+"""btRigidBody's inverse mass of a car (1 / 180), float32 as Bullet computes it."""
+
 
 def car_ball_hits(
     ball_pos: torch.Tensor, cars: CarState, car_params: CarParams, frozen: torch.Tensor, params: TickParams

@@ -25,7 +25,6 @@ from nitro.envs.soccar.kernels.rigid_body import (
     apply_gravity,
     clamp_speeds,
     column,
-    external_impulses as external_impulses_of,
     integrate,
     inv_inertia_world,
     length2,
@@ -35,6 +34,7 @@ from nitro.envs.soccar.kernels.rigid_body import (
     safe_normalized,
     where_mat,
 )
+from nitro.envs.soccar.kernels.rigid_body import external_impulses as external_impulses_of
 from nitro.envs.soccar.kernels.vec import add, atan2, cross, dot, load_row, neg, scale, store_row, sub, where
 from nitro.envs.soccar.kernels.vehicle import (
     curve,

@@ -45,7 +45,8 @@ def hitbox_table(params: CarParams) -> torch.Tensor:
     """The cars' hitboxes as the kernels read them: [C, HITBOX_TABLE_WIDTH] float32."""
     h = params.hitbox
     spare = torch.zeros_like(h.margin[:, None])
-    return torch.cat((h.inner, h.margin[:, None], h.offset, h.threshold[:, None], h.inv_inertia_local, spare), 1).contiguous()
+    parts = (h.inner, h.margin[:, None], h.offset, h.threshold[:, None], h.inv_inertia_local, spare)
+    return torch.cat(parts, 1).contiguous()
 
 
 @jit

@@ -104,7 +104,9 @@ def body_scenes(n: int, seed: int):
     x = np.where(kind == 2, rng.choice([-1, 1], n) * u(1100, 3000), x)
     z = np.where(kind == 2, u(100, 1800), z)
     z = np.where(kind == 3, u(1950, 2050), z)  # the ceiling
-    corner = (kind == 4)[:, None] * np.stack((rng.choice([-1, 1], n) * u(3450, 3700), rng.choice([-1, 1], n) * u(4450, 4700)), 1)
+    corner = (kind == 4)[:, None] * np.stack(
+        (rng.choice([-1, 1], n) * u(3450, 3700), rng.choice([-1, 1], n) * u(4450, 4700)), 1
+    )
     x, y = np.where(kind == 4, corner[:, 0], x), np.where(kind == 4, corner[:, 1], y)
     z = np.where(kind == 4, u(50, 1500), z)
     x = np.where(kind == 5, u(-950, 950), x)  # into the goals: posts, crossbar, net, ramps
@@ -132,9 +134,16 @@ def test_car_world_stage(preset):
     ext_w = torch.randn(ENVS, 3, generator=g) * 0.05
     alive = torch.rand(ENVS, generator=g) > 0.1
     cars = arena.cars
-    cars.pos, cars.rot_mat, cars.vel, cars.ang_vel = pos[:, None], rot[:, None], vel[:, None], ang_vel[:, None]
+    cars.pos, cars.rot_mat, cars.vel, cars.ang_vel = (
+        pos[:, None],
+        rot[:, None],
+        vel[:, None],
+        ang_vel[:, None],
+    )
     expected = reference.car_world_contacts(world.mesh, cars, world.cars, alive[:, None])
-    expected_solve = reference.solve_car_world(expected, cars, ext_v[:, None], ext_w[:, None], world.cars, params)
+    expected_solve = reference.solve_car_world(
+        expected, cars, ext_v[:, None], ext_w[:, None], world.cars, params
+    )
     mesh = ball_grid(world).to(DEVICE)
     manifold_out = torch.zeros(ENVS, 128, device=DEVICE)
     solve_out = torch.zeros(ENVS, 12, device=DEVICE)
@@ -160,5 +169,7 @@ def test_car_world_stage(preset):
     assert_close(points[..., 6][held], m.depth.reshape(ENVS, 16)[held], atol=OFFSET_TOL)
     assert_close(out[:, 5:8], expected.contact_normal[:, 0], atol=NORMAL_TOL, rows=same)
     got = solve_out.cpu().reshape(ENVS, 4, 3)
-    for i, (name, atol) in enumerate((("dv", VELOCITY_TOL), ("dw", VELOCITY_TOL), ("push_v", PUSH_TOL), ("push_w", VELOCITY_TOL))):
+    for i, (name, atol) in enumerate(
+        (("dv", VELOCITY_TOL), ("dw", VELOCITY_TOL), ("push_v", PUSH_TOL), ("push_w", VELOCITY_TOL))
+    ):
         assert_close(got[:, i], getattr(expected_solve, name)[:, 0], atol=atol, rtol=REL_TOL, rows=same)
