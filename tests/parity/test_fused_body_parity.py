@@ -122,3 +122,49 @@ def test_roof_landing_comes_to_rest(oracle):
     assert err["pos"].max() < 0.01 and err["vel"].max() < 0.15 and err["rot"].max() < 0.003, err
     assert fused.pos[..., 2].min() > 35.0  # RocketSim's lowest: 35.8 UU, at the first touch
     assert fused.world_contact[:, -1].all()
+
+
+FUSED_TICKS = 48  # 0.4 s: the first contacts of every rollout below (the interpreter takes ~4 s a tick)
+_RUN_FUSED = """
+import dataclasses, sys
+import numpy as np
+from tests.parity.car_harness import make_rollouts, run_nitro
+from tests.parity.test_fused_body_parity import BODY_FAMILIES, FUSED_TICKS
+runs = make_rollouts(6, FUSED_TICKS, seed=2024, families=BODY_FAMILIES)
+runs = runs.select(np.array([0, 1, 6, 7]))  # two of each family, every one touching early
+rec = run_nitro(runs, device="cpu", mode="fused")
+np.savez(sys.argv[1], **dataclasses.asdict(rec))
+"""
+
+
+@pytest.mark.slow
+def test_fused_kernel_on_body_rollouts(oracle, tmp_path):
+    """The fused kernel itself, under Triton's interpreter (in a subprocess: the variable must be set
+    before Triton is imported), on four body-touching rollouts: it equals its twin, and RocketSim
+    within the twin's bounds."""
+    import dataclasses
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("triton")
+    out = tmp_path / "fused.npz"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(root)}
+    subprocess.run([sys.executable, "-c", _RUN_FUSED, str(out)], check=True, env=env, cwd=root, timeout=1200)
+    saved = np.load(out)
+    fused = CarRecording(**{f.name: saved[f.name] for f in dataclasses.fields(CarRecording)})
+    runs = make_rollouts(6, FUSED_TICKS, seed=2024, families=BODY_FAMILIES).select(np.array([0, 1, 6, 7]))
+    reference, twin = run_rocketsim(runs), run_stand_in(runs)
+    assert reference.world_contact.any(1).all()  # every rollout's body touches the arena
+    # the interpreter rounds as PyTorch does: the fused tick is its twin (1-ulp normalisations aside)
+    seconds = FUSED_TICKS / TICK_RATE
+    err = errors_at(twin, fused, seconds)
+    assert err["pos"].max() < 1e-2 and err["rot"].max() < 1e-2, err
+    assert (fused.world_contact == twin.world_contact).all()
+    # against RocketSim: the twin's bounds over 1 s (TOLERANCES) hold over the first 0.4 s
+    err = errors_at(reference, fused, seconds)
+    for family in BODY_FAMILIES:
+        rows = np.array([f == family for f in runs.family])
+        assert err["pos"][rows].max() <= TOLERANCES[family][1], (family, err["pos"][rows])

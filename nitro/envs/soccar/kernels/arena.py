@@ -854,7 +854,7 @@ def _tables(world: World, mesh: ArenaMesh) -> list[torch.Tensor]:
     if key not in _TABLES:
         h = world.cars.hitbox
         reach = (h.inner + h.margin[:, None]).norm(dim=1) + h.threshold  # BT, per car
-        reach = float(reach.max()) * C.BT_TO_UU  # sync-ok: once per World
+        reach = float(reach.max()) * C.BT_TO_UU if reach.numel() else 0.0  # sync-ok: once per World
         if reach > mesh.query_radius:
             raise ValueError(
                 f"a car body reaches {reach:.1f} UU from its hitbox centre, beyond the fused grid's query "

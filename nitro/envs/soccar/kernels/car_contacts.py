@@ -287,7 +287,7 @@ def car_world_contacts(
                 point_a = add(point_b, scale(raw_normal, sep))
                 edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
                 edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
-                normal, _ = adjust_internal_edge_contacts(
+                normal, smoothed = adjust_internal_edge_contacts(
                     raw_normal, point_b, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
                 )
                 tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
@@ -340,10 +340,10 @@ def solve_car_world(
     dv, dw, push, turn = zero3, zero3, zero3, zero3
     if tl.max(has_contact.to(tl.int32), axis=0) > 0:
         applied = fill16(zero)
-        for _ in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
+        for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
             for k in tl.static_range(16):
                 if used[k]:
-                    row, push_rhs, _ = setup_rows(
+                    row, push_rhs, friction_row = setup_rows(
                         where(held[k], point_at(normal, k), (0.0, 0.0, 1.0)), point_at(offset, k), zero3, depth[k],
                         car_world_friction, car_world_restitution, static_b, body_a, body_b, inv_dt, SOLVER_ERP2,
                         RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
@@ -359,10 +359,10 @@ def solve_car_world(
                     turn = add(turn, scale(angular_a, delta))
         normal_applied = fill16(zero)
         friction_applied = fill16(zero)
-        for _ in range(ITERATIONS):  # every normal row, then every friction row
+        for sweep in range(ITERATIONS):  # every normal row, then every friction row
             for k in tl.static_range(16):
                 if used[k]:
-                    row, _, _ = setup_rows(
+                    row, push_rhs, friction_row = setup_rows(
                         where(held[k], point_at(normal, k), (0.0, 0.0, 1.0)), point_at(offset, k), zero3, depth[k],
                         car_world_friction, car_world_restitution, static_b, body_a, body_b, inv_dt, SOLVER_ERP2,
                         RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
@@ -378,7 +378,7 @@ def solve_car_world(
                     dw = add(dw, scale(angular_a, delta))
             for k in tl.static_range(16):
                 if used[k]:
-                    _, _, f_row = setup_rows(
+                    row, push_rhs, f_row = setup_rows(
                         where(held[k], point_at(normal, k), (0.0, 0.0, 1.0)), point_at(offset, k), zero3, depth[k],
                         car_world_friction, car_world_restitution, static_b, body_a, body_b, inv_dt, SOLVER_ERP2,
                         RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
