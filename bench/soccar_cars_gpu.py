@@ -279,11 +279,11 @@ def section_cars_checks(rec, args) -> None:
     family = np.array(rollouts.family)
     # Rollouts whose body touched the arena in the eager run are reported apart: there the fused
     # kernel's separating-axis contacts stand in for Bullet's GJK/EPA (tests/parity/
-    # test_fused_body_parity.py: into the walls median 1.5 UU after 1 s on the CPU; landings exact).
+    # test_fused_body_parity.py: into the walls median 3.8-12 UU after 1 s on the CPU; landings exact).
     body = eager.world_contact.any(1)
     for name in dict.fromkeys(rollouts.family):
         for touched, label, pos_limit, rot_limit, agree_limit in (
-            (False, "", 1e-2, 1e-2, 0.99), (True, ", body touched", 5.0, 3.0, 0.95)
+            (False, "", 1e-2, 1e-2, 0.99), (True, ", body touched", 12.0, 6.0, 0.95)
         ):
             rows = (family == name) & (body == touched)
             if not rows.any():
@@ -302,7 +302,7 @@ def section_cars_checks(rec, args) -> None:
                 # rounding (fused multiply-adds) grows chaotically through flips and landings, as in
                 # RocketSim against itself one ulp apart; the medians stay at rounding level (without
                 # body contacts) or within the body contacts' approximation (the CPU parity test's
-                # bounds: 5 UU, 3 degrees)
+                # bounds for the walls: 12 UU, 6 degrees)
                 passed=bool(np.median(pos) <= pos_limit and np.median(rot) <= rot_limit and agree.min() >= agree_limit),
             )
 
