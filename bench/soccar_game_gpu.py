@@ -5,14 +5,16 @@
 Sections, each in its own subprocess with its share of the time budget (the machinery of
 bench/soccar_gpu.py: a slow compile, a hang or a crash costs only its section), most important first:
 
-1. ``game_checks``: on the GPU, the fused K-tick kernel against eager PyTorch on the same games
-   (`game_arena`: cars over pads, at the ball and into each other, balls at the goal lines, a
-   kickoff after each goal), 1v1, 2v2 and 3v3, ``--check-envs`` envs, ``--check-steps`` calls of K
-   ticks with random controls: the share of envs whose events (goals, touches, bumps and
-   demolitions with their attackers, pickups with their pads) agree on every call, and the ball's
-   and cars' position errors. The fused tick has no car body collisions yet (`car_world`), so the
-   cars start on their wheels or in the air and agreement is judged per env; rounding (fused
-   multiply-adds) can move a decision at its margin, as in RocketSim against itself one ulp apart.
+1. ``game_checks``: on the GPU, the fused K-tick kernel against its eager PyTorch twin
+   (`tests/envs/soccar/kernels/stand_in_tick`: the reference's stages with the fused kernel's
+   stand-in contacts and no body solve; the reference tick itself solves the bodies' contacts, which
+   the fused kernel leaves out) on the same games (`game_arena`: cars over pads, at the ball and into
+   each other, balls at the goal lines, a kickoff after each goal), 1v1, 2v2 and 3v3,
+   ``--check-envs`` envs, ``--check-steps`` calls of K ticks with random controls: the share of envs
+   whose events (goals, touches, bumps and demolitions with their attackers, pickups with their
+   pads) agree on every call, and the ball's and cars' position errors. The cars start on their
+   wheels or in the air and agreement is judged per env; rounding (fused multiply-adds) can move a
+   decision at its margin, as in RocketSim against itself one ulp apart.
    Then the game twins' stage tests (tests/envs/soccar/kernels: test_boost_pads, test_ball_hit,
    test_car_bump, test_rules, test_game) on the GPU.
 2. ``game_fused``: env-ticks/s of the fused kernel (K = ``--ticks``, controls held for the K ticks,
@@ -141,9 +143,9 @@ def section_game_checks(rec, args) -> None:
     import torch
 
     from nitro.core import tree
-    from nitro.envs.soccar.arena import step_ticks
     from nitro.envs.soccar.kernels.arena import launch_step_ticks_
     from nitro.envs.soccar.state import ArenaEvents
+    from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
 
     n = args.check_envs
     for blue, orange in TEAMS:
@@ -159,7 +161,7 @@ def section_game_checks(rec, args) -> None:
                 controls = pool[step % len(pool)]
                 events = ArenaEvents.none(n, cars, arena.device)
                 launch_step_ticks_(fused, events, controls, arena.world, args.ticks)
-                eager, want = step_ticks(eager, ArenaEvents.none(n, cars, arena.device), controls, arena.world, args.ticks)
+                eager, want = stand_in_step_ticks(eager, ArenaEvents.none(n, cars, arena.device), controls, arena.world, args.ticks)
                 for name in EVENT_FIELDS:
                     got, expected = getattr(events, name), getattr(want, name)
                     agree &= (got == expected).reshape(n, -1).all(1)
@@ -170,7 +172,7 @@ def section_game_checks(rec, args) -> None:
             car_err = (fused.cars.pos - eager.cars.pos).norm(dim=-1).amax(1)
             share = float(agree.float().mean())
             rec.add(
-                check=f"fused vs eager, {blue}v{orange}",
+                check=f"fused vs its eager twin, {blue}v{orange}",
                 envs=n,
                 ticks=args.check_steps * args.ticks,
                 events_agree_share=share,

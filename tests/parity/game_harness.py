@@ -13,9 +13,9 @@ count RocketSim's callbacks and BallHitInfo see):
   from the bump callback, pickups from the boost pickup callback, goals from the goal callback;
 - nitro: the `ArenaEvents` of each one-tick step.
 
-The car bodies' own collision response (car-ball and car-car contacts in Bullet's solver) is not in
-nitro yet, so after the first contact between two bodies the simulations part ways: tests compare
-the first events of each kind, and what does not depend on the response (timers, respawns).
+nitro's rules fire from its Bullet contacts between bodies, found and solved as RocketSim's are
+(`dynamics_world`); its wheel rays see the arena only (RocketSim's also hit the ball and other cars),
+so tests compare the first events of each kind and what does not depend on a wheel on a body.
 """
 
 from __future__ import annotations
@@ -79,6 +79,8 @@ class Events:
     """(blue, orange) at the end."""
     contact: list = dataclasses.field(default_factory=list)
     """Per tick, per car: (car_contact_id, car_contact_cooldown_timer, is_demoed, demo_respawn_timer)."""
+    ball_vel: list = dataclasses.field(default_factory=list)
+    """Per tick: the ball's velocity after it [3]."""
     wheels: list = dataclasses.field(default_factory=list)
     """Per tick, per car: some wheel touches something (RocketSim's wheels also touch the ball and
     other cars, which nitro's do not do yet)."""
@@ -164,6 +166,7 @@ def run_rocketsim(s: Scenario, mutators: MutatorConfig | None = None) -> Events:
                 events.respawn_pos.append(tuple(float(v) for v in state.pos.as_numpy()))
             row.append((state.car_contact_id, state.car_contact_cooldown_timer, state.is_demoed, state.demo_respawn_timer))
         events.contact.append(row)
+        events.ball_vel.append(arena.ball.get_state().vel.as_numpy())
         events.wheels.append([any(car.get_state().wheels_with_contact) for car in cars])
     events.scores = (arena.blue_score, arena.orange_score)
     return events
@@ -177,7 +180,10 @@ def run_nitro(scenarios: list[Scenario], mutators: MutatorConfig | None = None, 
     blue, orange, presets, _ = scenarios[0].lineup
     assert all(s.lineup == scenarios[0].lineup for s in scenarios)
     n, ticks = len(scenarios), len(scenarios[0].controls)
-    arena = Arena(n, blue=blue, orange=orange, car=list(presets), device=device, mutators=mutators, seed=0)
+    arena = Arena(
+        n, blue=blue, orange=orange, car=list(presets), device=device, mutators=mutators, seed=0,
+        mem_weight_mode="light",  # as run_rocketsim's arenas: the broadphase cells order the body solve
+    )
 
     def stack(key, part):
         return torch.from_numpy(np.stack([getattr(s, part)[key] for s in scenarios])).to(device)
@@ -214,8 +220,10 @@ def run_nitro(scenarios: list[Scenario], mutators: MutatorConfig | None = None, 
             [cars.car_contact_id.float(), cars.car_contact_cooldown_timer, cars.is_demoed.float(), cars.demo_respawn_timer], -1
         ).numpy()
         wheels = cars.wheels_with_contact.any(-1).tolist()
+        ball_vel = arena.ball.vel.numpy()
         for e in range(n):
             out[e].contact.append([(int(a), b, bool(c), d) for a, b, c, d in rows[e]])
+            out[e].ball_vel.append(ball_vel[e])
             out[e].wheels.append(wheels[e])
     for e in range(n):
         out[e].scores = (int(arena.blue_score[e]), int(arena.orange_score[e]))

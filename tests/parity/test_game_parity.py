@@ -2,9 +2,9 @@
 touches and their ball hit info, bumps and demolitions, respawns, goals and scores, kickoffs, and the
 mutators RocketSim offers for them.
 
-nitro's car bodies do not collide yet (car-ball and car-car contacts in Bullet's solver come with
-the car body's stage), and its wheels do not touch the ball or other cars: each test compares what
-happens up to and at the first contact between two bodies, and what does not depend on the response.
+nitro's rules fire from its Bullet contacts between bodies (`dynamics_world`), as RocketSim's
+callbacks do; its wheels do not touch the ball or other cars yet (RocketSim's do): each test compares
+the first events, and leaves out what a RocketSim wheel on a body decided.
 `python -m tests.parity.game_sweep` runs the same comparisons over many more scenarios.
 """
 
@@ -25,13 +25,18 @@ poses in Bullet's units, a few float32 ulps of 1000 UU (6e-5 each) apart."""
 HIT_VEL_REL_TOL = 1e-3
 """The extra hit velocity, relative: a smooth function (a normalised direction times a speed and a
 piecewise-linear factor) of states that agree to ~1e-3 UU and ~1e-2 UU/s of 300-3000."""
-BUMP_AGREEMENT = 0.9
+BALL_VEL_REL_TOL = 1e-3
+"""The ball's velocity at the end of the first touch's tick (the car-ball contact solved, the extra
+impulse applied), relative. Measured over 91 air hits (`game_sweep.touches`' seeds 5 and 101): median
+4e-6, max 7e-5: the same contact point, normal and solve in float32, a few ulps apart. The issue's
+bars are 2% (median) and 10% (p95)."""
+BUMP_AGREEMENT = 0.95
 """Share of scenarios whose first bump or demolition has the same bumper, victim and kind within a
-tick. Until the car bodies' solver provides Bullet's box-box points (btBoxBoxDetector: the incident
-face clipped against the reference face, in its order), `car_contacts` stands in with the boxes'
-corners: the contact tick is Bullet's (the boxes overlap), but when both cars pass the bump test on
-one tick the first point RocketSim tests may be another, and either car may bump first (2 of 35 in
-the sweep: the victim, driving into the bumper's side, bumps it first and is then demolished)."""
+tick. The bump rule reads Bullet's box-box points in btBoxBoxDetector's order, as RocketSim's
+callback does: 82 of 84 agreed over `game_sweep.bumps` (seeds 102-104, default mutators, demos on
+contact, team demos). In both misses the other car of the pair bumped first (one tick apart, or
+both on one tick); not isolated yet: RocketSim's suspension rays also hit other cars, nitro's see
+the arena only. (With the earlier stand-in contacts, `car_contacts`: 33 of 35.)"""
 
 
 def _agree_first(ours, theirs, key) -> bool:
@@ -54,7 +59,8 @@ def test_pickups_match_rocketsim(oracle):
 
 def test_first_touches_match_rocketsim(oracle):
     """A car flying at a ball in the air: the first touch's tick, contact point, ball position and
-    extra velocity, and no extra velocity on the next tick's touch (RocketSim's every-other-tick rule)."""
+    extra velocity, the ball's velocity after that tick, and no extra velocity on the next tick's touch
+    (RocketSim's every-other-tick rule)."""
     scenarios = G.air_hits(np.random.default_rng(5), 16, 60)
     compared = 0
     for s, (theirs, ours) in zip(scenarios, G.run_both(scenarios)):
@@ -68,6 +74,8 @@ def test_first_touches_match_rocketsim(oracle):
         (_, _, rel, ball_pos, extra), (_, _, rel_ours, ball_pos_ours, extra_ours) = theirs.touches[0], ours.touches[0]
         assert np.abs(rel - rel_ours).max() <= HIT_POS_TOL and np.abs(ball_pos - ball_pos_ours).max() <= HIT_POS_TOL
         assert np.linalg.norm(extra - extra_ours) <= HIT_VEL_REL_TOL * np.linalg.norm(extra)
+        after, after_ours = theirs.ball_vel[first], ours.ball_vel[first]  # the contact solved, as Bullet does
+        assert np.linalg.norm(after - after_ours) <= BALL_VEL_REL_TOL * np.linalg.norm(after)
         if len(theirs.touches) > 1:
             assert not theirs.touches[1][4].any() and not ours.touches[1][4].any()
     assert compared >= 6, compared

@@ -15,7 +15,7 @@ damped and the car's after its pre-tick impulses. For each touching car, `on_hit
    relative speed (capped at 4600 UU/s) x BALL_CAR_EXTRA_IMPULSE_FACTOR_CURVE(relative speed) x
    the mutators' scale. It reaches the ball at the end of the tick (`ball.finish_physics_tick`).
 
-The contact itself (friction 2, restitution 0) is the solver's, with the car body's collisions. The
+The contact itself (friction 2, restitution 0) is the solver's (`car_ball`, `dynamics_world`). The
 kernels' twin is `kernels/ball_hit.py`.
 """
 

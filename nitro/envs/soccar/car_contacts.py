@@ -55,6 +55,7 @@ CAR_INV_MASS = float(np.float32(1.0) / np.float32(C.CAR_MASS_BT))
 """btRigidBody's inverse mass of a car (1 / 180), float32 as Bullet computes it."""
 
 
+
 def car_ball_hits(
     ball_pos: torch.Tensor, cars: CarState, car_params: CarParams, frozen: torch.Tensor, params: TickParams
 ) -> CarBallHits:

@@ -15,8 +15,11 @@ substep per tick, in Bullet's order:
    averaged into one row after all others.
 5. Write-back and integration (`ball.integrate`, `car.physics_step`).
 
-Ball-only arenas keep `ball.physics_step`, which is this step with no cars. The contacts of step 2
-are returned for the game rules (`Ball::_OnHit`, bumps and demos) as `BodyContacts`.
+`perform_discrete_collision_detection` is steps 1 and 2 and `solve_constraints` steps 3 to 5:
+`arena.tick` runs RocketSim's contact-added callbacks (`Ball::_OnHit`, bumps and demos) between them,
+on the contacts of step 2 (`BodyContacts`), as Bullet fires them during its collision detection;
+`step_simulation` is the two without callbacks. Ball-only arenas keep `ball.physics_step`, which is
+this step with no cars.
 """
 
 from __future__ import annotations

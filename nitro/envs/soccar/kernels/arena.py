@@ -3,12 +3,19 @@ in one launch, one env per thread, the ball and the env's cars in registers for 
 
 `tick` reads like the reference tick: the stages of `kernels/ball.py`, `kernels/car.py` and the game
 rules (`kernels/rules.py`, `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) called in
-Arena::Step order. Each car body meets the arena in Bullet's step (`car_contacts.car_world_contacts`,
-separating axes for the meshes and the deepest corner for the planes, solved for the car alone by
-`car_contacts.solve_car_world`); the solver's car-ball and car-car rows are not simulated (the
-callbacks fire on `car_contacts`' stand-in contacts). An env's cars are a tuple of car tuples
-(`kernels/car.load_car`), NUM_CARS of them, walked with static loops, each with its ball hit info
-beside it; the pads' state stays in memory, walked once per tick.
+Arena::Step order. An env's cars are a tuple of car tuples (`kernels/car.load_car`), NUM_CARS of them,
+walked with static loops, each with its ball hit info beside it; the pads' state stays in memory,
+walked once per tick.
+
+What differs from the reference tick: each car body meets the arena in Bullet's step through
+`car_contacts.car_world_contacts` (separating axes for the mesh triangles, the deepest corner for the
+planes, as `car_world.plane_contacts`) and is solved alone by `car_contacts.solve_car_world`, where the
+reference runs Bullet's GJK/EPA and the joint solve; there is no collision response between bodies
+(`dynamics_world`'s car-ball and car-car rows): the ball meets the arena alone, a car passes through
+the ball and other cars. The callbacks fire from the stand-in contacts of `kernels/car_contacts.py`
+(the car-ball distance in closed form, the car pairs' deepest corners), not Bullet's: the ball gets
+the extra hit impulse without the contact's own response, and bumps and demolitions come from the
+stand-in's points. Its PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
 """
 
 from __future__ import annotations
@@ -35,7 +42,6 @@ from nitro.envs.soccar.kernels.car import (
     load_car_params,
     load_controls,
     pack_cars,
-    store_car,
     unpack_cars_,
 )
 from nitro.envs.soccar.kernels.rigid_body import column

@@ -13,14 +13,13 @@ import pytest
 import torch
 
 from nitro.core import tree
-from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels.arena import launch_step_ticks_
 from nitro.envs.soccar.state import ArenaEvents, CarState
 from tests.envs.soccar.kernels.car_states import assert_cars_close
 from tests.envs.soccar.kernels.game_states import random_game
 from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
-from tests.envs.soccar.kernels.twins import DEVICE, assert_close, assert_same, runnable
+from tests.envs.soccar.kernels.twins import DEVICE, assert_close, runnable
 
 pytest.importorskip("triton")
 pytestmark = runnable
