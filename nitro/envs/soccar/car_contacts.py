@@ -1,4 +1,5 @@
-"""The fused kernel's stand-in for the car-ball and car-car contacts: its reference twin.
+"""The fused kernel's stand-in for the car-ball and car-car contacts, and its car body against the
+arena: their reference twin.
 
 The fused kernel (`kernels/arena.py`) has no collision detection or solve between bodies; it fires
 RocketSim's callbacks from these approximate contacts, and this module is the PyTorch twin of
@@ -18,6 +19,11 @@ gap) and the points are each box's deepest corner inside the other, car a's firs
 has a corner inside, one point between the two deepest corners), where Bullet clips the incident
 face against the reference face. The bump rule reads only which cars touch and how far forward on the
 bumper each point lies.
+
+`car_world_contacts` and `solve_car_world` are the fused kernel's car body against the arena: Bullet's
+pipeline (planes' deepest corner, manifolds, edge smoothing, the sequential impulse) with separating
+axes in place of GJK/EPA for the mesh triangles, each car solved alone (docs/SOCCAR.md says where
+that differs from `car_world` and `dynamics_world`).
 """
 
 from __future__ import annotations

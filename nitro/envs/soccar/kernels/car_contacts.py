@@ -1,4 +1,5 @@
-"""The fused kernel's stand-in contacts per lane: the twin of `car_contacts.py`, the same functions.
+"""The fused kernel's stand-in contacts and its car body against the arena, per lane: the twin of
+`car_contacts.py`, the same functions.
 
 A car's hitbox is (inner, margin, offset) in Bullet units, `CarParams.hitbox`'s (`hitbox_table`);
 rotations are row tuples ((m00, m01, m02), ...), columns forward, right, up. `car_car_contacts`
@@ -36,16 +37,15 @@ SQRT12 = constexpr(float(np.sqrt(np.float32(0.5))))
 TRI_SCREEN = constexpr(0.05)
 """UU added to the triangle-plane screen of `car_world_contacts`: the precomputed normals agree with
 the separating axes' to ~2e-7 over lever arms under 8,200 UU, so no triangle within reach is skipped."""
-HITBOX_TABLE_WIDTH = constexpr(12)
+HITBOX_TABLE_WIDTH = constexpr(11)
 """Floats per car in `hitbox_table`: inner (3), margin, offset (3), threshold, the body's inverse local
-inertia (3; BT, as Bullet's solver body has it), a spare."""
+inertia (3; BT, as Bullet's solver body has it)."""
 
 
 def hitbox_table(params: CarParams) -> torch.Tensor:
     """The cars' hitboxes as the kernels read them: [C, HITBOX_TABLE_WIDTH] float32."""
     h = params.hitbox
-    spare = torch.zeros_like(h.margin[:, None])
-    parts = (h.inner, h.margin[:, None], h.offset, h.threshold[:, None], h.inv_inertia_local, spare)
+    parts = (h.inner, h.margin[:, None], h.offset, h.threshold[:, None], h.inv_inertia_local)
     return torch.cat(parts, 1).contiguous()
 
 
