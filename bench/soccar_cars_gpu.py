@@ -14,16 +14,16 @@ bench/soccar_gpu.py: a slow compile, a hang or a crash costs only its section), 
    buffers: the peak over a step, divided by the envs).
 2. ``cars_checks``: on the GPU, the fused path against eager PyTorch on the car parity rollouts
    (`tests/parity/car_harness`, ``--per-family`` starts of every family, 1 s, one tick per call as
-   the parity sweep steps): errors after 1 s and flag agreement per family, over the rollouts whose
-   car body never touched the arena (the body's contacts, `car_world`, have no kernel twin yet). The fused run's recording
-   is saved as ``OUT/soccar_cars_fused_parity.npz``; on a machine with RocketSim,
+   the parity sweep steps): errors after 1 s and flag agreement per family, apart for the rollouts
+   whose car body touched the arena (the fused kernel's body contacts, `car_contacts.car_world_contacts`,
+   approximate the eager path's Bullet GJK/EPA, `car_world`). The fused run's recording of every
+   rollout is saved as ``OUT/soccar_cars_fused_parity.npz``; on a machine with RocketSim,
    ``python -m tests.parity.car_sweep --port OUT/soccar_cars_fused_parity.npz --out
    docs/fidelity/cars_h200_fused.md`` compares it with RocketSim (docs/FIDELITY.md).
 3. ``cars_eager``: car-ticks/s of the PyTorch tick (`arena.step_ticks`, eager; the wheels' ray casts
-   run as the query kernel; the car bodies' arena contacts, which the fused kernel lacks so far, in
-   PyTorch), smallest size first while the next one is predicted to fit, and its memory per env.
+   run as the query kernel; the car bodies' arena contacts, Bullet's GJK/EPA, in PyTorch), smallest size first while the next one is predicted to fit, and its memory per env.
 4. ``cars_stages``: the car twins' stage tests (tests/envs/soccar/kernels: test_rigid_body,
-   test_vehicle, test_car, test_arena) on the GPU, while time allows (each test kernel is a compile;
+   test_vehicle, test_car, test_car_world, test_arena) on the GPU, while time allows (each test kernel is a compile;
    ``pytest tests/envs/soccar/kernels`` runs them all without a time limit).
 
 The timed arenas start at RocketSim's kickoff (ball at the centre), then each car is moved to a
@@ -277,36 +277,40 @@ def section_cars_checks(rec, args) -> None:
     seconds = min(1.0, rollouts.ticks / H.TICK_RATE)
     err = H.errors_at(eager, fused, seconds)
     family = np.array(rollouts.family)
-    # The car body's contacts with the arena (`car_world`) have no kernel twin yet: rollouts whose body
-    # touched the arena in the eager run are counted, not compared.
+    # Rollouts whose body touched the arena in the eager run are reported apart: there the fused
+    # kernel's separating-axis contacts stand in for Bullet's GJK/EPA (tests/parity/
+    # test_fused_body_parity.py: into the walls median 3.8-12 UU after 1 s on the CPU; landings exact).
     body = eager.world_contact.any(1)
     for name in dict.fromkeys(rollouts.family):
-        rows = (family == name) & ~body
-        if not rows.any():
-            rec.add(check=f"fused vs eager, {name}", body_touched=int((family == name).sum()), passed=True)
-            continue
-        agree = (eager.flags[rows] == fused.flags[rows]).mean((0, 1))
-        pos, rot = err["pos"][rows], err["rot"][rows]
-        rec.add(
-            check=f"fused vs eager, {name}",
-            rollouts=int(rows.sum()),
-            body_touched=int(((family == name) & body).sum()),
-            seconds=seconds,
-            median_pos_error_uu=float(np.median(pos)),
-            p95_pos_error_uu=float(np.percentile(pos, 95)),
-            max_pos_error_uu=float(pos.max()),
-            median_rot_error_deg=float(np.median(rot)),
-            flags_agree=[float(a) for a in agree],
-            # rounding (fused multiply-adds) grows chaotically through flips and landings, as in
-            # RocketSim against itself one ulp apart; the medians stay at rounding level
-            passed=bool(np.median(pos) <= 1e-2 and np.median(rot) <= 1e-2 and agree.min() >= 0.99),
-        )
+        for touched, label, pos_limit, rot_limit, agree_limit in (
+            (False, "", 1e-2, 1e-2, 0.99), (True, ", body touched", 12.0, 6.0, 0.95)
+        ):
+            rows = (family == name) & (body == touched)
+            if not rows.any():
+                continue
+            agree = (eager.flags[rows] == fused.flags[rows]).mean((0, 1))
+            pos, rot = err["pos"][rows], err["rot"][rows]
+            rec.add(
+                check=f"fused vs eager, {name}{label}",
+                rollouts=int(rows.sum()),
+                seconds=seconds,
+                median_pos_error_uu=float(np.median(pos)),
+                p95_pos_error_uu=float(np.percentile(pos, 95)),
+                max_pos_error_uu=float(pos.max()),
+                median_rot_error_deg=float(np.median(rot)),
+                flags_agree=[float(a) for a in agree],
+                # rounding (fused multiply-adds) grows chaotically through flips and landings, as in
+                # RocketSim against itself one ulp apart; the medians stay at rounding level (without
+                # body contacts) or within the body contacts' approximation (the CPU parity test's
+                # bounds for the walls: 12 UU, 6 degrees)
+                passed=bool(np.median(pos) <= pos_limit and np.median(rot) <= rot_limit and agree.min() >= agree_limit),
+            )
 
 
 def section_cars_stages(rec, args) -> None:
     """The car twins' stage tests, cheapest first; the fused tick's (test_arena) last: its 1v0 case
     reuses the kernel cars_fused compiled, its 1v1 case is a compile of its own."""
-    common.run_stage_tests(rec, args.meshes, ("test_rigid_body", "test_vehicle", "test_car", "test_arena"))
+    common.run_stage_tests(rec, args.meshes, ("test_rigid_body", "test_vehicle", "test_car", "test_car_world", "test_arena"))
 
 
 # --- orchestration --------------------------------------------------------------------------------

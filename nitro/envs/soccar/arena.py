@@ -130,10 +130,11 @@ class Arena:
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
     whole K-tick step in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
-    the state tensors in place). The fused kernel approximates the tick in arenas with cars: it has no
-    contact solve between bodies (cars pass through the ball and each other, and meet the arena
-    through their wheels only) and fires the hits, bumps and demolitions from stand-in contacts
-    (`car_contacts`), not Bullet's; ball-only arenas are the same tick in every mode.
+    the state tensors in place). The fused kernel approximates the tick in arenas with cars: a car
+    body's contacts with the arena come from separating axes (the planes' exactly as Bullet's) and are
+    solved for the car alone; it has no contact solve between bodies (cars pass through the ball and
+    each other) and fires the hits, bumps and demolitions from stand-in contacts (`car_contacts`), not
+    Bullet's (docs/SOCCAR.md); ball-only arenas are the same tick in every mode.
     """
 
     def __init__(

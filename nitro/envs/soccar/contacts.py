@@ -177,6 +177,21 @@ class CarWorldContacts:
 
 
 @dataclasses.dataclass
+class CarBodyContacts:
+    """The fused kernel's car-world contacts of N envs' cars (`car_contacts.car_world_contacts`)."""
+
+    manifolds: ContactManifolds
+    """Per arena object touched, up to 4 points [N * C, 4, ...]: ``offset`` the point on the car
+    relative to its origin (world axes), ``normal`` from the arena into the car (edge-smoothed),
+    ``depth`` the signed distance; BT. ``point`` is not kept (zeros)."""
+    has_contact: torch.Tensor
+    """The car body touched the arena (worldContact.hasContact) [N, C] bool."""
+    contact_normal: torch.Tensor
+    """The last point's normal before edge smoothing (worldContact.contactNormal), zero without one
+    [N, C, 3]."""
+
+
+@dataclasses.dataclass
 class CarBallContacts:
     """One tick's car-ball contacts, per car [N, C, ...] (Bullet units, 1 BT = 50 UU): Bullet's
     manifold of each car's box with its env's ball, at most one point, the car its body A and the

@@ -7,13 +7,15 @@ Arena::Step order. An env's cars are a tuple of car tuples (`kernels/car.load_ca
 walked with static loops, each with its ball hit info beside it; the pads' state stays in memory,
 walked once per tick.
 
-What differs from the reference tick: this kernel has no collision detection or solve between
-bodies (`dynamics_world`'s car-ball, car-car and car-arena body contacts): the ball meets the arena
-alone, a car meets the arena through its wheels only and passes through the ball and other cars. The
-callbacks fire from the stand-in contacts of `kernels/car_contacts.py` (the car-ball distance in
-closed form, the car pairs' deepest corners), not Bullet's: the ball gets the extra hit impulse
-without the contact's own response, and bumps and demolitions come from the stand-in's points. Its
-PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
+What differs from the reference tick: each car body meets the arena in Bullet's step through
+`car_contacts.car_world_contacts` (separating axes for the mesh triangles, the deepest corner for the
+planes, as `car_world.plane_contacts`) and is solved alone by `car_contacts.solve_car_world`, where the
+reference runs Bullet's GJK/EPA and the joint solve; there is no collision response between bodies
+(`dynamics_world`'s car-ball and car-car rows): the ball meets the arena alone, a car passes through
+the ball and other cars. The callbacks fire from the stand-in contacts of `kernels/car_contacts.py`
+(the car-ball distance in closed form, the car pairs' deepest corners), not Bullet's: the ball gets
+the extra hit impulse without the contact's own response, and bumps and demolitions come from the
+stand-in's points. Its PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
 """
 
 from __future__ import annotations
@@ -254,7 +256,18 @@ def tick(
         car, force, torque = pre_ticked[c]
         car = car_bump.with_bump_state(car, states[c])
         demoed = car[28]  # demolished during the step: simulated to its end, then skipped
-        car = car_kernels.physics_step(car[:28] + (frozen[c],) + car[29:], force, torque, car_params[c][0], tick_time, gravity_z)
+        car = car[:28] + (frozen[c],) + car[29:]
+        ext_v, ext_w = car_kernels.external_impulses(car, force, torque, car_params[c][0], tick_time, gravity_z)
+        body = car_contacts.car_world_contacts(  # the car body against the arena, solved alone
+            car[0], car[1], car_contacts.load_hitbox(hitbox_ptr, c), live & (frozen[c].to(tl.int32) == 0), arena, grid, NUM_PLANES,
+            PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
+        )  # fmt: skip
+        solved = car_contacts.solve_car_world(
+            body, car[1], car[2], car[3], ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_ptr, c), car_world_friction,
+            car_world_restitution,
+            tick_time, ITERATIONS, BLOCK,
+        )  # fmt: skip
+        car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)
         car = car[:28] + (demoed,) + car[29:]
         car = car_kernels.post_tick_update(car, controls[c], tick_time)  # 6. cars' post-tick and finish,
         car = car_kernels.finish_physics_tick(car)
@@ -774,7 +787,7 @@ def launch_step_ticks_(
         [car_rows, cars.car_contact_id, cars.tick_count_since_update, car_ints],
         [_int8(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id],
         controls.contiguous(),
-        _tables(world, mesh.device),
+        _tables(world, mesh),
         int(ticks),
         [float(getattr(world.params, name)) for name in PARAM_NAMES],
         rules.seed_hash(world.game.seed),
@@ -839,10 +852,20 @@ def _int8(x: torch.Tensor) -> torch.Tensor:
     return x.view(torch.int8) if x.dtype == torch.bool else x
 
 
-def _tables(world: World, device: torch.device) -> list[torch.Tensor]:
-    """`TABLE_NAMES`' tensors of the world, built once per World."""
-    key = (id(world), str(device))
+def _tables(world: World, mesh: ArenaMesh) -> list[torch.Tensor]:
+    """`TABLE_NAMES`' tensors of the world, built once per World (checking that the grid's lists
+    reach every triangle a car body can touch: `kernels/car_contacts.car_world_contacts` reads the
+    list of the cell holding the box's centre)."""
+    key = (id(world), str(mesh.device))
     if key not in _TABLES:
+        h = world.cars.hitbox
+        reach = (h.inner + h.margin[:, None]).norm(dim=1) + h.threshold  # BT, per car
+        reach = float(reach.max()) * C.BT_TO_UU if reach.numel() else 0.0  # sync-ok: once per World
+        if reach > mesh.query_radius:
+            raise ValueError(
+                f"a car body reaches {reach:.1f} UU from its hitbox centre, beyond the fused grid's query "
+                f"radius {mesh.query_radius} UU; load the mesh with a larger query_radius"
+            )
         _TABLES[key] = (
             world,  # kept alive with its tables, so its id is not reused
             [

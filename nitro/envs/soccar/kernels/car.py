@@ -25,7 +25,6 @@ from nitro.envs.soccar.kernels.rigid_body import (
     apply_gravity,
     clamp_speeds,
     column,
-    external_impulses,
     integrate,
     inv_inertia_world,
     length2,
@@ -35,6 +34,7 @@ from nitro.envs.soccar.kernels.rigid_body import (
     safe_normalized,
     where_mat,
 )
+from nitro.envs.soccar.kernels.rigid_body import external_impulses as external_impulses_of
 from nitro.envs.soccar.kernels.vec import add, atan2, cross, dot, load_row, neg, scale, store_row, sub, where
 from nitro.envs.soccar.kernels.vehicle import (
     curve,
@@ -667,28 +667,37 @@ def pre_tick_update(
 
 
 @jit
-def physics_step(car, force, torque, inv_inertia_local, tick_time, gravity_z):
-    """The car's part of btDiscreteDynamicsWorld::stepSimulation (one substep of dt): gravity joins the
-    forces; the body's arena contacts give the solve's deltas and split-impulse pushes; the
-    write-back and integration follow. Demolished cars are not simulated.
+def external_impulses(car, force, torque, inv_inertia_local, tick_time, gravity_z):
+    """The car's forces and torques as the solver's external impulses: gravity joins the pre-tick's
+    forces (applyGravity). Returns (ext_v UU/s, ext_w rad/s)."""
+    force = apply_gravity(force, gravity_z)
+    inv_inertia = inv_inertia_world(car[1], inv_inertia_local)
+    return external_impulses_of(force, torque, inv_inertia, tick_time)
 
-    The body's contacts (the reference's `car_world.collide_and_solve`) have no kernel twin yet: here
-    the car meets the arena through its wheels alone."""
+
+@jit
+def physics_step(car, ext_v, ext_w, solved, tick_time):
+    """The car's part of btDiscreteDynamicsWorld::stepSimulation after the contact solve: the
+    solver's write-back (velocity deltas, split-impulse push) and the integration, and the world
+    contact RocketSim's callback records. ``solved``: (dv, dw, push_v, push_w, has_world_contact,
+    world_contact_normal), `kernels/car_contacts.solve_car_world`'s. Demolished cars are not
+    simulated."""
     pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
     is_demoed = car[28]
-    force = apply_gravity(force, gravity_z)
-    inv_inertia = inv_inertia_world(rot_mat, inv_inertia_local)
-    ext_v, ext_w = external_impulses(force, torque, inv_inertia, tick_time)
-    zero = (vel[0] * 0.0, vel[1] * 0.0, vel[2] * 0.0)
-    dv, dw, push_v, push_w = zero, zero, zero, zero  # car_world.collide_and_solve's twin goes here
+    dv, dw, push_v, push_w, has_contact, contact_normal = solved
     new_pos, new_rot_mat, new_vel, new_ang_vel = integrate(
         pos, rot_mat, vel, ang_vel, ext_v, ext_w, dv, dw, push_v, push_w, tick_time
     )
     alive = ~is_demoed
+    moved_contact = car[24] | has_contact
+    moved_normal = where(has_contact, contact_normal, car[25])
     return (
-        where(alive, new_pos, pos), where_mat(alive, new_rot_mat, rot_mat), where(alive, new_vel, vel),
-        where(alive, new_ang_vel, ang_vel),
-    ) + car[4:]  # fmt: skip
+        (where(alive, new_pos, pos), where_mat(alive, new_rot_mat, rot_mat), where(alive, new_vel, vel),
+         where(alive, new_ang_vel, ang_vel))
+        + car[4:24]
+        + (tl.where(alive, moved_contact, car[24]), where(alive, moved_normal, car[25]))
+        + car[26:]
+    )  # fmt: skip
 
 
 @jit

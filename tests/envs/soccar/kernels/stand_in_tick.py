@@ -2,9 +2,9 @@
 
 `arena.tick` runs Bullet's joint step (`dynamics_world`): the car bodies collide with the arena, the
 ball and each other, and RocketSim's callbacks fire on those contacts. The fused kernel has no
-collision detection or solve between bodies and for the car bodies against the arena: its ball
-meets the arena alone (`ball.physics_step`), its cars are integrated without contacts, and its
-callbacks fire on the stand-in contacts of `car_contacts`. `stand_in_tick` is that pipeline from the
+collision detection or solve between bodies: its ball meets the arena alone (`ball.physics_step`),
+each car body meets the arena alone (`car_contacts.car_world_contacts` and `solve_car_world`), and
+its callbacks fire on the stand-in contacts of `car_contacts`. `stand_in_tick` is that pipeline from the
 same stage functions, in Arena::Step order, for the whole-game twin tests (`test_game.py`).
 """
 
@@ -16,7 +16,6 @@ import torch
 
 from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, rules
 from nitro.envs.soccar.car import CarControls
-from nitro.envs.soccar.contacts import BodySolve
 from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
 
@@ -37,9 +36,9 @@ def stand_in_tick(state: GameState, controls: torch.Tensor, world: World) -> tup
     cars, bumped_by, demoed_by = car_bump.on_car_car_collision(cars, touches, game, params)
     ball_state = ball.physics_step(ball_state, sleeping, world.mesh, params)
     ext_v, ext_w = car.external_impulses(cars, forces, world.cars, params)
-    zero = torch.zeros_like(cars.vel)
-    no_contact = BodySolve(zero, zero, zero, zero, torch.zeros_like(frozen), zero)
-    moved = car.physics_step(dataclasses.replace(cars, is_demoed=frozen), ext_v, ext_w, no_contact, params)
+    body = car_contacts.car_world_contacts(world.mesh, cars, world.cars, ~frozen)
+    solved = car_contacts.solve_car_world(body, cars, ext_v, ext_w, world.cars, params)
+    moved = car.physics_step(dataclasses.replace(cars, is_demoed=frozen), ext_v, ext_w, solved, params)
     cars = dataclasses.replace(moved, is_demoed=cars.is_demoed)
     cars = car.finish_physics_tick(car.post_tick_update(cars, car_controls, params))
     locked = boost_pads.check_collision(pads, cars, world.cars, world.pads)

@@ -1,7 +1,7 @@
 """`kernels/arena.py`'s fused K-tick kernel against its PyTorch twin, with cars: the cars of
 `car_states.sample_cars` (every scenario family, hidden state included) in 1v0 and 1v1 arenas, the
 ball flying beside them, stepped by the fused kernel and by `stand_in_tick` (the reference's stages
-as the fused kernel runs them: no car body contacts, which have no kernel twin yet) from the same state.
+as the fused kernel runs them) from the same state; and car bodies against every part of the arena.
 (The ball-only fused tick is checked on the parity throws by tests/envs/soccar/test_kernels.py.)"""
 
 from __future__ import annotations
@@ -68,3 +68,26 @@ def test_fused_ticks_with_cars(blue, orange, launches):
     assert_cars_close(regroup(fused.cars, cars, 1), regroup(expected.cars, cars, 1))
     assert torch.equal(fused.tick_count.cpu(), expected.tick_count.cpu())
     assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL
+
+
+def test_fused_ticks_with_body_contacts():
+    """Car bodies against every part of the arena (`test_car_world.body_scenes`: floor, ceiling, walls,
+    corners, goals, ramps; any orientation, moving): two launches of a tick equal two PyTorch ticks,
+    the body's contacts and their solve included."""
+    from tests.envs.soccar.kernels.test_car_world import body_scenes
+
+    arena = Arena(ENVS, blue=1, orange=0, device=DEVICE)
+    arena.set_ball(pos=torch.tensor([0.0, 0.0, 1500.0], device=DEVICE))  # out of the cars' way
+    pos, rot, vel, ang_vel = body_scenes(ENVS, 5)
+    arena.set_car(0, pos=pos.to(DEVICE), rot_mat=rot.to(DEVICE), vel=vel.to(DEVICE), ang_vel=ang_vel.to(DEVICE),
+                  is_on_ground=torch.zeros(ENVS, dtype=torch.bool, device=DEVICE))  # fmt: skip
+    expected = tree.clone(arena.state)
+    fused = tree.clone(arena.state)
+    controls = torch.zeros(ENVS, 1, 8, device=DEVICE)
+    touched = torch.zeros(ENVS, dtype=torch.bool)
+    for _ in range(2):
+        launch_step_ticks_(fused, ArenaEvents.none(ENVS, 1, DEVICE), controls, arena.world, 1)
+        expected, _ = stand_in_step_ticks(expected, ArenaEvents.none(ENVS, 1, DEVICE), controls, arena.world, 1)
+        touched |= expected.cars.has_world_contact[:, 0].cpu()
+    assert int(touched.sum()) >= ENVS // 3  # the bodies do touch the arena
+    assert_cars_close(regroup(fused.cars, ENVS, 1), regroup(expected.cars, ENVS, 1))

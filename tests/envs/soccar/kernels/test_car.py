@@ -299,7 +299,9 @@ def tick_stages_kernel(
     force = force + (tl.load(force_ptr + lane * 3 + 2, mask=live),)
     torque = (tl.load(torque_ptr + lane * 3, mask=live), tl.load(torque_ptr + lane * 3 + 1, mask=live))
     torque = torque + (tl.load(torque_ptr + lane * 3 + 2, mask=live),)
-    stepped = twin.physics_step(car, force, torque, car_params[0], tick_time, gravity_z)
+    ext_v, ext_w = twin.external_impulses(car, force, torque, car_params[0], tick_time, gravity_z)
+    zero = (force[0] * 0.0, force[0] * 0.0, force[0] * 0.0)
+    stepped = twin.physics_step(car, ext_v, ext_w, (zero, zero, zero, zero, live & False, zero), tick_time)
     store_car(out_rows_ptr + n * CAR_WIDTH, out_contact_id_ptr + n, out_ticks_ptr + n, lane, live, stepped, BLOCK)
     posted = twin.post_tick_update(car, controls, tick_time)
     store_car(out_rows_ptr + 2 * n * CAR_WIDTH, out_contact_id_ptr + 2 * n, out_ticks_ptr + 2 * n, lane, live, posted, BLOCK)
@@ -309,7 +311,8 @@ def tick_stages_kernel(
 
 def test_tick_stages(mesh):
     """pre_tick_update (the wheels' rays against the arena and every _Update* stage in order),
-    physics_step (without the body's arena contacts), post_tick_update and finish_physics_tick, each
+    external_impulses and physics_step (without contacts: the body's are `test_car_world`'s), post_tick_update
+    and finish_physics_tick, each
     from the same cars."""
     sample = sample_cars()
     cars, world = sample.cars, sample.arena.world
@@ -347,9 +350,8 @@ def test_tick_stages(mesh):
     assert_cars_close(pre, expected_pre)
     assert_close(forces_out[:, :3], expected_forces.force.reshape(n, 3), atol=FORCE_TOL, rtol=REL_TOL)
     assert_close(forces_out[:, 3:], expected_forces.torque.reshape(n, 3), atol=FORCE_TOL * 100, rtol=REL_TOL)
-    # The car body's contacts (`dynamics_world`: car_world, car_ball, car_car) have no kernel twin
-    # yet: physics_step is compared without them, on the cars whose box touches no arena object this
-    # tick (most of the sample).
+    # physics_step without contacts (their solve is `test_car_world`'s): the reference's step with no
+    # contact, on the cars whose box touches no arena object this tick (most of the sample).
     ext_v, ext_w = reference.external_impulses(cars, Forces(force, torque), world.cars, params)
     zero = torch.zeros_like(cars.vel)
     no_contact = BodySolve(zero, zero, zero, zero, torch.zeros_like(cars.is_demoed), zero)

@@ -1,5 +1,5 @@
 """The fused K-tick kernel against its PyTorch twin (`stand_in_tick`: the reference's stages with the
-fused kernel's stand-in contacts and no body solve) on whole games: 1v1, 2v2 and 3v3 (and 2v1) arenas
+fused kernel's stand-in contacts and its body-against-arena stage) on whole games: 1v1, 2v2 and 3v3 (and 2v1) arenas
 from `game_states.random_game` (cars on pads, at the ball, crowded into each other, demolished a tick
 before their respawn; balls at a goal line), stepped with random controls by both, kickoffs after
 goals on. Pads, hits, bumps, demolitions, respawns, goals, scores, kickoffs and the events must agree.
@@ -35,7 +35,7 @@ HIT_INFO_TOL = {
 
 def game(blue: int, orange: int, seed: int) -> Arena:
     """An arena on `random_game`'s states, the cars flat on the floor or well above it (the fused tick
-    has no car body collisions with the arena), a quarter of the balls crossing a goal line."""
+    checks its body contacts in test_arena and test_car_world), a quarter of the balls crossing a goal line."""
     num_cars = blue + orange
     arena = Arena(ENVS, blue=blue, orange=orange, device=DEVICE, seed=seed, kickoff_after_goal=True)
     ball, cars, pads = random_game(ENVS, num_cars, seed)

@@ -95,7 +95,7 @@ def test_games_against_a_bot_replayed_from_a_cuda_graph_match_eager():
 def test_fused_physics_steps_as_the_eager_env():
     """Soccar-v0 with physics="fused" (the K-tick kernel per held action) against the eager env: four
     steps of the ball chaser against the shadow defender from 64 kickoffs, cars on their wheels (the
-    fused tick has no car-body contacts yet, and none happen here); the cars' tolerances are the
+    fused tick's car-body contacts approximate the eager tick's, and none happen here); the cars' tolerances are the
     fused-tick tests' (tests/envs/soccar/kernels/car_states.py), the ball within 2e-3 UU as there."""
     from nitro.core import rng
     from nitro.envs.soccar.rl.env import Soccar, SoccarParams
