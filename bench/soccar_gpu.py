@@ -14,7 +14,8 @@ or a crash costs only its section), most important first:
    by `tests/envs/soccar/kernels/kernel_checks.py` (agree / tie decided by the rounding / unexplained), and the
    fused tick against the PyTorch tick pipeline.
 4. ``stages``: the per-stage twin tests (tests/envs/soccar/kernels: each kernel stage against its
-   reference stage) on the GPU, called directly (no pytest runner needed).
+   reference stage) on the GPU, called directly (no pytest runner needed); the car twins' run in
+   bench/soccar_cars_gpu.py.
 5. ``eager``: ball-ticks/s of the PyTorch pipeline (with the query kernel), eager.
 6. ``compile``: the same pipeline under torch.compile (one tick compiled once for every batch size),
    then K compiled ticks captured in one CUDA graph ("graph"); checked against eager.
@@ -159,6 +160,16 @@ class Recorder:
 
 
 def _row_text(row: dict) -> str:
+    if "env_ticks_per_s" in row:
+        return (
+            f"{row['mode']} {row['teams']} {row['num_envs']} envs: {row['env_ticks_per_s']:.3e} env-ticks/s "
+            f"({row['median_s'] * 1e3:.3f} ms per {row['ticks_per_call']} ticks)"
+        )
+    if "car_ticks_per_s" in row:
+        return (
+            f"{row['mode']} {row['num_envs']} envs: {row['car_ticks_per_s']:.3e} car-ticks/s "
+            f"({row['median_s'] * 1e3:.3f} ms per {row['ticks_per_call']} ticks)"
+        )
     if "ball_ticks_per_s" in row:
         return (
             f"{row['mode']} {row['num_envs']} envs: {row['ball_ticks_per_s']:.3e} ball-ticks/s "
@@ -261,6 +272,8 @@ def _release() -> None:
 
 
 def section_fused(rec: Recorder, args) -> None:
+    import torch
+
     from nitro.envs.soccar.kernels.arena import launch_step_ticks_
     from nitro.envs.soccar.state import ArenaEvents
 
@@ -274,8 +287,9 @@ def section_fused(rec: Recorder, args) -> None:
         def compile_once(block=block, cap=cap, name=name):
             arena = _arena(min(1024, max(args.sizes)), "fused", args.meshes)
             events = ArenaEvents.none(arena.num_envs, 0, arena.device)
+            no_cars = torch.zeros(arena.num_envs, 0, 8, device=arena.device)
             t0 = time.perf_counter()
-            launch_step_ticks_(arena.state, events, arena.world, 1, block, cap)
+            launch_step_ticks_(arena.state, events, no_cars, arena.world, 1, block, cap)
             _sync()
             rec.data["compile_seconds"][name] = time.perf_counter() - t0
             rec.say(f"  {name} compiled and ran in {time.perf_counter() - t0:.1f} s")
@@ -291,12 +305,13 @@ def section_fused(rec: Recorder, args) -> None:
             def one(n=n, block=block, cap=cap, name=name):
                 arena = _arena(n, "fused", args.meshes)
                 events = ArenaEvents.none(n, 0, arena.device)
+                no_cars = torch.zeros(n, 0, 8, device=arena.device)
                 _tick_rate(
                     rec,
                     args,
                     name,
                     n,
-                    lambda: launch_step_ticks_(arena.state, events, arena.world, args.ticks, block, cap),
+                    lambda: launch_step_ticks_(arena.state, events, no_cars, arena.world, args.ticks, block, cap),
                     block=block,
                     maxnreg=cap,
                 )
@@ -383,27 +398,57 @@ def section_checks(rec: Recorder, args) -> None:
     rec.measure("check fused tick vs PyTorch tick", fused_vs_eager, needs_s=25)
 
 
-def section_stages(rec: Recorder, args) -> None:
+CAR_STAGE_TESTS = ("test_arena", "test_car", "test_rigid_body", "test_vehicle")
+"""The car twins' stage tests: bench/soccar_cars_gpu.py runs them."""
+GAME_STAGE_TESTS = ("test_boost_pads", "test_ball_hit", "test_car_bump", "test_rules", "test_game")
+"""The game rules' twins: bench/soccar_game_gpu.py runs them."""
+BODY_STAGE_TESTS = ("test_car_ball", "test_sequential_impulse")
+"""The car-body twins' stage tests: bench/soccar_carbody_gpu.py runs them."""
+
+
+def run_stage_tests(rec: Recorder, meshes, stems) -> None:
+    """The stage tests of tests/envs/soccar/kernels named by ``stems`` (file names without .py), called
+    directly, one call per parametrized case (no pytest runner needed)."""
     import importlib
     import inspect
 
     from nitro.envs.soccar.arena_mesh import load_arena_mesh
 
-    mesh = load_arena_mesh(args.meshes)  # on the CPU, as the tests' fixture: they move what they need
-    for path in sorted((ROOT / "tests" / "envs" / "soccar" / "kernels").glob("test_*.py")):
-        if path.stem == "test_kernel_checks":  # the classifier's own tests: reference only
-            continue
-        module = importlib.import_module(f"tests.envs.soccar.kernels.{path.stem}")
+    mesh = load_arena_mesh(meshes)  # on the CPU, as the tests' fixture: they move what they need
+    for stem in stems:
+        module = importlib.import_module(f"tests.envs.soccar.kernels.{stem}")
         for name, test in inspect.getmembers(module, inspect.isfunction):
             if not name.startswith("test_") or test.__module__ != module.__name__:
                 continue
+            for case in _parametrized(test):
+                what = f"{stem}.{name}" + (f"[{','.join(map(str, case.values()))}]" if case else "")
 
-            def one(test=test, what=f"{path.stem}.{name}"):
-                t0 = time.perf_counter()
-                test(**({"mesh": mesh} if "mesh" in inspect.signature(test).parameters else {}))
-                rec.add(check=f"stage {what}", passed=True, seconds=time.perf_counter() - t0)
+                def one(test=test, case=case, what=what):
+                    t0 = time.perf_counter()
+                    fixture = {"mesh": mesh} if "mesh" in inspect.signature(test).parameters else {}
+                    test(**fixture, **case)
+                    rec.add(check=f"stage {what}", passed=True, seconds=time.perf_counter() - t0)
 
-            rec.measure(f"stage {path.stem}.{name}", one, needs_s=5)
+                rec.measure(f"stage {what}", one, needs_s=5)
+
+
+def _parametrized(test) -> list[dict]:
+    """A test's ``pytest.mark.parametrize`` cases as keyword dicts ([{}] without any)."""
+    cases = [{}]
+    for mark in getattr(test, "pytestmark", []):
+        if mark.name == "parametrize":
+            names, values = mark.args[0], mark.args[1]
+            names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+            rows = [v if len(names) > 1 else (v,) for v in values]
+            cases = [case | dict(zip(names, row)) for case in cases for row in rows]
+    return cases
+
+
+def section_stages(rec: Recorder, args) -> None:
+    folder = ROOT / "tests" / "envs" / "soccar" / "kernels"
+    # the classifier's own tests are reference only; the car, game and body twins run in their own benches
+    skip = ("test_kernel_checks", *CAR_STAGE_TESTS, *GAME_STAGE_TESTS, *BODY_STAGE_TESTS)
+    run_stage_tests(rec, args.meshes, [p.stem for p in sorted(folder.glob("test_*.py")) if p.stem not in skip])
 
 
 def section_eager(rec: Recorder, args) -> None:
@@ -425,8 +470,9 @@ def section_compile(rec: Recorder, args) -> None:
     from nitro.envs.soccar.arena import fold_tick
     from nitro.envs.soccar.state import ArenaEvents
 
-    def body(state, events, world):
-        return fold_tick(state, events, world)
+    def body(state, events, world):  # ball-only arenas: no car controls
+        no_controls = torch.zeros(state.tick_count.shape[0], 0, 8, device=state.tick_count.device)
+        return fold_tick(state, events, no_controls, world)
 
     dynamic = torch.compile(body, fullgraph=True)
     per_size: dict = {}

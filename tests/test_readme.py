@@ -73,7 +73,7 @@ def test_the_soccar_example_runs(tmp_path, monkeypatch, capsys, one_thread):
 def _commands() -> list[list[str]]:
     out = []
     for block in blocks("bash"):
-        for line in block.splitlines():
+        for line in block.replace("\\\n", " ").splitlines():  # a trailing backslash continues the line
             line = line.split("  #")[0].strip()
             out += [shlex.split(part) for part in line.split("&&") if part.strip()]
     return out

@@ -10,3 +10,4 @@ register("Pendulum-v1", "nitro.envs.classic.pendulum:Pendulum", aliases=("pendul
 register("Acrobot-v1", "nitro.envs.classic.acrobot:Acrobot", aliases=("acrobot",))
 register("ConnectFour-v3", "nitro.envs.connect_four:ConnectFour", aliases=("connect_four", "connect4"))
 register("SkullKing-v0", "nitro.envs.skullking.env:SkullKing", aliases=("skullking",))
+register("Soccar-v0", "nitro.envs.soccar.rl.env:Soccar", aliases=("soccar",))

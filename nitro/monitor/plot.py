@@ -152,3 +152,24 @@ def eval_curve(run: Path, evals: list[dict]) -> Path:
                         label=f"eval ({'deterministic' if mode == 'True' else 'sampled'}), mean +- std")
     ax.legend(fontsize="small")
     return save_png(fig, Path(run) / "eval" / "eval.png")
+
+
+def vs_bots_curve(run: Path, evals: list[dict]) -> Path:
+    """RUN/eval/vs_bots.png: training return per log above, and each bot's win rate (+- its 95%
+    interval) at the evaluated checkpoints' steps below."""
+    fig = Figure(figsize=(8, 7), dpi=100, layout="constrained")
+    top, bottom = fig.add_subplot(2, 1, 1), fig.add_subplot(2, 1, 2, sharex=None)
+    top.set(title=f"{Path(run).name}: training", xlabel="env steps", ylabel="episode return")
+    top.plot(*series(read_metrics(run), "episode/return"), color="0.4", label="training (mean per log)")
+    bottom.set(title="against the scripted bots", xlabel="env steps", ylabel="win rate", ylim=(-0.02, 1.02))
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+    for i, bot in enumerate(dict.fromkeys(e["bot"] for e in evals)):
+        pts = sorted((int(e["global_step"]), float(e["win_rate"]), float(e["win_rate_ci95"]))
+                     for e in evals if e["bot"] == bot)
+        bottom.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], fmt="o-", color=f"C{i}",
+                        capsize=3, label=f"vs {bot} (95% interval)")
+    for ax in (top, bottom):
+        if ax.lines:
+            ax.legend(fontsize="small")
+    return save_png(fig, Path(run) / "eval" / "vs_bots.png")

@@ -32,9 +32,11 @@ def add_commands(sub) -> None:
                                     "the env's bots",
                        description=textwrap.fill(
                            "Play a trained policy on fresh episodes and print the results as JSON. Single-agent "
-                           "envs: returns over N episodes. Multi-agent envs: the policy in one seat and a bot in "
-                           "every other, N games per bot: win rate, mean result and return, the env's episode "
-                           "statistics, with 95% confidence intervals.", 78))
+                           "envs: returns over N episodes. Multi-agent envs: the policy on one team and a bot in "
+                           "every other seat, N of the env's whole games per bot (soccar: 5 minutes): win rate, "
+                           "wins, draws, losses, mean result, result margin and return, the env's episode "
+                           "statistics (soccar: goals for and against, touches), with 95% confidence intervals; "
+                           "RUN/eval/vs_bots.csv and vs_bots.png.", 78))
     p.add_argument("run", metavar="RUN", help="run directory (runs/<env>-<time>)")
     p.add_argument("--episodes", type=int, default=100,
                    help="episodes to play, in parallel (multi-agent: games per bot; default 100)")
@@ -81,14 +83,19 @@ def add_commands(sub) -> None:
     p.add_argument("--out", metavar="FILE", help="also write the results as JSON here")
     p.set_defaults(fn=_tournament)
 
-    p = sub.add_parser("export", help="export a run's policy to ONNX",
-                       description="Export a trained policy to ONNX: observation in, action and value out "
-                                   "(needs the export extra: pip install \"nitro-rl[export]\").")
+    p = sub.add_parser("export", help="export a run's policy: ONNX, or a Rocket League bot for RLBot v5",
+                       description="Export a trained policy: to ONNX (observation in, action and value out; needs "
+                                   "the export extra: pip install \"nitro-rl[export]\"), or as an RLBot v5 bot "
+                                   "folder (soccar runs; docs/RLBOT.md).")
     p.add_argument("run", metavar="RUN", help="run directory (runs/<env>-<time>)")
-    p.add_argument("--onnx", action="store_true", required=True, help="export to ONNX (the only format)")
-    p.add_argument("--out", metavar="FILE", help="output path (default RUN/policy.onnx)")
-    p.add_argument("--checkpoint", default="best",
-                   help="best (highest recent return), latest, or a .safetensors path (default best)")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--onnx", action="store_true", help="export the policy to ONNX")
+    target.add_argument("--rlbot", metavar="DIR", help="write an RLBot v5 bot folder (soccar runs; docs/RLBOT.md)")
+    p.add_argument("--out", metavar="FILE", help="--onnx output path (default RUN/policy.onnx)")
+    p.add_argument("--name", help="--rlbot: the bot's name (default: the run directory's name)")
+    p.add_argument("--checkpoint", default="auto",
+                   help="best (highest recent return), latest, or a .safetensors path (default auto: best; "
+                        "--rlbot: latest for self-play runs)")
     p.set_defaults(fn=_export)
 
 
@@ -201,7 +208,7 @@ def _eval(args) -> int:
     import yaml
 
     from nitro.core.registry import make_env
-    from nitro.monitor import evals, require
+    from nitro.monitor import evals
     from nitro.monitor.watch import EvalWatch
     from nitro.train.evaluate import checkpoint_path, evaluate, evaluate_vs_bots
 
@@ -221,10 +228,8 @@ def _eval(args) -> int:
                                   device=args.device, seed=args.seed, env_params=params)
         print(json.dumps(result))
         if not args.no_write:
-            (run / "eval").mkdir(exist_ok=True)
-            path = run / "eval" / f"vs_bots_{checkpoint_path(run, which).stem}.json"
-            path.write_text(json.dumps(result, indent=1))
-            print(f"wrote {path}", file=sys.stderr)
+            files = evals.write_vs_bots(run, result)
+            _eval_curve(run, [files["json"], files["table"]], "vs_bots_curve", evals.read_vs_bots)
         return 0
     bad = [i for i in args.replay_envs if not 0 <= i < args.episodes]
     if bad:
@@ -246,22 +251,43 @@ def _eval(args) -> int:
             print(f"wrote {path}; view it with: nitro replay {path} --html replay.html", file=sys.stderr)
     if not args.no_write:
         files = evals.write(run, result)
-        try:
-            require("matplotlib", "the eval curve (eval.png)")
-        except ValueError as missing:
-            print(f"wrote {files['table']} and {files['episodes'].name}; {missing}", file=sys.stderr)
-            return 0
-        from nitro.monitor import plot
-
-        curve = plot.eval_curve(run, evals.read(run))
-        print(f"wrote {files['table']}, {files['episodes'].name} and {curve.name}", file=sys.stderr)
+        _eval_curve(run, [files["table"], files["episodes"].name], "eval_curve", evals.read)
     return 0
 
 
+def _eval_curve(run, written: list, draw: str, read) -> None:
+    """Draw the eval curve (``nitro.monitor.plot.<draw>`` of ``read(run)``) where matplotlib is installed,
+    and say what was written."""
+    import sys
+
+    from nitro.monitor import require
+
+    files = ", ".join(map(str, written))
+    try:
+        require("matplotlib", "the eval curve")
+    except ValueError as missing:
+        print(f"wrote {files}; {missing}", file=sys.stderr)
+        return
+    from nitro.monitor import plot
+
+    curve = getattr(plot, draw)(run, read(run))
+    print(f"wrote {files} and {curve.name}", file=sys.stderr)
+
+
 def _export(args) -> int:
+    if args.rlbot:
+        from nitro.deploy.export import export_rlbot
+
+        if args.out:
+            raise ValueError("--out names the --onnx file; --rlbot DIR is the bot folder itself")
+        path = export_rlbot(args.run, args.rlbot, args.checkpoint, args.name)
+        print(f"wrote the RLBot v5 bot {path} (see {path / 'README.md'})")
+        return 0
+    if args.name:
+        raise ValueError("--name names an --rlbot bot; --onnx writes a bare policy")
     from nitro.train.export import export_onnx
 
-    path = export_onnx(args.run, args.out, args.checkpoint)
+    path = export_onnx(args.run, args.out, "best" if args.checkpoint == "auto" else args.checkpoint)
     print(f"wrote {path}")
     return 0
 

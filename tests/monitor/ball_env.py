@@ -15,8 +15,7 @@ from nitro.core import rng
 from nitro.core.env import Env
 from nitro.core.registry import register, registered
 from nitro.core.spaces import Box, Discrete
-from nitro.envs.soccar import (ArenaEvents, BallState, BoostPadState, CarState, GameState, MutatorConfig, TickParams,
-                               World, load_arena_mesh, step_ticks)
+from nitro.envs.soccar import Arena, ArenaEvents, BallState, BoostPadState, CarState, GameState, World, step_ticks
 
 ENV_ID = "BallNudge-test"
 DUO_ID = "BallNudgeDuo-test"
@@ -43,9 +42,7 @@ class BallNudge(Env[BallNudgeState, BallNudgeParams]):
 
     def world(self, device: torch.device) -> World:
         if str(device) not in self._worlds:
-            mutators = MutatorConfig()
-            self._worlds[str(device)] = World(load_arena_mesh(device=device), mutators,
-                                              TickParams.from_mutators(mutators, 1.0 / 120.0))
+            self._worlds[str(device)] = Arena(1, blue=0, orange=0, device=device, seed=0).world  # ball-only
         return self._worlds[str(device)]
 
     def reset(self, key, num_envs, device):
@@ -56,7 +53,8 @@ class BallNudge(Env[BallNudgeState, BallNudgeParams]):
         ball.vel = torch.stack([rng.uniform(rng.fold_in(key, 3), (num_envs,), -800, 800),
                                 torch.zeros(num_envs, device=device), torch.zeros(num_envs, device=device)], -1)
         game = GameState(ball=ball, cars=CarState.empty(num_envs, 0, device), pads=BoostPadState.fresh(num_envs, device),
-                         tick_count=torch.zeros(num_envs, dtype=torch.int64, device=device))
+                         tick_count=torch.zeros(num_envs, dtype=torch.int64, device=device),
+                         **GameState.scoreboard(num_envs, device))
         return BallNudgeState(game, torch.zeros(num_envs, dtype=torch.int32, device=device))
 
     def step(self, state, action, key):
@@ -64,7 +62,9 @@ class BallNudge(Env[BallNudgeState, BallNudgeParams]):
                             torch.zeros_like(action, dtype=torch.float32)], -1) * PUSH
         n = action.shape[0]
         game = dataclasses.replace(state.game, ball=dataclasses.replace(state.game.ball, vel=state.game.ball.vel + push))
-        game, _ = step_ticks(game, ArenaEvents.none(n, 0, action.device), self.world(action.device), self.params.ticks)
+        no_cars = torch.zeros(n, 0, 8, device=action.device)
+        game, _ = step_ticks(game, ArenaEvents.none(n, 0, action.device), no_cars, self.world(action.device),
+                             self.params.ticks)
         elapsed = state.elapsed + 1
         new = BallNudgeState(game, elapsed)
         reward = -game.ball.pos[:, 0].abs() / 4096

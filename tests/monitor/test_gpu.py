@@ -40,7 +40,8 @@ def test_recorder_captured_in_a_graph_reads_the_live_state():
     device = torch.device("cuda")
     n = 64
     state = GameState(ball=BallState.rest(n, device), cars=CarState.empty(n, 2, device),
-                      pads=BoostPadState.fresh(n, device), tick_count=torch.zeros(n, dtype=torch.int64, device=device))
+                      pads=BoostPadState.fresh(n, device), tick_count=torch.zeros(n, dtype=torch.int64, device=device),
+                      **GameState.scoreboard(n, device))
     rec = Recorder(state, env_ids=[3, 60], frames=1, teams=[0, 1])
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())

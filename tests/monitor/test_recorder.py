@@ -62,7 +62,8 @@ def car_state(num_envs: int, device="cpu") -> CarState:
 def test_recorder_packs_car_fields_and_events():
     N = 5
     state = GameState(ball=BallState.rest(N, torch.device("cpu")), cars=car_state(N),
-                      pads=BoostPadState.fresh(N, torch.device("cpu")), tick_count=torch.full((N,), 7))
+                      pads=BoostPadState.fresh(N, torch.device("cpu")), tick_count=torch.full((N,), 7),
+                      **GameState.scoreboard(N, torch.device("cpu")))
     state.pads.is_active[3, 5] = False
     state.ball.pos[3, 1] = -5300.0  # env 3's ball in blue's goal (-y): orange scored
     rec = Recorder(state, env_ids=[1, 3], frames=2, teams=[0, 1], car_presets=["octane", "merc"], events=True)
@@ -89,7 +90,8 @@ def test_recorder_packs_car_fields_and_events():
 
 def test_a_busy_flush_is_dropped_not_waited_for():
     state = GameState(ball=BallState.rest(2, torch.device("cpu")), cars=CarState.empty(2, 0, torch.device("cpu")),
-                      pads=BoostPadState.fresh(2, torch.device("cpu")), tick_count=torch.zeros(2, dtype=torch.int64))
+                      pads=BoostPadState.fresh(2, torch.device("cpu")), tick_count=torch.zeros(2, dtype=torch.int64),
+                      **GameState.scoreboard(2, torch.device("cpu")))
     rec = Recorder(state, env_ids=[0], frames=1)
     release, delivered = threading.Event(), []
 
@@ -107,7 +109,8 @@ def test_a_busy_flush_is_dropped_not_waited_for():
 
 def test_recorder_refuses_bad_requests():
     state = GameState(ball=BallState.rest(2, torch.device("cpu")), cars=car_state(2),
-                      pads=BoostPadState.fresh(2, torch.device("cpu")), tick_count=torch.zeros(2, dtype=torch.int64))
+                      pads=BoostPadState.fresh(2, torch.device("cpu")), tick_count=torch.zeros(2, dtype=torch.int64),
+                      **GameState.scoreboard(2, torch.device("cpu")))
     with pytest.raises(ValueError, match=r"cannot record envs \[2\]: the batch has envs 0..1"):
         Recorder(state, env_ids=[2], frames=4, teams=[0, 1])
     with pytest.raises(ValueError, match="the state holds 2 cars but teams lists 0"):

@@ -17,14 +17,24 @@ _INF = float("inf")
 
 
 def adjust_internal_edge_contacts(
-    normal, point, v0, v1, v2, tri_normal, edge_angle, edge_flags, forced_edge=None
+    normal,
+    point,
+    v0,
+    v1,
+    v2,
+    tri_normal,
+    edge_angle,
+    edge_flags,
+    forced_edge=None,
+    edge_distance: float = C.INTERNAL_EDGE_DISTANCE_THRESHOLD,
 ):
     """btAdjustInternalEdgeContacts (default flags), over [...] contacts of triangles.
 
     A contact close to an edge shared with a neighbour gets a normal that the neighbour pair allows:
     near a flat or concave edge, the triangle's face normal (so a ball rolling over a seam of a smooth
     surface does not bump); near a convex edge, the normal clamped into the edge's wedge.
-    ``normal`` points from the triangle into the other body, ``point`` is on the triangle.
+    ``normal`` points from the triangle into the other body, ``point`` is on the triangle;
+    ``edge_distance`` is m_edgeDistanceThreshold in the units of the points (UU by default).
     Returns (normal, changed): ``changed`` marks where Bullet rewrote the normal. ``forced_edge`` [...] (0: v0v1,
     1: v1v2, 2: v2v0) forces the edge tested instead of the nearest one with a neighbour (the kernel
     checks use it for a point at a vertex, where two edges are both at distance 0).
@@ -34,7 +44,8 @@ def adjust_internal_edge_contacts(
     delta = seg_b - seg_a
     t = dot(point[..., None, :] - seg_a, delta) / dot(delta, delta)
     nearest = seg_a + t.clamp(0, 1)[..., None] * delta  # btNearestPointInLineSegment
-    edge_dist = torch.linalg.vector_norm(point[..., None, :] - nearest, dim=-1)  # [..., 3]
+    gap = point[..., None, :] - nearest
+    edge_dist = torch.sqrt(dot(gap, gap))  # [..., 3]
     has_neighbour = edge_angle.abs() < C.INTERNAL_EDGE_MAX_ANGLE
     # bestedge: the nearest edge with a neighbour (strict <, so the lowest edge wins ties)
     if forced_edge is None:
@@ -42,7 +53,7 @@ def adjust_internal_edge_contacts(
     else:
         best = forced_edge.expand(edge_dist.shape[:-1])[..., None].to(torch.int64)
     best_dist = edge_dist.gather(-1, best)[..., 0]
-    near = has_neighbour.gather(-1, best)[..., 0] & (best_dist < C.INTERNAL_EDGE_DISTANCE_THRESHOLD)
+    near = has_neighbour.gather(-1, best)[..., 0] & (best_dist < edge_distance)
     angle = edge_angle.gather(-1, best)[..., 0]
     bit = torch.tensor([0, 1, 2], device=best.device).gather(0, best.reshape(-1)).reshape(best.shape)[..., 0]
     convex = ((edge_flags >> bit) & 1) == 1  # TRI_INFO_V0V1_CONVEX << e

@@ -55,16 +55,18 @@ def sort_cached_points(
     return torch.argmax(areas, dim=1)  # closestAxis4 / maxAxis4: the first largest wins
 
 
-def empty_manifolds(n: int, dtype: torch.dtype, device: torch.device) -> ContactManifolds:
-    """N bodies' manifolds before the tick's first contact: every slot free."""
-    offset = torch.zeros(n, MANIFOLD_SLOTS, MANIFOLD_POINTS, 3, dtype=dtype, device=device)
+def empty_manifolds(
+    n: int, dtype: torch.dtype, device: torch.device, slots: int = MANIFOLD_SLOTS
+) -> ContactManifolds:
+    """N bodies' manifolds before the tick's first contact: ``slots`` free slots each."""
+    offset = torch.zeros(n, slots, MANIFOLD_POINTS, 3, dtype=dtype, device=device)
     return ContactManifolds(
-        object=torch.full((n, MANIFOLD_SLOTS), -1, dtype=torch.int32, device=device),
-        count=torch.zeros(n, MANIFOLD_SLOTS, dtype=torch.int32, device=device),
+        object=torch.full((n, slots), -1, dtype=torch.int32, device=device),
+        count=torch.zeros(n, slots, dtype=torch.int32, device=device),
         offset=offset,
         point=torch.zeros_like(offset),
         normal=torch.zeros_like(offset),
-        depth=torch.zeros(n, MANIFOLD_SLOTS, MANIFOLD_POINTS, dtype=dtype, device=device),
+        depth=torch.zeros(n, slots, MANIFOLD_POINTS, dtype=dtype, device=device),
     )
 
 
@@ -79,14 +81,14 @@ def add_manifold_point(
     """btManifoldResult::addContactPoint / btPersistentManifold::addManifoldPoint of one new contact
     per body (object [N], -1 for none; offset, point, normal [N, 3]; depth [N]).
 
-    The contact goes to its object's manifold (else the first free slot; objects beyond
-    MANIFOLD_SLOTS are ignored), appended or, once that holds 4 points, replacing the one
+    The contact goes to its object's manifold (else the first free slot; objects beyond the
+    manifolds' slots are ignored), appended or, once that holds 4 points, replacing the one
     `sort_cached_points` picks.
     """
     obj, count = manifolds.object, manifolds.count
     device = obj.device
     rows = torch.arange(obj.shape[0], device=device)
-    slots = torch.arange(MANIFOLD_SLOTS, device=device)
+    slots = torch.arange(obj.shape[1], device=device)
     points = torch.arange(MANIFOLD_POINTS, device=device)
     match = obj == new_object[:, None]
     free = obj < 0
@@ -111,14 +113,15 @@ def add_manifold_point(
     )
 
 
-def build_manifolds(contacts: SphereContacts) -> ContactManifolds:
-    """File one tick's contacts, in Bullet's order, into per-object manifolds (`add_manifold_point`).
+def build_manifolds(contacts: SphereContacts, slots: int = MANIFOLD_SLOTS) -> ContactManifolds:
+    """File one tick's contacts, in Bullet's order, into ``slots`` per-object manifolds
+    (`add_manifold_point`).
 
     Of the many triangles a ball can touch in the dense goal net, only 4 per mesh file count, chosen
     by Bullet's visiting order.
     """
     n = contacts.object.shape[0]
-    manifolds = empty_manifolds(n, contacts.offset.dtype, contacts.object.device)
+    manifolds = empty_manifolds(n, contacts.offset.dtype, contacts.object.device, slots)
     for k in range(eager_cpu_width(contacts.count, contacts.object.shape[1])):  # in Bullet's order
         manifolds = add_manifold_point(
             manifolds,

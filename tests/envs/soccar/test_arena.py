@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
+from nitro.envs.soccar import car
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena, tick
 from nitro.envs.soccar.state import CarState
@@ -27,11 +29,17 @@ def test_fresh_arena_matches_a_fresh_rocketsim_arena(mesh):
     assert a.state.tick_count.tolist() == [5, 5, 5]
 
 
-def test_cars_are_not_simulated_yet(mesh):
-    with pytest.raises(NotImplementedError, match="blue=0, orange=0"):
-        Arena(2)  # the contract's default is a 1v1
-    with pytest.raises(NotImplementedError, match=r"use Arena\(num_envs, blue=0, orange=0\)"):
-        Arena(2, blue=1, orange=0)
+def test_default_arena_is_a_1v1_of_fresh_rocketsim_cars(mesh):
+    a = Arena(2, seed=0)
+    assert a.num_cars == 2 and a.car == ("octane", "octane")
+    cars = a.cars
+    assert cars.pos.shape == (2, 2, 3) and cars.rot_mat.shape == (2, 2, 3, 3)
+    assert torch.all(cars.pos[..., 2] == C.CAR_RESPAWN_Z)  # Car::Respawn's height
+    assert torch.all(cars.pos[:, 0, 1] == -4608.0) and torch.all(cars.pos[:, 1, 1] == 4608.0)  # blue, orange
+    assert torch.all(cars.boost == torch.tensor(C.BOOST_SPAWN_AMOUNT)) and bool(cars.is_on_ground.all())
+    # blue faces +y, orange -y (forward is the rotation's first column)
+    assert torch.allclose(cars.rot_mat[:, 0, :, 0], torch.tensor([0.0, 1.0, 0.0]), atol=1e-6)
+    assert torch.allclose(cars.rot_mat[:, 1, :, 0], torch.tensor([0.0, -1.0, 0.0]), atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -128,30 +136,48 @@ def test_tick_is_a_pure_function(mesh):
     a = _arena(2)
     a.set_ball(pos=[0.0, 0.0, 300.0], vel=[0.0, 0.0, -500.0])
     before = a.state
-    after, goal = tick(before, a.world)
-    assert after is not before and goal.shape == (2,) and goal.dtype == torch.int8
+    after, events = tick(before, torch.zeros(2, 0, 8), a.world)
+    assert after is not before and events.goal_tick.shape == (2,) and events.ball_touch.shape == (2, 0)
     assert before.ball.pos[0, 2] == 300.0  # the input state is not modified
 
 
-def test_car_state_placeholder_names():
-    cars = CarState.empty(2, 3, torch.device("cpu"))
-    for name in (
-        "is_on_ground",
-        "has_jumped",
-        "has_double_jumped",
-        "has_flipped",
-        "is_jumping",
-        "is_flipping",
-        "is_supersonic",
-        "is_demoed",
-        "jump_time",
-        "flip_time",
-        "air_time",
-        "air_time_since_jump",
-        "supersonic_time",
-        "handbrake_val",
-        "demo_respawn_timer",
-        "boost",
-    ):
-        assert getattr(cars, name).shape == (2, 3)
-    assert cars.rot_mat.shape == (2, 3, 3, 3)
+def test_car_state_fresh_is_rocketsims_car_state_defaults():
+    cars = CarState.fresh(2, 3, torch.device("cpu"))
+    for name, (shape, dtype) in CarState.FIELDS.items():
+        value = getattr(cars, name)
+        assert value.shape == (2, 3, *shape) and value.dtype == dtype, name
+    assert torch.all(cars.pos == torch.tensor([0.0, 0.0, C.CAR_SPAWN_REST_Z]))  # CarState(): z = 17
+    assert torch.equal(cars.rot_mat, torch.eye(3).expand(2, 3, 3, 3))
+    assert bool(cars.is_on_ground.all()) and torch.all(cars.boost == torch.tensor(C.BOOST_SPAWN_AMOUNT))
+
+
+def test_f32_rounds_as_numpy_float32():
+    """`constants.f32` (plain Python, so compiled ticks fold it) is float(np.float32(x)): normals,
+    ties, subnormals, overflow and signed zeros."""
+    rng = np.random.default_rng(0)
+    values = [0.0, -0.0, 1 / 120, 1 / 80, 3.4028235e38, 3.4028236e38, 1e-45, 7e-46, -2e-46, 2.0**-126]
+    values += list(rng.uniform(-1, 1, 2000) * 10.0 ** rng.uniform(-46, 39, 2000))
+    ones = np.float32(1) + np.arange(1, 200, dtype=np.float64) * 2.0**-24  # halfway and near-halfway points
+    with np.errstate(over="ignore"):  # 3.4028236e38 overflows to inf, as intended
+        expected = [np.float32(x) for x in values + list(ones)]
+    for x, want in zip(values + list(ones), expected):
+        assert C.f32(float(x)) == float(want) and np.copysign(1, C.f32(float(x))) == np.copysign(1, want)
+
+
+def test_car_ticks_trace_into_one_graph(mesh):
+    """The cars' pre-tick and post-tick trace with torch.compile(fullgraph=True), no graph break (no
+    numpy, no host syncs), and the traced run equals eager bit for bit (the eager backend runs the
+    same ops)."""
+    a = Arena(3, blue=1, orange=1, seed=0)
+    controls = car.CarControls.from_tensor(torch.tensor([[1.0, 0.3, 0, 0, 0, 1, 1, 0], [0.5, -1, 0, 0, 0, 0, 1, 1]]).expand(3, 2, 8))
+    p = a.world.params
+
+    def both(cars):
+        cars, forces = car.pre_tick_update(cars, controls, a.world.cars, a.world.mesh, a.state.tick_count, p)
+        return car.post_tick_update(cars, controls, p), forces
+
+    traced = torch.compile(both, fullgraph=True, backend="eager")(a.state.cars)
+    eager = both(a.state.cars)
+    for name in ("pos", "vel", "ang_vel", "boost", "is_jumping"):
+        assert torch.equal(getattr(traced[0], name), getattr(eager[0], name)), name
+    assert torch.equal(traced[1].force, eager[1].force) and torch.equal(traced[1].torque, eager[1].torque)

@@ -137,8 +137,10 @@ def _captured_launches(monkeypatch, mesh):
     box_kernels.launch_box_contacts(
         mesh, c, torch.eye(3).expand(64, 3, 3), torch.tensor([60.0, 40.0, 20.0]), 2.0, 8
     )
-    balls = Arena(64, blue=0, orange=0)
-    arena_kernels.launch_step_ticks_(balls.state, ArenaEvents.none(64, 0, balls.device), balls.world, 8)
+    for blue, orange in ((0, 0), (1, 0), (1, 1)):  # ball-only, 1v0 and 1v1 arenas
+        a = Arena(64, blue=blue, orange=orange)
+        controls = torch.zeros(64, a.num_cars, 8)
+        arena_kernels.launch_step_ticks_(a.state, ArenaEvents.none(64, a.num_cars, a.device), controls, a.world, 8)
     return launches
 
 

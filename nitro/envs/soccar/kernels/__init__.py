@@ -29,12 +29,17 @@ try:  # Triton comes with CUDA builds of PyTorch; CPU installs use the PyTorch r
     from torch.library import triton_op, wrap_triton
 
     jit = triton.jit
+    constexpr = tl.constexpr
 except ImportError:  # pragma: no cover - exercised on CPU-only installs
     triton = tl = wrap_triton = None
 
     def jit(fn):
         """Stand-in for ``triton.jit`` without Triton: the function is kept, never launched."""
         return fn
+
+    def constexpr(value):
+        """Stand-in for ``tl.constexpr`` without Triton: the value itself."""
+        return value
 
     def triton_op(name, mutates_args):
         """Stand-in for ``torch.library.triton_op`` without Triton: nothing is registered."""

@@ -96,3 +96,53 @@ def store(ptr, v, mask):
     tl.store(ptr, v[0], mask=mask)
     tl.store(ptr + 1, v[1], mask=mask)
     tl.store(ptr + 2, v[2], mask=mask)
+
+
+# --- Rows of W floats per lane, read and written with one memory operation --------------------------
+# (A kernel holding many per-lane values pays for each memory operation in compile time: Triton's
+# coalescing pass walks the whole kernel once per operation. A [BLOCK, W] tile is one operation, split
+# into its W columns in registers.)
+
+
+@jit
+def columns(tile, W: tl.constexpr, BLOCK: tl.constexpr):
+    """The W columns of a [BLOCK, W] tile (W a power of two) as a tuple of [BLOCK] tensors."""
+    if W == 1:
+        return (tl.reshape(tile, (BLOCK,)),)
+    else:
+        even, odd = tl.split(tl.reshape(tile, (BLOCK, W // 2, 2)))
+        even = columns(even, W // 2, BLOCK)
+        odd = columns(odd, W // 2, BLOCK)
+        out = ()
+        for i in tl.static_range(W // 2):
+            out = out + (even[i], odd[i])
+        return out
+
+
+@jit
+def tile_of(values, W: tl.constexpr, BLOCK: tl.constexpr):
+    """`columns`' inverse: a tuple of W [BLOCK] float tensors as a [BLOCK, W] tile."""
+    if W == 1:
+        return tl.reshape(values[0], (BLOCK, 1))
+    else:
+        even = ()
+        odd = ()
+        for i in tl.static_range(W // 2):
+            even = even + (values[2 * i],)
+            odd = odd + (values[2 * i + 1],)
+        return tl.reshape(tl.join(tile_of(even, W // 2, BLOCK), tile_of(odd, W // 2, BLOCK)), (BLOCK, W))
+
+
+@jit
+def load_row(ptr, row, live, W: tl.constexpr, BLOCK: tl.constexpr):
+    """Row ``row`` of a [rows, W] float32 array per lane, as a tuple of W values (0 where not live)."""
+    at = tl.arange(0, W)
+    tile = tl.load(ptr + row[:, None] * W + at[None, :], mask=live[:, None], other=0.0)
+    return columns(tile, W, BLOCK)
+
+
+@jit
+def store_row(ptr, row, values, live, W: tl.constexpr, BLOCK: tl.constexpr):
+    """`load_row`'s inverse: W per-lane float values into row ``row``."""
+    at = tl.arange(0, W)
+    tl.store(ptr + row[:, None] * W + at[None, :], tile_of(values, W, BLOCK), mask=live[:, None])

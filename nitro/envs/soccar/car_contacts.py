@@ -1,0 +1,284 @@
+"""The fused kernel's stand-in for the car-ball and car-car contacts, and its car body against the
+arena: their reference twin.
+
+The fused kernel (`kernels/arena.py`) has no collision detection or solve between bodies; it fires
+RocketSim's callbacks from these approximate contacts, and this module is the PyTorch twin of
+`kernels/car_contacts.py` that its tests compare against. The reference tick does not use it: its
+touches come from Bullet's real contacts (`dynamics_world`, `car_ball`, `car_car`).
+
+Both return what RocketSim's contact-added callbacks receive (`contacts.CarBallHits`,
+`contacts.CarCarTouches`), from the car bodies' hitboxes (btBoxShape in a btCompoundShape, at the
+hitbox offset), the ball's sphere and the manifolds' contact breaking thresholds, at the tick's
+starting poses. Cars demolished at the tick's start touch nothing.
+
+`car_ball_hits` is the sphere-box distance in closed form (in Bullet units, with the box's margin):
+the point Bullet's GJK converges on, so a touch mostly comes on the tick RocketSim finds it, but the
+ball's frame is taken as the identity. `car_car_contacts` replaces btBoxBoxDetector: separating axes
+decide the contact (the boxes, margins included, overlap: btBoxBoxDetector reports nothing for a
+gap) and the points are each box's deepest corner inside the other, car a's first (or, when neither
+has a corner inside, one point between the two deepest corners), where Bullet clips the incident
+face against the reference face. The bump rule reads only which cars touch and how far forward on the
+bumper each point lies.
+
+`car_world_contacts` and `solve_car_world` are the fused kernel's car body against the arena: Bullet's
+pipeline (planes' deepest corner, manifolds, edge smoothing, the sequential impulse) with separating
+axes in place of GJK/EPA for the mesh triangles, each car solved alone (docs/SOCCAR.md says where
+that differs from `car_world` and `dynamics_world`).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+
+from nitro.envs.soccar import constants as C
+from nitro.envs.soccar import rigid_body as rb
+from nitro.envs.soccar.arena_mesh import ArenaMesh, cell_candidates
+from nitro.envs.soccar.box_contacts import box_triangle_separation
+from nitro.envs.soccar.car_config import CarParams
+from nitro.envs.soccar.contacts import (
+    CAR_CAR_POINTS,
+    PLANE_OBJECT_BASE,
+    BodySolve,
+    CarBallHits,
+    CarBodyContacts,
+    CarCarTouches,
+    ContactRows,
+    SphereContacts,
+    car_pairs,
+)
+from nitro.envs.soccar.internal_edge import adjust_internal_edge_contacts
+from nitro.envs.soccar.manifolds import build_manifolds
+from nitro.envs.soccar.mutators import TickParams
+from nitro.envs.soccar.sequential_impulse import SolverBodies, solve_contacts
+from nitro.envs.soccar.sphere_contacts import closest_point_triangle
+from nitro.envs.soccar.state import CarState
+from nitro.envs.soccar.vec import box_support, dot, gather_rows
+
+CAR_INV_MASS = float(np.float32(1.0) / np.float32(C.CAR_MASS_BT))
+"""btRigidBody's inverse mass of a car (1 / 180), float32 as Bullet computes it."""
+
+
+
+def car_ball_hits(
+    ball_pos: torch.Tensor, cars: CarState, car_params: CarParams, frozen: torch.Tensor, params: TickParams
+) -> CarBallHits:
+    """btSphereBoxCollisionAlgorithm::getSphereDistance of the ball against each car's hitbox.
+
+    ``ball_pos`` [N, 3], cars [N, C] at the tick's start; ``frozen`` [N, C]: cars demolished at the
+    tick's start. The contact point on the ball is the sphere's deepest point, pOnBox + n x depth.
+    """
+    hitbox = car_params.hitbox
+    inner, margin, offset = hitbox.inner, hitbox.margin, hitbox.offset  # BT [C, 3], [C], [C, 3]
+    basis = cars.rot_mat  # [N, C, 3, 3]
+    origin = cars.pos * C.UU_TO_BT + torch.einsum("ncij,cj->nci", basis, offset)
+    center = ball_pos[:, None] * C.UU_TO_BT  # [N, 1, 3]
+    rel = torch.einsum("ncji,ncj->nci", basis, center - origin)  # invXform: basis^T (p - origin)
+    closest = torch.maximum(torch.minimum(rel, inner), -inner)
+    radius = params.ball_radius * C.UU_TO_BT
+    intersection_dist = radius + margin  # [C]
+    # the manifold's breaking threshold: the smaller of the car's and the ball's (ball_contact_gap)
+    threshold = torch.clamp(hitbox.threshold, max=params.ball_contact_gap * C.UU_TO_BT)
+    contact_dist = intersection_dist + threshold
+    normal = rel - closest
+    dist2 = dot(normal, normal)
+    touching = (dist2 <= contact_dist * contact_dist) & ~frozen
+    inside = dist2 <= C.SIMD_EPSILON
+    distance = torch.sqrt(torch.where(inside, 1.0, dist2))
+    normal = normal / distance[..., None]
+    # the ball's centre inside the box: out through the nearest face (getSpherePenetration)
+    face_dist = torch.cat((inner - rel, inner + rel), -1)  # [N, C, 6]: +x, +y, +z, -x, -y, -z faces
+    face = face_dist.argmin(-1)
+    face_normal = torch.eye(3, device=rel.device).repeat(2, 1) * torch.tensor([1.0] * 3 + [-1.0] * 3, device=rel.device)[:, None]
+    normal = torch.where(inside[..., None], face_normal[face], normal)
+    distance = torch.where(inside, -face_dist.gather(-1, face[..., None])[..., 0], distance)
+    closest = torch.where(inside[..., None], torch.where(face_normal[face] != 0, face_normal[face] * inner, rel), closest)
+    point_on_box = closest + normal * margin[:, None]
+    depth = distance - intersection_dist
+    point_on_ball = torch.einsum("ncij,ncj->nci", basis, point_on_box) + origin
+    point_on_ball = point_on_ball + torch.einsum("ncij,ncj->nci", basis, normal) * depth[..., None]
+    return CarBallHits(is_hit=touching, relative_pos_on_ball=(point_on_ball - center) * C.BT_TO_UU)
+
+
+def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor) -> CarCarTouches:
+    """Contact points of every car pair (a < b) at the tick's start (see the module's note)."""
+    n, num_cars = cars.pos.shape[:2]
+    pairs = car_pairs(num_cars)
+    device = cars.pos.device
+    k = CAR_CAR_POINTS
+    if not pairs:
+        empty = torch.zeros(n, 0, k, 3, device=device)
+        return CarCarTouches(torch.zeros(n, 0, k, dtype=torch.bool, device=device), empty, empty.clone())
+    hitbox = car_params.hitbox
+    half = (hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU  # [C, 3] UU, the box with its margin
+    center = cars.pos + torch.einsum("ncij,cj->nci", cars.rot_mat, hitbox.offset * C.BT_TO_UU)
+    signs = torch.tensor(list(itertools.product((-1.0, 1.0), repeat=3)), device=device)  # [8, 3]
+    points = []
+    for a, b in pairs:
+        ra, rb = cars.rot_mat[:, a], cars.rot_mat[:, b]
+        separation = _separation(center[:, a], ra, half[a], center[:, b], rb, half[b])
+        touching = (separation < 0) & ~frozen[:, a] & ~frozen[:, b]  # btBoxBoxDetector: overlap only
+        # each box's deepest corner inside the other (a's first), or between the two deepest corners
+        corners_a = center[:, a, None] + torch.einsum("nij,kj->nki", ra, signs * half[a])  # [N, 8, 3]
+        corners_b = center[:, b, None] + torch.einsum("nij,kj->nki", rb, signs * half[b])
+        depth_a, deepest_a = _inside_depth(corners_a, center[:, b], rb, half[b]).max(-1)
+        depth_b, deepest_b = _inside_depth(corners_b, center[:, a], ra, half[a]).max(-1)
+        corner_a = corners_a.gather(1, deepest_a[:, None, None].expand(-1, 1, 3))[:, 0]
+        corner_b = corners_b.gather(1, deepest_b[:, None, None].expand(-1, 1, 3))[:, 0]
+        inside = torch.stack((depth_a >= 0, depth_b >= 0), 1)  # [N, 2]
+        neither = ~inside.any(1)
+        chosen = torch.stack((torch.where(neither[:, None], 0.5 * (corner_a + corner_b), corner_a), corner_b), 1)
+        is_contact = touching[:, None] & (inside | (neither[:, None] & (torch.arange(k, device=device) == 0)))
+        local_a = torch.einsum("nji,nkj->nki", ra, chosen - cars.pos[:, a, None])
+        local_b = torch.einsum("nji,nkj->nki", rb, chosen - cars.pos[:, b, None])
+        points.append((is_contact, local_a, local_b))
+    is_contact, local_a, local_b = (torch.stack(x, 1) for x in zip(*points))
+    return CarCarTouches(is_contact=is_contact, local_point_a=local_a, local_point_b=local_b)
+
+
+def _separation(ca, ra, ha, cb, rb, hb) -> torch.Tensor:
+    """The largest gap between two oriented boxes over the 15 separating axes (negative: they
+    overlap by at least that much) [N]. ``c`` [N, 3] centres, ``r`` [N, 3, 3] axes as columns,
+    ``h`` [3] half extents."""
+    axes = [ra[..., i] for i in range(3)] + [rb[..., i] for i in range(3)]
+    for i in range(3):
+        for j in range(3):
+            axes.append(torch.cross(ra[..., i], rb[..., j], dim=-1))
+    axis = torch.stack(axes, 1)  # [N, 15, 3]
+    length = torch.linalg.vector_norm(axis, dim=-1)
+    usable = length > 1e-6  # parallel edges give no axis
+    axis = axis / torch.where(usable, length, 1.0)[..., None]
+    distance = (axis * (cb - ca)[:, None]).sum(-1).abs()
+    reach_a = (torch.einsum("nsk,nki->nsi", axis, ra).abs() * ha).sum(-1)
+    reach_b = (torch.einsum("nsk,nki->nsi", axis, rb).abs() * hb).sum(-1)
+    gap = distance - reach_a - reach_b
+    return torch.where(usable, gap, -torch.inf).amax(-1)
+
+
+def _inside_depth(points, center, rot, half) -> torch.Tensor:
+    """How far each point [N, P, 3] lies inside the box (its least distance to a face; negative
+    outside, then minus the largest distance beyond a face) [N, P]."""
+    local = torch.einsum("nji,npj->npi", rot, points - center[:, None])
+    return (half - local.abs()).amin(-1)
+
+
+# --- The car body against the arena ---------------------------------------------------------------
+
+
+def deepest_corner(center: torch.Tensor, rot: torch.Tensor, half: torch.Tensor, direction: torch.Tensor):
+    """btBoxShape::localGetSupportingVertex: the box's corner furthest along ``direction`` [..., 3]
+    (a non-negative component takes the + side, as btFsels), ``rot`` [..., 3, 3] its axes as columns."""
+    local = torch.einsum("...ji,...j->...i", rot, direction)  # basis^T direction
+    return center + torch.einsum("...ij,...j->...i", rot, torch.where(local >= 0, half, -half))
+
+
+def car_world_contacts(
+    mesh: ArenaMesh, cars: CarState, car_params: CarParams, alive: torch.Tensor
+) -> CarBodyContacts:
+    """Each car body's contact manifolds with the arena at the tick's starting transform (the fused
+    kernel's car-world detection; `car_world.world_contacts` is Bullet's).
+
+    The box is the hitbox with its margin, at the hitbox offset; ``alive`` [N, C]: the bodies in the
+    world. Mesh triangles of the box's grid cell, in Bullet's visiting order, each give at most one
+    point by separating axes (`box_contacts.box_triangle_separation`): the normal is the axis of the
+    largest separation (the minimum translation where they overlap; from the triangle into the box),
+    the depth that separation; the point on the triangle is the one nearest the box's support point
+    along the normal (`vec.box_support`: a corner, or a face centre or edge midpoint where those lie
+    flat against the triangle), and the point on the car lies the depth above it (Bullet's pointA);
+    the normal is then smoothed at internal edges. The planes follow, each giving the box's deepest
+    corner (as `car_world.plane_contacts`). A point is kept within the car's contact breaking
+    threshold and filed into 4-point manifolds per arena object (`manifolds.build_manifolds`).
+    Manifold offsets are the points on the car relative to its origin (world axes), depths and
+    offsets in Bullet units, for the solve.
+    """
+    n, c = cars.pos.shape[:2]
+    hitbox = car_params.hitbox  # BT [C, ...]
+    rot = cars.rot_mat.reshape(n * c, 3, 3)
+    pos = cars.pos.reshape(n * c, 3)
+    flat = lambda x: x.expand(n, *x.shape).reshape(n * c, *x.shape[1:])
+    half = flat((hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU)  # UU
+    threshold = flat(hitbox.threshold * C.BT_TO_UU)
+    center = pos + torch.einsum("bij,bj->bi", rot, flat(hitbox.offset * C.BT_TO_UU))
+    live = alive.reshape(n * c)
+    # the cell's triangles: separating axes, then the internal-edge smoothing of the normal
+    ids, valid = cell_candidates(mesh, center)
+    v0, v1, v2 = mesh.tri_verts[ids].unbind(-2)
+    sep, raw_normal = box_triangle_separation(center[:, None], rot[:, None], half[:, None], v0, v1, v2)
+    has = valid & live[:, None] & (sep <= threshold[:, None])
+    support = box_support(center[:, None], rot[:, None], half[:, None], -raw_normal)
+    point_b = closest_point_triangle(support, v0, v1, v2)
+    point_a = point_b + raw_normal * sep[..., None]
+    normal, _ = adjust_internal_edge_contacts(
+        raw_normal, point_b, v0, v1, v2, mesh.tri_normals[ids], mesh.edge_angle[ids], mesh.edge_flags[ids]
+    )
+    # the planes, after the meshes: the deepest corner along each plane's normal
+    p_normal = mesh.plane_normals.expand(n * c, -1, -1)
+    p_point = deepest_corner(center[:, None], rot[:, None], half[:, None], -p_normal)
+    p_depth = dot(p_point, p_normal) - mesh.plane_offsets
+    p_has = live[:, None] & (p_depth < threshold[:, None])
+    all_has = torch.cat((has, p_has), 1)
+    order = torch.sort((~all_has).to(torch.int8), dim=1, stable=True).indices  # found points, in order
+    pick = lambda x: gather_rows(x, order)
+    plane_object = PLANE_OBJECT_BASE + torch.arange(mesh.num_planes, device=pos.device).expand(n * c, -1)
+    count = all_has.sum(1)
+    held = pick(all_has)
+    bt = C.UU_TO_BT_F32
+    found = SphereContacts(
+        count=count.to(torch.int32),
+        object=torch.where(held, pick(torch.cat((mesh.tri_mesh[ids].to(torch.int64), plane_object), 1)), -1).to(torch.int32),
+        feature=torch.zeros_like(held, dtype=torch.int32),
+        normal=pick(torch.cat((normal, p_normal), 1)),
+        point=torch.zeros_like(pick(torch.cat((point_a, p_point), 1))),
+        offset=(pick(torch.cat((point_a, p_point), 1)) - pos[:, None]) * bt,
+        depth=pick(torch.cat((sep, p_depth), 1)) * bt,
+    )
+    last = gather_rows(pick(torch.cat((raw_normal, p_normal), 1)), (count - 1).clamp(min=0)[:, None])[:, 0]
+    some = count > 0
+    return CarBodyContacts(
+        manifolds=build_manifolds(found),
+        has_contact=some.reshape(n, c),
+        contact_normal=torch.where(some[:, None], last, 0.0).reshape(n, c, 3),
+    )
+
+
+def solve_car_world(
+    contacts: CarBodyContacts, cars: CarState, ext_v: torch.Tensor, ext_w: torch.Tensor, car_params: CarParams,
+    params: TickParams,
+) -> BodySolve:
+    """Bullet's sequential-impulse solve of each car's arena contacts alone (`sequential_impulse`:
+    the split-impulse push, then 10 iterations of the normal rows and the friction rows; friction and
+    restitution from the mutators' car_world_friction / car_world_restitution), the points in manifold
+    order. Car-ball and car-car rows are not part of it. Returns what `car.physics_step` takes."""
+    n, c = cars.pos.shape[:2]
+    m = contacts.manifolds
+    b = n * c
+    held = m.held().reshape(b, -1)
+    normal = m.normal.reshape(b, -1, 3)
+    rows = ContactRows(
+        body_a=torch.zeros_like(held, dtype=torch.int64),
+        body_b=torch.full_like(held, -1, dtype=torch.int64),
+        normal=normal,
+        rel_pos_a=m.offset.reshape(b, -1, 3),
+        rel_pos_b=torch.zeros_like(normal),
+        depth=m.depth.reshape(b, -1),
+        friction=torch.full_like(held, params.car_world_friction, dtype=normal.dtype),
+        restitution=torch.full_like(held, params.car_world_restitution, dtype=normal.dtype),
+        special=torch.zeros_like(held),
+        active=held,
+    )
+    bt = C.UU_TO_BT_F32
+    one = lambda x: x.reshape(b, 1, *x.shape[2:])
+    inv_inertia = rb.inv_inertia_world(cars.rot_mat, car_params.hitbox.inv_inertia_local)
+    bodies = SolverBodies(
+        vel=one(cars.vel * bt), ang_vel=one(cars.ang_vel), ext_v=one(ext_v * bt), ext_w=one(ext_w),
+        inv_mass=torch.full((b, 1), CAR_INV_MASS, device=normal.device), inv_inertia=one(inv_inertia),
+    )
+    solved = solve_contacts(rows, bodies, params, use_kernels=False)
+    back = lambda x: x[:, 0].reshape(n, c, 3)
+    return BodySolve(
+        dv=back(solved.dv) * C.BT_TO_UU, dw=back(solved.dw), push_v=back(solved.push) * C.BT_TO_UU,
+        push_w=back(solved.turn), has_world_contact=contacts.has_contact,
+        world_contact_normal=contacts.contact_normal,
+    )

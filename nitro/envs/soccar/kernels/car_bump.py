@@ -1,0 +1,147 @@
+"""Bumps and demolitions per lane: the twin of `car_bump.py`, the same functions in the same order.
+
+What the rule reads and writes of each car travels as its bump state, the tuple (pos, vel, rot_mat,
+is_on_ground, is_supersonic, car_contact_id, car_contact_cooldown_timer, is_demoed,
+demo_respawn_timer, velocity_impulse_cache) (`bump_state` / `with_bump_state` move it in and out
+of the kernels' car tuple); a pair's contacts are `kernels/car_contacts.car_car_contacts`' points.
+"""
+
+from __future__ import annotations
+
+from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.kernels import constexpr, jit, tl
+from nitro.envs.soccar.kernels.ball_hit import normalized
+from nitro.envs.soccar.kernels.rigid_body import column
+from nitro.envs.soccar.kernels.vec import add, dot, scale, sub, where
+from nitro.envs.soccar.kernels.vehicle import curve, piecewise
+
+BUMP_MIN_FORWARD_DIST = constexpr(C.BUMP_MIN_FORWARD_DIST)
+BUMP_VEL_AMOUNT_GROUND_CURVE = curve(C.BUMP_VEL_AMOUNT_GROUND_CURVE)
+BUMP_VEL_AMOUNT_AIR_CURVE = curve(C.BUMP_VEL_AMOUNT_AIR_CURVE)
+BUMP_UPWARD_VEL_AMOUNT_CURVE = curve(C.BUMP_UPWARD_VEL_AMOUNT_CURVE)
+
+
+@jit
+def bump_state(car):
+    """A kernel car tuple's fields the rule reads and writes (`kernels/car.load_car`'s indices)."""
+    return car[0], car[2], car[1], car[4], car[18], car[26], car[27], car[28], car[29], car[34]
+
+
+@jit
+def with_bump_state(car, state):
+    """``car`` with its bump fields replaced by ``state``'s (the ones the rule writes)."""
+    out = ()
+    for k in tl.static_range(41):
+        if k == 26:
+            out = out + (state[5],)
+        elif k == 27:
+            out = out + (state[6],)
+        elif k == 28:
+            out = out + (state[7],)
+        elif k == 29:
+            out = out + (state[8],)
+        elif k == 34:
+            out = out + (state[9],)
+        else:
+            out = out + (car[k],)
+    return out
+
+
+@jit
+def bump(state, other, team_ok, demo_mode):
+    """The velocity test, the demolition rule and the bump impulse of the car ``state`` on ``other``
+    (``team_ok``: their teams allow a demolition): (approaching, is_demo, the bumper's direction
+    part of the impulse, the upward part before the force scale)."""
+    pos, vel = state[0], state[1]
+    delta_pos = sub(other[0], pos)
+    vel_dir = normalized(vel)
+    dir_to_other_car = normalized(delta_pos)
+    speed_towards_other_car = dot(vel, dir_to_other_car)
+    other_car_away_speed = dot(other[1], vel_dir)
+    approaching = (dot(vel, delta_pos) > 0) & (speed_towards_other_car > other_car_away_speed)
+    is_demo = tl.where(demo_mode == 1, True, tl.where(demo_mode == 2, False, state[4])) & team_ok
+    ground_hit = other[3]
+    base_scale = tl.where(
+        ground_hit,
+        piecewise(speed_towards_other_car, BUMP_VEL_AMOUNT_GROUND_CURVE),
+        piecewise(speed_towards_other_car, BUMP_VEL_AMOUNT_AIR_CURVE),
+    )
+    hit_up_dir = where(ground_hit, column(other[2], 2), (0.0, 0.0, 1.0))
+    upward = scale(hit_up_dir, piecewise(speed_towards_other_car, BUMP_UPWARD_VEL_AMOUNT_CURVE))
+    return approaching, is_demo, scale(vel_dir, base_scale), upward
+
+
+@jit
+def _set(values, index: tl.constexpr, value, N: tl.constexpr):
+    """``values`` (a tuple of N) with entry ``index`` replaced by ``value``."""
+    out = ()
+    for k in tl.static_range(N):
+        if k == index:
+            out = out + (value,)
+        else:
+            out = out + (values[k],)
+    return out
+
+
+@jit
+def _one_way(
+    states, bumped_by, demoed_by, live, hit, local_point, bump_force_scale, bump_cooldown_time, respawn_delay,
+    bumper: tl.constexpr, victim: tl.constexpr, NUM_CARS: tl.constexpr,
+):  # fmt: skip
+    """One direction of one callback, ``bumper`` on ``victim``: the cooldown, the bumper's front, the
+    demolition or the bump; ``live`` turns false once either car is demolished (the call returns)."""
+    live = live & (~states[bumper][7]) & (~states[victim][7])
+    s = states[bumper]
+    v = states[victim]
+    in_cooldown = (s[5] == victim + 1) & (s[6] > 0)
+    with_bumper = local_point[0] > BUMP_MIN_FORWARD_DIST
+    fires = live & (~in_cooldown) & hit[0] & with_bumper
+    demo = fires & hit[1]
+    pushed = fires & (~hit[1])
+    impulse = add(hit[2], scale(hit[3], bump_force_scale))
+    v = (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] | demo, tl.where(demo, respawn_delay, v[8]),
+         where(pushed, add(v[9], impulse), v[9]))  # fmt: skip
+    states = _set(states, victim, v, NUM_CARS)
+    s = states[bumper]
+    s = (s[0], s[1], s[2], s[3], s[4], tl.where(fires, victim + 1, s[5]), tl.where(fires, bump_cooldown_time, s[6]),
+         s[7], s[8], s[9])  # fmt: skip
+    states = _set(states, bumper, s, NUM_CARS)
+    demoed_by = _set(demoed_by, victim, tl.where(demo & (demoed_by[victim] < 0), bumper, demoed_by[victim]), NUM_CARS)
+    bumped_by = _set(bumped_by, victim, tl.where(pushed & (bumped_by[victim] < 0), bumper, bumped_by[victim]), NUM_CARS)
+    return states, bumped_by, demoed_by, live
+
+
+@jit
+def on_car_car_collision(
+    states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
+    BLUE: tl.constexpr, NUM_CARS: tl.constexpr, POINTS: tl.constexpr,
+):  # fmt: skip
+    """Arena::_BtCallback_OnCarCarCollision for every contact point of the tick, pair by pair (a < b)
+    and point by point, car b on car a first. ``states``: each car's bump state (blue cars first, BLUE of them);
+    ``contacts``: each pair's points. Returns the states and each car's bumper and demolisher of
+    this tick (index, -1 for none)."""
+    bumped_by = ()
+    demoed_by = ()
+    for c in tl.static_range(NUM_CARS):
+        bumped_by = bumped_by + (states[c][5] * 0 - 1,)
+        demoed_by = demoed_by + (states[c][5] * 0 - 1,)
+    for a in tl.static_range(NUM_CARS):
+        for b in tl.static_range(a + 1, NUM_CARS):
+            if (a < BLUE) == (b < BLUE):
+                team_ok = enable_team_demos != 0  # teammates
+            else:
+                team_ok = enable_team_demos == enable_team_demos
+            hit_ab = bump(states[a], states[b], team_ok, demo_mode)
+            hit_ba = bump(states[b], states[a], team_ok, demo_mode)
+            pair = contacts[a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)]  # `contacts.car_pairs` order
+            for k in tl.static_range(POINTS):  # car b (the manifold's body A) on car a first
+                live = pair[k][0]
+                states, bumped_by, demoed_by, live = _one_way(
+                    states, bumped_by, demoed_by, live, hit_ba, pair[k][2], bump_force_scale,
+                    bump_cooldown_time, respawn_delay, b, a, NUM_CARS,
+                )  # fmt: skip
+                states, bumped_by, demoed_by, live = _one_way(
+                    states, bumped_by, demoed_by, live, hit_ab, pair[k][1], bump_force_scale,
+                    bump_cooldown_time, respawn_delay, a, b, NUM_CARS,
+                )  # fmt: skip
+    return states, bumped_by, demoed_by

@@ -1,0 +1,402 @@
+"""The fused kernel's stand-in contacts and its car body against the arena, per lane: the twin of
+`car_contacts.py`, the same functions.
+
+A car's hitbox is (inner, margin, offset) in Bullet units, `CarParams.hitbox`'s (`hitbox_table`);
+rotations are row tuples ((m00, m01, m02), ...), columns forward, right, up. `car_car_contacts`
+returns a pair's `CAR_CAR_POINTS` points as tuples: (is_contact, local_point_a, local_point_b).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.car_config import CarParams
+from nitro.envs.soccar.kernels import constexpr, jit, tl
+from nitro.envs.soccar.kernels.arena_mesh import cell_candidates
+from nitro.envs.soccar.kernels.box_contacts import box_radius, box_triangle_separation
+from nitro.envs.soccar.kernels.internal_edge import adjust_internal_edge_contacts
+from nitro.envs.soccar.kernels.manifolds import add_manifold_point, fill4, fill16, point_at
+from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec
+from nitro.envs.soccar.kernels.sequential_impulse import setup_rows, simd_dot3
+from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
+from nitro.envs.soccar.kernels.vec import add, cross, dot, load, load_uniform, neg, scale, sub, where
+from nitro.envs.soccar.vec import BOX_SUPPORT_TIE as _BOX_SUPPORT_TIE
+
+UU_TO_BT = constexpr(C.UU_TO_BT)
+BT_TO_UU = constexpr(C.BT_TO_UU)
+SIMD_EPSILON = constexpr(C.SIMD_EPSILON)
+AXIS_EPSILON = constexpr(1e-6)
+NEG_INF = constexpr(-float("inf"))
+BOX_SUPPORT_TIE = constexpr(_BOX_SUPPORT_TIE)
+SOLVER_ERP2 = constexpr(float(np.float32(C.SOLVER_ERP2)))
+RESTITUTION_THRESHOLD_BT = constexpr(C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD * C.UU_TO_BT_F32)
+FLOAT32_EPSILON = constexpr(float(np.finfo(np.float32).eps))
+SQRT12 = constexpr(float(np.sqrt(np.float32(0.5))))
+TRI_SCREEN = constexpr(0.05)
+"""UU added to the triangle-plane screen of `car_world_contacts`: the precomputed normals agree with
+the separating axes' to ~2e-7 over lever arms under 8,200 UU, so no triangle within reach is skipped."""
+HITBOX_TABLE_WIDTH = constexpr(11)
+"""Floats per car in `hitbox_table`: inner (3), margin, offset (3), threshold, the body's inverse local
+inertia (3; BT, as Bullet's solver body has it)."""
+
+
+def hitbox_table(params: CarParams) -> torch.Tensor:
+    """The cars' hitboxes as the kernels read them: [C, HITBOX_TABLE_WIDTH] float32."""
+    h = params.hitbox
+    parts = (h.inner, h.margin[:, None], h.offset, h.threshold[:, None], h.inv_inertia_local)
+    return torch.cat(parts, 1).contiguous()
+
+
+@jit
+def load_hitbox(hitbox_table_ptr, car: tl.constexpr):
+    """Car ``car``'s (inner, margin, offset, threshold), the same for every lane."""
+    base = hitbox_table_ptr + car * HITBOX_TABLE_WIDTH
+    return load_uniform(base), tl.load(base + 3), load_uniform(base + 4), tl.load(base + 7)
+
+
+@jit
+def load_inv_inertia(hitbox_table_ptr, car: tl.constexpr):
+    """Car ``car``'s body's inverse local inertia in Bullet units (`CarHitbox.inv_inertia_local`)."""
+    return load_uniform(hitbox_table_ptr + car * HITBOX_TABLE_WIDTH + 8)
+
+
+@jit
+def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_contact_gap, ball_radius, frozen):
+    """btSphereBoxCollisionAlgorithm::getSphereDistance of the ball against one car's hitbox:
+    (is_hit, the contact point on the ball relative to its centre, UU)."""
+    inner, margin, offset, car_threshold = hitbox
+    origin = add(scale(car_pos, UU_TO_BT), mat_vec(rot_mat, offset))
+    center = scale(ball_pos, UU_TO_BT)
+    d = sub(center, origin)
+    rel = (dot(column(rot_mat, 0), d), dot(column(rot_mat, 1), d), dot(column(rot_mat, 2), d))
+    closest = (
+        tl.maximum(tl.minimum(rel[0], inner[0]), -inner[0]),
+        tl.maximum(tl.minimum(rel[1], inner[1]), -inner[1]),
+        tl.maximum(tl.minimum(rel[2], inner[2]), -inner[2]),
+    )
+    radius = ball_radius * UU_TO_BT
+    intersection_dist = radius + margin
+    contact_dist = intersection_dist + tl.minimum(car_threshold, ball_contact_gap * UU_TO_BT)
+    normal = sub(rel, closest)
+    dist2 = dot(normal, normal)
+    touching = (dist2 <= contact_dist * contact_dist) & (~frozen)
+    inside = dist2 <= SIMD_EPSILON
+    distance = tl.sqrt(tl.where(inside, 1.0, dist2))
+    normal = (normal[0] / distance, normal[1] / distance, normal[2] / distance)
+    # the ball's centre inside the box: out through the nearest face (getSpherePenetration), faces
+    # +x, +y, +z, -x, -y, -z, the first of equal distances
+    face_dist = inner[0] - rel[0]
+    face_normal = (1.0, 0.0, 0.0)
+    face_point = (inner[0], rel[1], rel[2])
+    dist = inner[1] - rel[1]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (0.0, 1.0, 0.0), (rel[0], inner[1], rel[2]), face_dist, face_normal, face_point)
+    dist = inner[2] - rel[2]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (0.0, 0.0, 1.0), (rel[0], rel[1], inner[2]), face_dist, face_normal, face_point)
+    dist = inner[0] + rel[0]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (-1.0, 0.0, 0.0), (-inner[0], rel[1], rel[2]), face_dist, face_normal, face_point)
+    dist = inner[1] + rel[1]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (0.0, -1.0, 0.0), (rel[0], -inner[1], rel[2]), face_dist, face_normal, face_point)
+    dist = inner[2] + rel[2]
+    better = dist < face_dist
+    face_dist, face_normal, face_point = _face(better, dist, (0.0, 0.0, -1.0), (rel[0], rel[1], -inner[2]), face_dist, face_normal, face_point)
+    normal = where(inside, face_normal, normal)
+    distance = tl.where(inside, -face_dist, distance)
+    closest = where(inside, face_point, closest)
+    point_on_box = add(closest, scale(normal, margin))
+    depth = distance - intersection_dist
+    point_on_ball = add(mat_vec(rot_mat, point_on_box), origin)
+    point_on_ball = add(point_on_ball, scale(mat_vec(rot_mat, normal), depth))
+    return touching, scale(sub(point_on_ball, center), BT_TO_UU)
+
+
+@jit
+def _face(better, dist, normal, point, face_dist, face_normal, face_point):
+    """getSpherePenetration's step: take the face ``dist`` away where it is nearer."""
+    return tl.where(better, dist, face_dist), where(better, normal, face_normal), where(better, point, face_point)
+
+
+@jit
+def _box(car_pos, rot_mat, hitbox):
+    """A hitbox in UU: its centre and its half extents with the margin."""
+    inner, margin, offset, _ = hitbox
+    half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
+    return add(car_pos, mat_vec(rot_mat, scale(offset, BT_TO_UU))), half
+
+
+@jit
+def _separation(ca, ra, ha, cb, rb, hb):
+    """The largest gap between two oriented boxes over the 15 separating axes (the reference's)."""
+    best = ca[0] * 0.0 + NEG_INF
+    for s in tl.static_range(15):
+        if s < 3:
+            axis = column(ra, s)
+        elif s < 6:
+            axis = column(rb, s - 3)
+        else:
+            axis = cross(column(ra, (s - 6) // 3), column(rb, (s - 6) % 3))
+        length = tl.sqrt(dot(axis, axis))
+        usable = length > AXIS_EPSILON
+        safe = tl.where(usable, length, 1.0)
+        axis = (axis[0] / safe, axis[1] / safe, axis[2] / safe)
+        distance = tl.abs(dot(axis, sub(cb, ca)))
+        reach_a = (tl.abs(dot(axis, column(ra, 0))) * ha[0] + tl.abs(dot(axis, column(ra, 1))) * ha[1]) + tl.abs(
+            dot(axis, column(ra, 2))
+        ) * ha[2]
+        reach_b = (tl.abs(dot(axis, column(rb, 0))) * hb[0] + tl.abs(dot(axis, column(rb, 1))) * hb[1]) + tl.abs(
+            dot(axis, column(rb, 2))
+        ) * hb[2]
+        gap = distance - reach_a - reach_b
+        best = tl.where(usable, tl.maximum(best, gap), best)
+    return best
+
+
+@jit
+def _corners(center, rot, half):
+    """The box's 8 corners, the reference's order (signs of itertools.product((-1, 1), repeat=3))."""
+    out = ()
+    for k in tl.static_range(8):
+        signed = (half[0] * (2.0 * (k // 4) - 1.0), half[1] * (2.0 * ((k // 2) % 2) - 1.0), half[2] * (2.0 * (k % 2) - 1.0))
+        out = out + (add(center, mat_vec(rot, signed)),)
+    return out
+
+
+@jit
+def _inside_depth(point, center, rot, half):
+    """How far the point lies inside the box (the reference's `_inside_depth`)."""
+    d = sub(point, center)
+    local = (dot(column(rot, 0), d), dot(column(rot, 1), d), dot(column(rot, 2), d))
+    return tl.minimum(tl.minimum(half[0] - tl.abs(local[0]), half[1] - tl.abs(local[1])), half[2] - tl.abs(local[2]))
+
+
+@jit
+def car_car_contacts(pos_a, rot_a, hitbox_a, frozen_a, pos_b, rot_b, hitbox_b, frozen_b):
+    """One car pair's contact points (see `car_contacts.car_car_contacts`): two tuples of
+    (is_contact, local_point_a, local_point_b), UU: car a's deepest corner inside b, then b's inside a."""
+    ca, ha = _box(pos_a, rot_a, hitbox_a)
+    cb, hb = _box(pos_b, rot_b, hitbox_b)
+    touching = (_separation(ca, rot_a, ha, cb, rot_b, hb) < 0) & (~frozen_a) & (~frozen_b)
+    depth_a, corner_a = _deepest_corner(ca, rot_a, ha, cb, rot_b, hb)
+    depth_b, corner_b = _deepest_corner(cb, rot_b, hb, ca, rot_a, ha)
+    inside_a = depth_a >= 0
+    inside_b = depth_b >= 0
+    neither = (~inside_a) & (~inside_b)
+    first = where(neither, scale(add(corner_a, corner_b), 0.5), corner_a)
+    return (
+        (touching & (inside_a | neither), _local(first, pos_a, rot_a), _local(first, pos_b, rot_b)),
+        (touching & inside_b, _local(corner_b, pos_a, rot_a), _local(corner_b, pos_b, rot_b)),
+    )
+
+
+@jit
+def _deepest_corner(center, rot, half, other_center, other_rot, other_half):
+    """The box's corner deepest inside the other box (the first of equal depths) and its depth."""
+    corners = _corners(center, rot, half)
+    best = _inside_depth(corners[0], other_center, other_rot, other_half)
+    corner = corners[0]
+    for k in tl.static_range(1, 8):
+        depth = _inside_depth(corners[k], other_center, other_rot, other_half)
+        better = depth > best
+        best = tl.where(better, depth, best)
+        corner = where(better, corners[k], corner)
+    return best, corner
+
+
+@jit
+def _local(point, pos, rot):
+    """A world point in a car's frame (from its origin), UU."""
+    d = sub(point, pos)
+    return dot(column(rot, 0), d), dot(column(rot, 1), d), dot(column(rot, 2), d)
+
+
+# --- The car body against the arena ---------------------------------------------------------------
+
+
+@jit
+def deepest_corner(center, rot, half, direction):
+    """btBoxShape::localGetSupportingVertex: the box's corner furthest along ``direction``."""
+    signed = (
+        tl.where(dot(column(rot, 0), direction) >= 0, half[0], -half[0]),
+        tl.where(dot(column(rot, 1), direction) >= 0, half[1], -half[1]),
+        tl.where(dot(column(rot, 2), direction) >= 0, half[2], -half[2]),
+    )
+    return add(center, mat_vec(rot, signed))
+
+
+@jit
+def box_support(center, rot, half, direction):
+    """`vec.box_support`: the box's points furthest along ``direction``, averaged where a face or edge
+    ties."""
+    along = (dot(column(rot, 0), direction), dot(column(rot, 1), direction), dot(column(rot, 2), direction))
+    signed = (
+        tl.where(tl.abs(along[0]) <= BOX_SUPPORT_TIE, 0.0, tl.where(along[0] > 0, half[0], -half[0])),
+        tl.where(tl.abs(along[1]) <= BOX_SUPPORT_TIE, 0.0, tl.where(along[1] > 0, half[1], -half[1])),
+        tl.where(tl.abs(along[2]) <= BOX_SUPPORT_TIE, 0.0, tl.where(along[2] > 0, half[2], -half[2])),
+    )
+    return add(center, mat_vec(rot, signed))
+
+
+@jit
+def car_world_contacts(
+    car_pos, rot_mat, hitbox, alive, arena, grid,
+    NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """One car body's contact manifolds with the arena (`car_contacts.car_world_contacts`): the
+    manifolds (`kernels/manifolds.py`'s layout, offsets and depths in BT, no arena points), whether it
+    touched (worldContact.hasContact) and the last point's normal before smoothing."""
+    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr = arena[:5]
+    plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = arena[5:]
+    inner, margin, offset, threshold = hitbox
+    half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
+    threshold = threshold * BT_TO_UU
+    center = add(car_pos, mat_vec(rot_mat, scale(offset, BT_TO_UU)))
+    axes = (column(rot_mat, 0), column(rot_mat, 1), column(rot_mat, 2))
+    zero = tl.zeros([BLOCK], tl.float32)
+    vectors = (fill16(zero), fill16(zero), fill16(zero))
+    manifolds = (fill4(tl.full([BLOCK], -1, tl.int32)), fill4(tl.zeros([BLOCK], tl.int32)), vectors, (), vectors, fill16(zero))
+    found = tl.zeros([BLOCK], tl.int32)
+    last = (zero, zero, zero)
+    # the cell's triangles, in Bullet's visiting order; a triangle whose plane is out of the box's
+    # reach (which the separating axes' triangle normal would reject) is skipped when no lane reaches it
+    start, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
+    length = tl.where(alive, length, 0)
+    longest = tl.max(length, axis=0)
+    j = 0
+    while j < longest:  # a while loop: Triton's interpreter cannot range() over a reduced value
+        valid = alive & (j < length)
+        tri = tl.load(cell_tris_ptr + start + j, mask=valid, other=0)
+        tri_normal = load(tri_bounds_ptr + tri * 8, valid, (0.0, 0.0, 1.0))
+        tri_plane_d = tl.load(tri_bounds_ptr + tri * 8 + 3, mask=valid, other=0.0)
+        reach = box_radius(tri_normal, axes, half) + threshold + TRI_SCREEN
+        in_reach = valid & (tl.abs(dot(center, tri_normal) - tri_plane_d) < reach)
+        if tl.max(in_reach.to(tl.int32), axis=0) > 0:
+            v0 = load(tri_ptr + tri * 9, in_reach, (0.0, 0.0, 0.0))
+            v1 = load(tri_ptr + tri * 9 + 3, in_reach, (1.0, 0.0, 0.0))
+            v2 = load(tri_ptr + tri * 9 + 6, in_reach, (0.0, 1.0, 0.0))
+            sep, raw_normal = box_triangle_separation((center, axes, half), v0, v1, v2, BLOCK)
+            has = in_reach & (sep <= threshold)
+            if tl.max(has.to(tl.int32), axis=0) > 0:
+                support = box_support(center, rot_mat, half, neg(raw_normal))
+                point_b = closest_point_triangle(support, v0, v1, v2)
+                point_a = add(point_b, scale(raw_normal, sep))
+                edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
+                edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
+                normal, smoothed = adjust_internal_edge_contacts(
+                    raw_normal, point_b, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
+                )
+                tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
+                manifolds = add_manifold_point(
+                    has, tri_mesh, scale(sub(point_a, car_pos), UU_TO_BT), (), normal, sep * UU_TO_BT, manifolds, False
+                )
+                found += has.to(tl.int32)
+                last = where(has, raw_normal, last)
+        j += 1
+    # the planes, after the meshes: the box's deepest corner along each normal
+    for p in range(NUM_PLANES):
+        plane_normal = load_uniform(plane_normals_ptr + p * 3)
+        plane_normal = add((zero, zero, zero), plane_normal)
+        corner = deepest_corner(center, rot_mat, half, neg(plane_normal))
+        depth = dot(corner, plane_normal) - tl.load(plane_offsets_ptr + p)
+        has = alive & (depth < threshold)
+        if tl.max(has.to(tl.int32), axis=0) > 0:
+            manifolds = add_manifold_point(
+                has, PLANE_BASE + p + tl.zeros([BLOCK], tl.int32), scale(sub(corner, car_pos), UU_TO_BT), (),
+                plane_normal, depth * UU_TO_BT, manifolds, False,
+            )  # fmt: skip
+            found += has.to(tl.int32)
+            last = where(has, plane_normal, last)
+    return manifolds, found > 0, last
+
+
+@jit
+def solve_car_world(
+    contacts, rot_mat, vel, ang_vel, ext_v, ext_w, inv_inertia_local, car_world_friction, car_world_restitution,
+    tick_time, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`car_contacts.solve_car_world` for one car (``inv_inertia_local``: `load_inv_inertia`'s, BT): Bullet's solve of its arena points alone (split
+    impulse, then the normal and friction rows), in registers, the rows set up again where each
+    sweep reads them. Returns the `BodySolve` tuple (dv, dw, push_v, push_w UU and rad/s,
+    has_world_contact, world_contact_normal)."""
+    manifolds, has_contact, contact_normal = contacts
+    count, offset, normal, depth = manifolds[1], manifolds[2], manifolds[4], manifolds[5]
+    zero = tl.zeros([BLOCK], tl.float32)
+    zero3 = (zero, zero, zero)
+    m = inv_inertia_world(rot_mat, inv_inertia_local)
+    body_a = (scale(vel, UU_TO_BT), ang_vel, scale(ext_v, UU_TO_BT), ext_w, INV_MASS, m[0] + m[1] + m[2])
+    body_b = (zero3, zero3, zero3, zero3, 0.0, (zero, zero, zero, zero, zero, zero, zero, zero, zero))
+    static_b = count[0] >= 0  # the arena, in every lane
+    inv_dt = 1.0 / tick_time
+    held = ()
+    used = ()
+    for k in tl.static_range(16):
+        held = held + ((k % 4) < count[k // 4],)
+        used = used + (tl.max(held[k].to(tl.int32), axis=0) > 0,)
+    dv, dw, push, turn = zero3, zero3, zero3, zero3
+    if tl.max(has_contact.to(tl.int32), axis=0) > 0:
+        applied = fill16(zero)
+        for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
+            for k in tl.static_range(16):
+                if used[k]:
+                    row, push_rhs, friction_row = setup_rows(
+                        where(held[k], point_at(normal, k), (0.0, 0.0, 1.0)), point_at(offset, k), zero3, depth[k],
+                        car_world_friction, car_world_restitution, static_b, body_a, body_b, inv_dt, SOLVER_ERP2,
+                        RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
+                    )  # fmt: skip
+                    on = held[k] & (push_rhs != 0)
+                    n_, torque_a, angular_a, jac = row[0], row[1], row[2], row[6]
+                    delta = push_rhs - (simd_dot3(n_, push) + simd_dot3(torque_a, turn)) * jac
+                    total = applied[k] + delta
+                    below = total < 0
+                    delta = tl.where(on, tl.where(below, 0.0 - applied[k], delta), 0.0)
+                    applied = applied[:k] + (tl.where(on, tl.where(below, 0.0, total), applied[k]),) + applied[k + 1 :]
+                    push = add(push, scale(scale(n_, INV_MASS), delta))
+                    turn = add(turn, scale(angular_a, delta))
+        normal_applied = fill16(zero)
+        friction_applied = fill16(zero)
+        for sweep in range(ITERATIONS):  # every normal row, then every friction row
+            for k in tl.static_range(16):
+                if used[k]:
+                    row, push_rhs, friction_row = setup_rows(
+                        where(held[k], point_at(normal, k), (0.0, 0.0, 1.0)), point_at(offset, k), zero3, depth[k],
+                        car_world_friction, car_world_restitution, static_b, body_a, body_b, inv_dt, SOLVER_ERP2,
+                        RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
+                    )  # fmt: skip
+                    n_, torque_a, angular_a, jac, rhs = row[0], row[1], row[2], row[6], row[7]
+                    delta = rhs - (simd_dot3(n_, dv) + simd_dot3(torque_a, dw)) * jac
+                    total = normal_applied[k] + delta
+                    below = total < 0
+                    delta = tl.where(held[k], tl.where(below, 0.0 - normal_applied[k], delta), 0.0)
+                    new = tl.where(held[k], tl.where(below, 0.0, total), normal_applied[k])
+                    normal_applied = normal_applied[:k] + (new,) + normal_applied[k + 1 :]
+                    dv = add(dv, scale(scale(n_, INV_MASS), delta))
+                    dw = add(dw, scale(angular_a, delta))
+            for k in tl.static_range(16):
+                if used[k]:
+                    row, push_rhs, f_row = setup_rows(
+                        where(held[k], point_at(normal, k), (0.0, 0.0, 1.0)), point_at(offset, k), zero3, depth[k],
+                        car_world_friction, car_world_restitution, static_b, body_a, body_b, inv_dt, SOLVER_ERP2,
+                        RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
+                    )  # fmt: skip
+                    tangent, f_torque, f_angular, f_jac, f_rhs = f_row[0], f_row[1], f_row[2], f_row[6], f_row[7]
+                    limit = car_world_friction * normal_applied[k]
+                    delta = f_rhs - (simd_dot3(tangent, dv) + simd_dot3(f_torque, dw)) * f_jac
+                    old = friction_applied[k]
+                    total = old + delta
+                    below = total < -limit
+                    under = total < limit
+                    delta = tl.where(below, -limit - old, delta)
+                    new = tl.where(below, -limit, total)
+                    delta = tl.where(under, delta, limit - old)
+                    new = tl.where(under, new, limit)
+                    on = held[k] & (normal_applied[k] > 0)
+                    delta = tl.where(on, delta, 0.0)
+                    friction_applied = friction_applied[:k] + (tl.where(on, new, old),) + friction_applied[k + 1 :]
+                    dv = add(dv, scale(scale(tangent, INV_MASS), delta))
+                    dw = add(dw, scale(f_angular, delta))
+    return scale(dv, BT_TO_UU), dw, scale(push, BT_TO_UU), turn, has_contact, contact_normal

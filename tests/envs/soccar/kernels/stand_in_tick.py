@@ -1,0 +1,63 @@
+"""The fused kernel's tick in PyTorch: the reference of `kernels/arena.py` as it approximates a tick.
+
+`arena.tick` runs Bullet's joint step (`dynamics_world`): the car bodies collide with the arena, the
+ball and each other, and RocketSim's callbacks fire on those contacts. The fused kernel has no
+collision detection or solve between bodies: its ball meets the arena alone (`ball.physics_step`),
+each car body meets the arena alone (`car_contacts.car_world_contacts` and `solve_car_world`), and
+its callbacks fire on the stand-in contacts of `car_contacts`. `stand_in_tick` is that pipeline from the
+same stage functions, in Arena::Step order, for the whole-game twin tests (`test_game.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, rules
+from nitro.envs.soccar.car import CarControls
+from nitro.envs.soccar.state import ArenaEvents, GameState, World
+
+
+def stand_in_tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameState, ArenaEvents]:
+    """One tick as the fused kernel runs it (`arena.tick`'s stages; see the module's docstring)."""
+    params, cars, pads, game = world.params, state.cars, state.pads, world.game
+    sleeping = ball.update_sleeping(state.ball)
+    frozen = cars.is_demoed
+    cars = rules.update_demo(cars, state.tick_count, world)
+    car_controls = CarControls.from_tensor(controls)
+    cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, state.tick_count, params)
+    pads = boost_pads.pre_tick_update(pads, params)
+    hits = car_contacts.car_ball_hits(state.ball.pos, cars, world.cars, frozen, params)
+    ball_state, cars = ball_hit.on_hit(
+        state.ball, ball.apply_damping(state.ball.vel, params), cars, hits, state.tick_count, params
+    )
+    touches = car_contacts.car_car_contacts(cars, world.cars, frozen)
+    cars, bumped_by, demoed_by = car_bump.on_car_car_collision(cars, touches, game, params)
+    ball_state = ball.physics_step(ball_state, sleeping, world.mesh, params)
+    ext_v, ext_w = car.external_impulses(cars, forces, world.cars, params)
+    body = car_contacts.car_world_contacts(world.mesh, cars, world.cars, ~frozen)
+    solved = car_contacts.solve_car_world(body, cars, ext_v, ext_w, world.cars, params)
+    moved = car.physics_step(dataclasses.replace(cars, is_demoed=frozen), ext_v, ext_w, solved, params)
+    cars = dataclasses.replace(moved, is_demoed=cars.is_demoed)
+    cars = car.finish_physics_tick(car.post_tick_update(cars, car_controls, params))
+    locked = boost_pads.check_collision(pads, cars, world.cars, world.pads)
+    pads, cars, pickup_pad = boost_pads.post_tick_update(pads, cars, locked, world.pads, params)
+    ball_state = ball.finish_physics_tick(ball_state, params)
+    goal = rules.is_ball_scored(ball_state.pos, params)
+    state = dataclasses.replace(state, ball=ball_state, cars=cars, pads=pads, tick_count=state.tick_count + 1)
+    state = rules.count_goals(state, goal)
+    events = rules.tick_events(goal, state.tick_count, hits.is_hit, demoed_by, bumped_by, pickup_pad)
+    if game.kickoff_after_goal:
+        state, _ = rules.reset_kickoff(state, world, goal > 0)
+    return state, events
+
+
+def stand_in_step_ticks(
+    state: GameState, events: ArenaEvents, controls: torch.Tensor, world: World, ticks: int
+) -> tuple[GameState, ArenaEvents]:
+    """``ticks`` stand-in ticks with the same controls, folding their events (`arena.step_ticks`'s twin)."""
+    for _ in range(ticks):
+        state, new = stand_in_tick(state, controls, world)
+        events = rules.fold_events(events, new)
+    return state, events

@@ -1,0 +1,93 @@
+"""`kernels/arena.py`'s fused K-tick kernel against its PyTorch twin, with cars: the cars of
+`car_states.sample_cars` (every scenario family, hidden state included) in 1v0 and 1v1 arenas, the
+ball flying beside them, stepped by the fused kernel and by `stand_in_tick` (the reference's stages
+as the fused kernel runs them) from the same state; and car bodies against every part of the arena.
+(The ball-only fused tick is checked on the parity throws by tests/envs/soccar/test_kernels.py.)"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from nitro.core import tree
+from nitro.envs.soccar.arena import Arena
+from nitro.envs.soccar.kernels.arena import launch_step_ticks_
+from nitro.envs.soccar.state import ArenaEvents, CarState
+from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars
+from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
+from tests.envs.soccar.kernels.twins import DEVICE, runnable
+
+pytest.importorskip("triton")
+pytestmark = runnable
+BALL_POS_TOL = 2e-3
+"""UU: a flying ball after two ticks (the ball twins' own position tolerance)."""
+ENVS = 32
+"""Envs per test: one program of the Arena's fused launch (on the interpreter a program's tick takes
+seconds); their cars are spread over the sample (all families, several ticks each)."""
+
+
+def regroup(cars: CarState, envs: int, per_env: int, rows=slice(None)) -> CarState:
+    """[n, 1, ...] cars (their ``rows``) as [envs, per_env, ...]: env e holds cars e * per_env ..."""
+    fields = {}
+    for name in CarState.FIELDS:
+        value = getattr(cars, name)[rows]
+        fields[name] = value.reshape(envs, per_env, *value.shape[2:]).contiguous()
+    return CarState(**fields)
+
+
+@pytest.mark.parametrize(("blue", "orange", "launches"), [(1, 0, (2,)), (1, 1, (1,))])
+def test_fused_ticks_with_cars(blue, orange, launches):
+    """``launches`` kernel launches of K ticks each (controls held) equal as many PyTorch ticks."""
+    sample = sample_cars()
+    per_env = blue + orange
+    envs, cars = ENVS, ENVS * per_env
+    rows = torch.arange(cars) * (len(sample.cars.pos) // cars)
+    arena = Arena(envs, blue=blue, orange=orange, device=DEVICE)
+    g = torch.Generator().manual_seed(2)
+    # the ball in flight high above the field, where its contact queries are cheap
+    arena.set_ball(
+        pos=(torch.rand(envs, 3, generator=g) * torch.tensor([4000.0, 6000.0, 400.0]) - torch.tensor([2000.0, 3000.0, -800.0])).to(DEVICE),
+        vel=(torch.randn(envs, 3, generator=g) * 500).to(DEVICE),
+    )  # fmt: skip
+    expected = dataclasses.replace(
+        arena.state,
+        cars=tree.to(regroup(sample.cars, envs, per_env, rows), DEVICE),
+        tick_count=sample.tick_count[rows[::per_env]].to(DEVICE),  # some 0: the solver's default time step
+    )
+    fused = tree.clone(expected)  # the fused kernel updates its state in place
+    controls = sample.controls[rows].reshape(envs, per_env, 8).contiguous().to(DEVICE)
+    for ticks in launches:
+        events = ArenaEvents.none(envs, per_env, DEVICE)
+        launch_step_ticks_(fused, events, controls, arena.world, ticks)  # the Arena's own launch
+        expected, expected_events = stand_in_step_ticks(
+            expected, ArenaEvents.none(envs, per_env, DEVICE), controls, arena.world, ticks
+        )
+        assert torch.equal(events.goal_tick.cpu(), expected_events.goal_tick.cpu())
+    assert_cars_close(regroup(fused.cars, cars, 1), regroup(expected.cars, cars, 1))
+    assert torch.equal(fused.tick_count.cpu(), expected.tick_count.cpu())
+    assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL
+
+
+def test_fused_ticks_with_body_contacts():
+    """Car bodies against every part of the arena (`test_car_world.body_scenes`: floor, ceiling, walls,
+    corners, goals, ramps; any orientation, moving): two launches of a tick equal two PyTorch ticks,
+    the body's contacts and their solve included."""
+    from tests.envs.soccar.kernels.test_car_world import body_scenes
+
+    arena = Arena(ENVS, blue=1, orange=0, device=DEVICE)
+    arena.set_ball(pos=torch.tensor([0.0, 0.0, 1500.0], device=DEVICE))  # out of the cars' way
+    pos, rot, vel, ang_vel = body_scenes(ENVS, 5)
+    arena.set_car(0, pos=pos.to(DEVICE), rot_mat=rot.to(DEVICE), vel=vel.to(DEVICE), ang_vel=ang_vel.to(DEVICE),
+                  is_on_ground=torch.zeros(ENVS, dtype=torch.bool, device=DEVICE))  # fmt: skip
+    expected = tree.clone(arena.state)
+    fused = tree.clone(arena.state)
+    controls = torch.zeros(ENVS, 1, 8, device=DEVICE)
+    touched = torch.zeros(ENVS, dtype=torch.bool)
+    for _ in range(2):
+        launch_step_ticks_(fused, ArenaEvents.none(ENVS, 1, DEVICE), controls, arena.world, 1)
+        expected, _ = stand_in_step_ticks(expected, ArenaEvents.none(ENVS, 1, DEVICE), controls, arena.world, 1)
+        touched |= expected.cars.has_world_contact[:, 0].cpu()
+    assert int(touched.sum()) >= ENVS // 3  # the bodies do touch the arena
+    assert_cars_close(regroup(fused.cars, ENVS, 1), regroup(expected.cars, ENVS, 1))

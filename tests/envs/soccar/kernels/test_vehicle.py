@@ -1,0 +1,201 @@
+"""`kernels/vehicle.py` against `vehicle.py`, stage by stage, on the cars of `car_states.sample_cars`
+(wheels on the floor, walls, curves and ceiling, in the air, landing). Each stage gets the
+reference's own inputs (the wheels it computed), so a difference is the stage's own."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from nitro.envs.soccar import constants as C
+from nitro.envs.soccar import vehicle as reference
+from nitro.envs.soccar.kernels import vehicle as twin
+from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
+from nitro.envs.soccar.kernels.car import (
+    SOLVER_DEFAULT_TIME_STEP,
+    car_table,
+    load_car,
+    load_car_params,
+)
+from nitro.envs.soccar.kernels.rigid_body import column, inv_inertia_world
+from tests.envs.soccar.kernels.car_states import (
+    ATOL,
+    CAR_BLOCK,
+    arena_args,
+    car_memory,
+    columns,
+    field_ptrs,
+    inv_inertia,
+    load_wheels,
+    pack,
+    sample_cars,
+    split,
+    store_outputs,
+)
+from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same, runnable
+
+triton = pytest.importorskip("triton")
+tl = triton.language
+pytestmark = runnable
+
+
+@triton.jit
+def flat4(v):
+    """A per-wheel 4-tuple of vectors as 12 values."""
+    return v[0] + v[1] + v[2] + v[3]
+
+
+@triton.jit
+def vehicle_stages_kernel(
+    car_rows_ptr,
+    car_contact_id_ptr,
+    car_ticks_ptr,
+    wheels_ptr,
+    wheels_offsets_ptr,
+    extra_pushback_ptr,
+    tick_count_ptr,
+    car_table_ptr,
+    out_ptr,
+    n,
+    tick_time,
+    tri_ptr,
+    tri_bounds_ptr,
+    tri_mesh_ptr,
+    edge_angle_ptr,
+    edge_flags_ptr,
+    plane_normals_ptr,
+    plane_offsets_ptr,
+    cell_start_ptr,
+    cell_tris_ptr,
+    ox0,
+    oy0,
+    oz0,
+    cell_size,
+    dim_x,
+    dim_y,
+    dim_z,
+    WIDTH: tl.constexpr,
+    NUM_PLANES: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    live = lane < n
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, 9), lane, live)
+    inv_inertia_local, wheel_connection, wheel_radius, rest, force_scale, _ = load_car_params(car_table_ptr, 0)
+    pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
+    engine_force, brake, steer_angle = car[35], car[36], car[37]
+    lat_friction, long_friction, extra_pushback = car[38], car[39], car[40]
+    inv_inertia = inv_inertia_world(rot_mat, inv_inertia_local)
+    arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
+    arena = arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
+    grid = arena_grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
+    tick_count = tl.load(tick_count_ptr + lane, mask=live, other=1)
+    solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)
+    hard_point, axle, is_in_contact, contact_point, contact_normal, _, _, _, _ = wheels
+
+    transforms = twin.update_wheel_transforms(pos, rot_mat, steer_angle, wheel_connection)
+    out = flat4(transforms[0]) + flat4(transforms[1])
+    cast = twin.ray_cast(
+        pos, rot_mat, vel, ang_vel, extra_pushback, hard_point, wheel_radius, rest, inv_inertia, solver_dt,
+        live, arena, grid, NUM_PLANES, BLOCK,
+    )  # fmt: skip
+    out = out + cast[0] + flat4(cast[1]) + flat4(cast[2]) + cast[3] + cast[4] + cast[5] + cast[6]
+    friction = twin.calc_friction_impulses(
+        pos, rot_mat, vel, ang_vel, engine_force, brake, lat_friction, long_friction, inv_inertia_local,
+        axle, is_in_contact, contact_point, contact_normal, tick_time,
+    )  # fmt: skip
+    out = out + flat4(friction)
+    pushback = ()
+    for i in tl.static_range(4):
+        pushback = pushback + (tl.load(extra_pushback_ptr + lane * 4 + i, mask=live, other=0.0),)
+    suspended = twin.update_suspension(pos, vel, ang_vel, pushback, rest, force_scale, wheels, inv_inertia, tick_time)
+    out = out + suspended[0] + suspended[1]
+    rubbed = twin.apply_friction_impulses(pos, rot_mat, vel, ang_vel, wheels, inv_inertia, tick_time)
+    out = out + rubbed[0] + rubbed[1]
+    out = out + twin.get_upwards_dir_from_wheel_contacts(is_in_contact, contact_normal, column(rot_mat, 2))
+    out = out + (twin.get_forward_speed(vel, rot_mat),)
+    store_outputs(out_ptr, lane, out, WIDTH, live)
+
+
+@pytest.mark.parametrize("preset", ["octane", "plank"])
+def test_vehicle_stages(mesh, preset):
+    """update_wheel_transforms, ray_cast (the four rays against the arena, suspension, the extra
+    pushback), calc_friction_impulses, update_suspension, apply_friction_impulses,
+    get_upwards_dir_from_wheel_contacts and get_forward_speed."""
+    sample = sample_cars(preset)
+    cars, world = sample.cars, sample.arena.world
+    n, dt, config = len(cars.pos), world.params.tick_time, world.cars
+    ii = inv_inertia(sample)
+    solver_dt = torch.where(sample.tick_count == 0, C.SOLVER_DEFAULT_TIME_STEP, dt)
+    wheels, car = reference.update_vehicle_first(cars, config, world.mesh, ii, dt, solver_dt)
+    hard_point, axle = reference.update_wheel_transforms(cars, config)
+    contact, extra_pushback = reference.ray_cast(cars, config, wheels.hard_point, world.mesh, ii, solver_dt)
+    expected = {"hard_point": hard_point, "axle": axle} | contact | {"extra_pushback": extra_pushback}
+    expected["impulse"] = reference.calc_friction_impulses(cars, config, wheels, dt)
+    pushed = dataclasses.replace(cars, extra_pushback=car.extra_pushback)
+    expected["suspension.vel"], expected["suspension.ang_vel"] = reference.update_suspension(
+        pushed, config, wheels, ii, dt
+    )
+    expected["friction.vel"], expected["friction.ang_vel"] = reference.apply_friction_impulses(cars, wheels, ii, dt)
+    expected["upwards_dir"] = reference.get_upwards_dir_from_wheel_contacts(wheels, cars.rot_mat[..., :, 2])
+    expected["forward_speed"] = reference.get_forward_speed(cars)
+    expected = {name: columns(value, n) for name, value in expected.items()}
+    widths = {name: value.shape[1] for name, value in expected.items()}
+    # the sample reaches the branches: rays that hit and miss, steep contacts, the extra pushback
+    hit = contact["is_in_contact"]
+    assert 0.3 < float(hit.float().mean()) < 0.8
+    assert int((contact["clipped_inv_contact_dot_suspension"] != 1).sum()) > 0
+    assert int((extra_pushback > 0).sum()) > 0
+    assert int((hit & (contact["contact_normal"][..., 2] < 0.7)).sum()) > 10  # walls, curves, ceiling
+
+    out = torch.empty(n, sum(widths.values()), device=DEVICE)
+    memory = car_memory(cars)
+    wheels_flat, wheels_offsets = pack({f.name: getattr(wheels, f.name) for f in dataclasses.fields(wheels)}, n)
+    vehicle_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
+        *memory, wheels_flat, wheels_offsets, car.extra_pushback.reshape(n, 4).to(DEVICE),
+        sample.tick_count.to(DEVICE), car_table(config).to(DEVICE), out, n, dt, **arena_args(sample),
+        WIDTH=out.shape[1], NUM_PLANES=4, BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
+    )  # fmt: skip
+    got = split(out, widths)
+    for name, value in expected.items():
+        try:
+            if name == "is_in_contact":
+                assert_same(got[name], value)
+            elif name in ("impulse", "extra_pushback"):  # mass x UU/s: up to ~1e5, an ulp 0.008
+                assert_close(got[name], value, atol=0.05, rtol=REL_TOL)
+            elif name in ("hard_point", "contact_point"):
+                assert_close(got[name], value, atol=ATOL["pos"], rtol=REL_TOL)
+            elif name.endswith("vel") or name == "forward_speed":
+                assert_close(got[name], value, atol=ATOL["vel"], rtol=REL_TOL)
+            else:  # unit vectors, suspension lengths (UU of order 10) and factors
+                assert_close(got[name], value, atol=1e-5, rtol=REL_TOL)
+        except AssertionError as error:
+            raise AssertionError(f"{name}: {error}") from None
+
+
+@triton.jit
+def piecewise_kernel(x_ptr, out_ptr, n, CURVE: tl.constexpr, BLOCK: tl.constexpr):
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    live = lane < n
+    x = tl.load(x_ptr + lane, mask=live, other=0.0)
+    tl.store(out_ptr + lane, twin.piecewise(x, CURVE), mask=live)
+
+
+CURVES = {name: getattr(C, name) for name in dir(C) if name.endswith("_CURVE")}
+
+
+@pytest.mark.parametrize("name", sorted(CURVES))
+def test_piecewise(name):
+    """LinearPieceCurve::GetOutput on every curve of the constants, at its points, between and beyond."""
+    points = CURVES[name]
+    xs = torch.tensor([p[0] for p in points], dtype=torch.float32)
+    lo, hi = float(xs.min()), float(xs.max())
+    x = torch.cat((xs, torch.linspace(lo - 0.5 * (hi - lo + 1), hi + 0.5 * (hi - lo + 1), 200)))
+    out = torch.empty_like(x, device=DEVICE)
+    piecewise_kernel[(triton.cdiv(len(x), 256),)](
+        x.to(DEVICE), out, len(x), CURVE=twin.curve(points), BLOCK=256, num_warps=8
+    )
+    assert_close(out, reference.piecewise(points, x), atol=1e-6, rtol=REL_TOL)
