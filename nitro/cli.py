@@ -159,13 +159,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(argv: list[str] | None = None):
+    """The command line as argparse reads it, with KEY=VALUE overrides also accepted after flags
+    (``nitro train soccar --monitor env.num_envs=64``: argparse alone takes positionals only before)."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and isinstance(getattr(args, "overrides", None), list) and all("=" in r and not r.startswith("-") for r in rest):
+        args.overrides += rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; bad input and failed runs print one line (``error: ...``) and return 2, an
     interrupted run returns 128 + the signal number, as a shell reports a process killed by it."""
     from nitro.train.stop import TrainingInterrupted
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(argv)
     try:
         return args.fn(args)
     except TrainingInterrupted as e:

@@ -103,3 +103,13 @@ def test_export_without_the_extra_names_it_in_one_line(tmp_path, monkeypatch, ca
     assert capsys.readouterr().err.strip().splitlines() == [
         'error: ONNX export needs the onnx package, which the export extra installs: pip install '
         '"nitro-rl[export]"']
+
+
+def test_overrides_may_follow_flags(capsys):
+    from nitro.cli import parse
+
+    args = parse(["train", "cartpole", "--monitor", "env.num_envs=64", "ppo.num_steps=16"])
+    assert args.monitor and args.overrides == ["env.num_envs=64", "ppo.num_steps=16"]
+    with pytest.raises(SystemExit):  # anything else still unrecognized, in argparse's one line
+        parse(["train", "cartpole", "--monitor", "--frobnicate"])
+    assert "unrecognized arguments: --frobnicate" in capsys.readouterr().err
