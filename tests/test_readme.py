@@ -11,15 +11,17 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import torch
 import yaml
 
 from nitro.cli import main
 from nitro.envs.soccar.arena_mesh import MeshesNotFoundError, find_soccar_meshes
+from nitro.envs.soccar.rl import env as soccar_env
+from nitro.envs.soccar.rl.done_conditions import GameCondition
 from nitro.train import config as C
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +29,7 @@ README = (ROOT / "README.md").read_text()
 
 
 def blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.DOTALL)
 
 
 def _has_meshes() -> bool:
@@ -96,6 +98,9 @@ def _capped(argv: list[str], run: str | None) -> list[str]:
 
 def test_the_commands_run(tmp_path, monkeypatch, capsys, one_thread):
     monkeypatch.chdir(tmp_path)
+    # `nitro eval` plays soccar's 5-minute games (36,000 ticks each): two decisions of play here, the
+    # CPU budget of a test (tests/train/test_soccar_eval.py checks the games themselves)
+    monkeypatch.setitem(soccar_env.COMPONENTS["termination"], "game", GameCondition(16 / 120, max_overtime_seconds=8 / 120))
     extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
     run = None
     ran = []
