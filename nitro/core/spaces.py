@@ -98,7 +98,7 @@ class MultiDiscrete:
         _assert_values(
             (actions >= 0) & (actions < nvec),
             lambda: f"MultiDiscrete actions must lie in [0, nvec) with nvec={list(self.nvec)}"
-            + (f"; got rows {actions[((actions < 0) | (actions >= nvec)).any(-1)][:4].tolist()}"
+            + (f"; got rows {actions[((actions < 0) | (actions >= nvec)).any(-1)][:4].tolist()}"  # sync-ok: error text
                if actions.device.type == "cpu" else ""),
         )
 
@@ -150,7 +150,7 @@ class Box:
         _assert_values(
             ~torch.isnan(actions),
             lambda: f"Box actions contain NaN (at env rows "
-            f"{torch.isnan(actions).reshape(num_envs, -1).any(-1).nonzero().flatten()[:8].tolist()})"
+            f"{torch.isnan(actions).reshape(num_envs, -1).any(-1).nonzero().flatten()[:8].tolist()})"  # sync-ok: error text
             if actions.device.type == "cpu" else "nitro: Box actions contain NaN",
         )
 

@@ -96,14 +96,14 @@ def evaluate(run: str | Path, episodes: int = 100, deterministic: bool = True, c
             break
     if bool(running.any()):
         raise RuntimeError(f"{int(running.sum())} episodes did not end within {max_steps} steps")
-    r = returns.cpu()
+    r, lengths = returns.cpu(), lengths.cpu()  # sync-ok: the results, once, after the episodes
     path = checkpoint_path(run, checkpoint)
     meta = checkpoint_meta(path)
     return {"episodes": episodes, "deterministic": deterministic, "mean_return": r.mean().item(),
             "std_return": r.std().item() if episodes > 1 else 0.0, "min_return": r.min().item(),
             "max_return": r.max().item(), "mean_length": lengths.float().mean().item(), "env": cfg.env.id,
             "update": meta.get("update"), "global_step": meta.get("global_step"), "checkpoint": str(path),
-            "returns": r.tolist(), "lengths": lengths.cpu().tolist()}
+            "returns": r.tolist(), "lengths": lengths.tolist()}
 
 
 Z95 = 1.959964

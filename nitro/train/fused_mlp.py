@@ -30,6 +30,8 @@ from typing import Optional
 import torch
 from torch import nn
 
+from nitro.train.layers import mlp
+
 try:  # Triton comes with CUDA builds of PyTorch; CPU installs have only the unfused trunk.
     import triton
     import triton.language as tl
@@ -323,12 +325,10 @@ def supported(hidden: list[int], in_dim: int, activation: str, layer_norm: bool,
 
 
 class FusedMLP(nn.Sequential):
-    """The ``policy.mlp`` trunk (same modules, so the same parameter names, init and checkpoints) whose
+    """The ``layers.mlp`` trunk (same modules, so the same parameter names, init and checkpoints) whose
     forward runs the fused Triton kernels, two layers per launch. Activations: tanh or relu."""
 
     def __init__(self, in_dim: int, hidden: list[int], activation: str):
-        from nitro.train.policy import mlp
-
         if activation not in ACTIVATIONS:
             raise ValueError(f"FusedMLP supports activations {ACTIVATIONS}, got {activation!r}")
         if max([in_dim, *hidden]) > MAX_DIM:

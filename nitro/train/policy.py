@@ -13,28 +13,10 @@ from torch import nn
 
 from nitro.core.spaces import Box, Discrete, MultiDiscrete
 from nitro.train.config import PolicyConfig
+from nitro.train.layers import linear, mlp
 
-ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU}
 MASKED_LOGIT = -1e9
 """Logit of an illegal action: exp underflows to exactly 0, yet p * log p stays finite (0, not NaN)."""
-
-
-def _layer(i: int, o: int, gain: float) -> nn.Linear:
-    layer = nn.Linear(i, o)
-    nn.init.orthogonal_(layer.weight, gain)
-    nn.init.zeros_(layer.bias)
-    return layer
-
-
-def mlp(in_dim: int, hidden: list[int], activation: str, layer_norm: bool) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for width in hidden:
-        layers.append(_layer(in_dim, width, math.sqrt(2)))
-        if layer_norm:
-            layers.append(nn.LayerNorm(width))
-        layers.append(ACTIVATIONS[activation]())
-        in_dim = width
-    return nn.Sequential(*layers)
 
 
 def tower_of_actions(num_actions: int, heads: dict) -> list[int]:
@@ -189,7 +171,7 @@ class ActorCritic(nn.Module):
             for name, p in self.lstm.named_parameters():
                 nn.init.orthogonal_(p) if "weight" in name else nn.init.zeros_(p)
             feat = cfg.lstm
-        self.actor_head = _layer(feat, self.dist.dim, 0.01)
+        self.actor_head = linear(feat, self.dist.dim, 0.01)
         if towers > 1:
             masks = split_towers(self.actor_trunk, self.actor_head, tower_of_actions(self.dist.dim, cfg.heads), towers)
             linears = [m for m in self.actor_trunk if isinstance(m, nn.Linear)][1:] + [self.actor_head]
@@ -197,11 +179,11 @@ class ActorCritic(nn.Module):
                 self.register_buffer(f"tower_mask{i}", mask, persistent=False)
                 layer.weight.register_hook(lambda g, name=f"tower_mask{i}": g * getattr(self, name))
         critic_feat = feat if self.critic_trunk is None else (cfg.hidden[-1] if cfg.hidden else obs_dim)
-        self.critic_head = _layer(critic_feat, 1, 1.0)
+        self.critic_head = linear(critic_feat, 1, 1.0)
         self.log_std = None
         if self.dist.kind == "gaussian":
             if cfg.log_std == "state_dependent":
-                self.log_std_head = _layer(feat, self.dist.dim, 0.01)
+                self.log_std_head = linear(feat, self.dist.dim, 0.01)
                 nn.init.constant_(self.log_std_head.bias, cfg.init_log_std)
             else:
                 self.log_std = nn.Parameter(torch.full((self.dist.dim,), cfg.init_log_std))

@@ -203,5 +203,6 @@ def run(targets: list[str], games: int, bots: list[str] = (), pool: bool = False
     seconds = time.perf_counter() - start
     total = games * len(players) * (len(players) - 1)
     return {"env": env_cfg["id"], "players": names, "games_per_pair": games, "games": total,
-            "seconds": seconds, "games_per_second": total / seconds, "results": results.tolist(),
+            "seconds": seconds, "games_per_second": total / seconds,
+            "results": results.tolist(),  # sync-ok: a numpy array (play's results, copied once at its end)
             "table": table(names, results, seed=seed)}

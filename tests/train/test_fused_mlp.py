@@ -36,7 +36,7 @@ def compare_trunks(device: str, m: int, in_dim: int, width: int, activation: str
                    depth: int = 2) -> None:
     """FusedMLP and `mlp` from the same seed: equal state-dict keys, forward and every gradient close."""
     from nitro.train.fused_mlp import FusedMLP
-    from nitro.train.policy import mlp
+    from nitro.train.layers import mlp
 
     hidden = [width] * depth
     torch.manual_seed(0)
@@ -160,7 +160,7 @@ def test_fused_mlp_matches_trunk_cuda(bf16):
 def test_compiled_loss_through_fused_mlp_cuda(bf16):
     from nitro.core import fast
     from nitro.train.fused_mlp import FusedMLP
-    from nitro.train.policy import mlp
+    from nitro.train.layers import mlp
 
     torch.manual_seed(0)
     ref = mlp(4, [64, 64], "tanh", False).cuda()
