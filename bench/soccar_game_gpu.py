@@ -344,23 +344,13 @@ def main() -> None:
     if args.worker:
         _worker(args.worker, args)
         return
-    out = Path(args.out)
+    # a fresh Triton cache shared by the workers: the first compile is timed cold, later ones reuse it
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="nitro_game_triton_")
-    wanted = [s for s in SECTIONS if s in args.only.split(",")]
-    deadline = time.monotonic() + args.budget
-    for i, section in enumerate(wanted):
-        remaining = deadline - time.monotonic()
-        later = sum(SHARES[s] for s in wanted[i + 1 :])
-        limit = max(15.0, remaining * SHARES[section] / (SHARES[section] + later))
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", section, "--limit", f"{limit:.1f}"]
-        cmd += ["--out", str(out), "--device", args.device, "--sizes", ",".join(map(str, args.sizes))]
-        cmd += ["--ticks", str(args.ticks), "--repeats", str(args.repeats)]
-        cmd += ["--check-envs", str(args.check_envs), "--check-steps", str(args.check_steps)]
-        if args.meshes:
-            cmd += ["--meshes", args.meshes]
-        print(f"== {section} (limit {limit:.0f} s, {remaining:.0f} s of the budget left)", flush=True)
-        print(f"== {section}: {common._run_section(section, cmd, limit, out)}", flush=True)
-    print(common._table(out, wanted) + _summary(out), flush=True)
+    wanted = common.run_sections(__file__, args, SECTIONS, SHARES, [
+        "--sizes", ",".join(map(str, args.sizes)), "--ticks", str(args.ticks), "--repeats", str(args.repeats),
+        "--check-envs", str(args.check_envs), "--check-steps", str(args.check_steps),
+    ])
+    print(common._table(Path(args.out), wanted) + _summary(Path(args.out)), flush=True)
 
 
 if __name__ == "__main__":

@@ -682,6 +682,26 @@ def _table(out: Path, wanted) -> str:
     return "\n".join(lines)
 
 
+def run_sections(script: str, args, sections, shares: dict, worker_args: list[str]) -> list[str]:
+    """Each section of ``args.only`` in a worker subprocess of ``script`` (``--worker SECTION``), with
+    its share of what is left of ``args.budget``; returns the sections run. ``worker_args``: the
+    script's own options, passed on."""
+    out = Path(args.out)
+    wanted = [s for s in sections if s in args.only.split(",")]
+    deadline = time.monotonic() + args.budget
+    for i, section in enumerate(wanted):
+        remaining = deadline - time.monotonic()
+        later = sum(shares[s] for s in wanted[i + 1 :])
+        limit = max(15.0, remaining * shares[section] / (shares[section] + later))
+        cmd = [sys.executable, str(Path(script).resolve()), "--worker", section, "--limit", f"{limit:.1f}"]
+        cmd += ["--out", str(out), "--device", args.device, *worker_args]
+        if args.meshes:
+            cmd += ["--meshes", args.meshes]
+        print(f"== {section} (limit {limit:.0f} s, {remaining:.0f} s of the budget left)", flush=True)
+        print(f"== {section}: {_run_section(section, cmd, limit, out)}", flush=True)
+    return wanted
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="directory for soccar_*.json")
@@ -720,40 +740,11 @@ def main() -> None:
     if args.worker:
         _worker(args.worker, args)
         return
-    out = Path(args.out)
-    wanted = [s for s in SECTIONS if s in args.only.split(",")]
-    deadline = time.monotonic() + args.budget
-    for i, section in enumerate(wanted):
-        remaining = deadline - time.monotonic()
-        later = sum(SHARES[s] for s in wanted[i + 1 :])
-        limit = max(15.0, remaining * SHARES[section] / (SHARES[section] + later))
-        cmd = [
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--worker",
-            section,
-            "--limit",
-            f"{limit:.1f}",
-            "--out",
-            str(out),
-            "--device",
-            args.device,
-            "--sizes",
-            ",".join(map(str, args.sizes)),
-            "--ticks",
-            str(args.ticks),
-            "--repeats",
-            str(args.repeats),
-            "--fused-configs",
-            ",".join(args.fused_configs),
-            "--check-queries",
-            str(args.check_queries),
-        ]
-        if args.meshes:
-            cmd += ["--meshes", args.meshes]
-        print(f"== {section} (limit {limit:.0f} s, {remaining:.0f} s of the budget left)", flush=True)
-        print(f"== {section}: {_run_section(section, cmd, limit, out)}", flush=True)
-    print(_table(out, wanted), flush=True)
+    wanted = run_sections(__file__, args, SECTIONS, SHARES, [
+        "--sizes", ",".join(map(str, args.sizes)), "--ticks", str(args.ticks), "--repeats", str(args.repeats),
+        "--fused-configs", ",".join(args.fused_configs), "--check-queries", str(args.check_queries),
+    ])
+    print(_table(Path(args.out), wanted), flush=True)
 
 
 if __name__ == "__main__":
