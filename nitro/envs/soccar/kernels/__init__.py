@@ -37,9 +37,15 @@ except ImportError:  # pragma: no cover - exercised on CPU-only installs
         """Stand-in for ``triton.jit`` without Triton: the function is kept, never launched."""
         return fn
 
-    def constexpr(value):
-        """Stand-in for ``tl.constexpr`` without Triton: the value itself."""
-        return value
+    class constexpr:  # noqa: N801 - named as the Triton class it stands in for
+        """Stand-in for ``tl.constexpr`` without Triton: holds the value as ``.value``, as Triton's does
+        (host code reads module-level constants through ``.value``)."""
+
+        def __init__(self, value):
+            self.value = value.value if isinstance(value, constexpr) else value
+
+        def __repr__(self) -> str:
+            return f"constexpr[{self.value!r}]"
 
     def triton_op(name, mutates_args):
         """Stand-in for ``torch.library.triton_op`` without Triton: nothing is registered."""
