@@ -68,231 +68,424 @@ PARAM_NAMES = tuple(f.name for f in dataclasses.fields(TickParams))
 """The kernel's parameters named as `TickParams`' fields (the op carries them as a list in this order)."""
 
 
+CAR_TICK_WIDTH = constexpr(16)
+"""Floats per car in `car_tick`, what one tick's stage kernels hand each other: the pre-tick's force
+(3) and torque (3), whether the body is frozen this tick (demolished at its start), the callbacks'
+touched, demoed_by and bumped_by (-1 none), six spare (rows a power of two wide)."""
+FORCE_AT = constexpr(0)
+TORQUE_AT = constexpr(3)
+FROZEN_AT = constexpr(6)
+TOUCHED_AT = constexpr(7)
+DEMOED_BY_AT = constexpr(8)
+BUMPED_BY_AT = constexpr(9)
+
+
+def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
+    """One RocketSim tick (Arena::Step) of each env, as `arena.tick` orders its stages: each stage
+    kernel a launch over the lanes it needs (one per car, or one per env with its cars walked by
+    static loops); they hand each other the cars' packed rows and `car_tick`. ``args``: every kernel
+    argument by name (`step_ticks_op`); ``envs`` envs of ``cars`` cars each."""
+    if cars:
+        launch(pre_tick_kernel, envs, cars, args, block, maxnreg)  # 2. demo countdown and respawn, cars' pre-tick
+        launch(collisions_kernel, envs, 1, args, block, maxnreg)  # 5. the contact callbacks: hits, bumps
+        launch(car_step_kernel, envs, cars, args, block, maxnreg)  # 5. the car bodies' solve and integration, 6.
+    launch(ball_and_rules_kernel, envs, 1, args, block, maxnreg)  # 1., 5. the ball's step, 3. and 7. pads, 8.-10.
+
+
+def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int) -> None:
+    """``kernel`` over ``envs`` envs, ``block`` per program, times ``per_env`` (each car slot for the car
+    kernels), its arguments picked by name from ``args``."""
+    cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
+    named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
+    programs = triton.cdiv(envs, block) * per_env
+    wrap_triton(kernel)[(programs,)](**named, n=envs, BLOCK=block, num_warps=warps(block), **cap)
+
+
 @jit
-def tick(
-    pos,
-    vel,
-    ang_vel,
-    velocity_impulse_cache,
-    tick_count_since_update,
-    tick_count,
-    cars,
-    hit_infos,
-    controls,
-    car_params,
-    game,
-    events,
-    tables,
-    env,
-    live,
-    tick_time,
-    gravity_dv,
-    ball_damping,
-    ball_radius,
-    ball_contact_gap,
-    ball_inv_mass,
-    ball_inv_inertia,
-    ball_restitution,
-    ball_friction,
-    ball_max_speed,
-    ball_max_ang_speed,
-    goal_y,
-    restitution_velocity_threshold,
-    friction_direction_epsilon_sq,
-    erp2_over_dt,
-    gravity_z,
-    jump_immediate_force,
-    jump_accel,
-    boost_accel_ground,
-    boost_accel_air,
-    boost_used_per_second,
-    unlimited_flips,
-    unlimited_double_jumps,
-    flip_z_damp_factor,
-    car_spawn_boost_amount,
-    boost_pad_cooldown_big,
-    boost_pad_cooldown_small,
-    ball_hit_extra_force_scale,
-    bump_force_scale,
-    bump_cooldown_time,
-    respawn_delay,
-    demo_mode,
-    enable_team_demos,
-    car_world_friction,
-    car_world_restitution,
-    hashed_seed,
-    arena,
-    grid,
-    NUM_CARS: tl.constexpr,
-    BLUE: tl.constexpr,
-    KICKOFF_AFTER_GOAL: tl.constexpr,
-    KICKOFF_ROWS: tl.constexpr,
-    NUM_PLANES: tl.constexpr,
-    PLANE_BASE: tl.constexpr,
-    MAX_CONTACTS: tl.constexpr,
-    DEGENERATE_L2: tl.constexpr,
-    SIMD_EPSILON: tl.constexpr,
-    MAX_ANGLE: tl.constexpr,
-    EDGE_DISTANCE: tl.constexpr,
-    ITERATIONS: tl.constexpr,
-    PUSH_POINTS: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
-    """One RocketSim tick (Arena::Step) of each lane's arena. ``game``: (blue_score, orange_score,
-    scored_last_tick, kickoff_count); ``events``: (goal, and per car: touched, demoed_by, bumped_by,
-    pickup pad) of the ticks so far; ``tables``: the pads' state and table, the hitboxes, the spawn
-    tables. Returns the new ball, tick count, cars, hit infos, game and events. Stages that are not
-    simulated yet are noted in their place; ball-only arenas (NUM_CARS = 0) skip the car stages, as
-    RocketSim does."""
-    active_ptr, cooldown_ptr, locked_ptr, pad_table_ptr, hitbox_ptr, respawn_ptr, kickoff_ptr = tables
-    sleeping = update_sleeping(vel, ang_vel)  # 1. ball zero-velocity sleeping
-    # 2. cars' pre-tick: a demolished car's countdown and respawn, then the rest (suspension, controls,
-    #    jump, flip, air control, boost); Bullet skips the bodies demolished at the tick's start
+def f32(x):
+    """A float scalar argument as float32: eager launches pass fp32, torch.compile fp64 (Inductor types
+    Python floats as fp64)."""
+    return tl.cast(x, tl.float32)
+
+
+@jit
+def flag(x):
+    """A bool scalar argument (passed as a float) as an int32 0 / 1."""
+    return tl.cast(tl.cast(x, tl.float32), tl.int32)
+
+
+@jit
+def car_lanes(n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
+    """A car kernel's lanes: BLOCK envs' cars of one slot per program, so the slot's tables load once
+    for the block: (row = env * NUM_CARS + slot, live, env int64, slot)."""
+    slot = tl.program_id(0) % NUM_CARS
+    env = (tl.program_id(0) // NUM_CARS) * BLOCK + tl.arange(0, BLOCK)
+    return env * NUM_CARS + slot, env < n, env.to(tl.int64), slot
+
+
+@jit
+def env_lanes(n, BLOCK: tl.constexpr):
+    """An env kernel's lanes: (lane, live, env int64)."""
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    return lane, lane < n, lane.to(tl.int64)
+
+
+@jit
+def load_car_and_hit_info(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK: tl.constexpr):
+    """A car (`load_car`), its `car_ints` row and its ball hit info (`load_hit_info`)."""
+    car = load_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, BLOCK)
+    ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
+    return car, ints, load_hit_info(rows_ptr, ints, row, live, BLOCK)
+
+
+@jit
+def store_car_ints(car_ints_ptr, row, live, info, events, BLOCK: tl.constexpr):
+    """A car's `car_ints` row: its hit info's tick counts and its events (touched, demoed_by,
+    bumped_by, pickup pad)."""
+    touch, demoer, bumper, pad = events
+    zero = info[4] * 0
+    ints = (info[4], info[5], touch.to(tl.int64), demoer.to(tl.int64), bumper.to(tl.int64), pad.to(tl.int64))
+    store_row(car_ints_ptr, row, ints + (zero, zero), live, CAR_INTS_WIDTH, BLOCK)
+
+
+@jit
+def car_events_of(ints):
+    """A car's events so far from its `car_ints` row: (touched, demoed_by, bumped_by, pickup pad)."""
+    return ints[2] != 0, ints[3].to(tl.int32), ints[4].to(tl.int32), ints[5].to(tl.int32)
+
+
+@jit
+def store_car_tick(car_tick_ptr, row, live, force, torque, frozen, touched, demoed_by, bumped_by, BLOCK: tl.constexpr):
+    """A car's `car_tick` row."""
+    zero = force[0] * 0.0
+    values = force + torque + (frozen.to(tl.float32), touched.to(tl.float32))
+    values = values + (demoed_by.to(tl.float32), bumped_by.to(tl.float32), zero, zero, zero, zero, zero, zero)
+    store_row(car_tick_ptr, row, values, live, CAR_TICK_WIDTH, BLOCK)
+
+
+@jit
+def load_car_tick(car_tick_ptr, row, live, BLOCK: tl.constexpr):
+    """`store_car_tick`'s row: (force, torque, frozen, touched, demoed_by, bumped_by)."""
+    v = load_row(car_tick_ptr, row, live, CAR_TICK_WIDTH, BLOCK)
+    force = (v[FORCE_AT], v[FORCE_AT + 1], v[FORCE_AT + 2])
+    torque = (v[TORQUE_AT], v[TORQUE_AT + 1], v[TORQUE_AT + 2])
+    frozen = v[FROZEN_AT] != 0
+    return force, torque, frozen, v[TOUCHED_AT] != 0, v[DEMOED_BY_AT].to(tl.int32), v[BUMPED_BY_AT].to(tl.int32)
+
+
+@jit
+def arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+             plane_offsets_ptr, cell_start_ptr, cell_tris_ptr):  # fmt: skip
+    """The arena's pointers as the queries take them."""
+    arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
+    return arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
+
+
+@jit
+def pre_tick_kernel(
+    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
+    tick_count_ptr, controls_ptr, car_table_ptr, respawn_spawns_ptr,
+    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
+    cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+    n, hashed_seed, tick_time, car_spawn_boost_amount, jump_immediate_force, jump_accel, boost_used_per_second,
+    boost_accel_ground, boost_accel_air, unlimited_flips, unlimited_double_jumps, flip_z_damp_factor,
+    NUM_CARS: tl.constexpr, BLUE: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Stage 2, one car per lane: a demolished car's countdown and respawn (`rules.update_demo`), then
+    Car::_PreTickUpdate (suspension, controls, jump, flip, air control, boost). Its forces and torques
+    go to `car_tick`, beside whether Bullet skips its body this tick (demolished at the tick's start)."""
+    row, live, env, slot = car_lanes(n, NUM_CARS, BLOCK)
+    tick_time = f32(tick_time)
+    tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
+    car, ints, info = load_car_and_hit_info(
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
+    )
+    frozen = car[28]
+    car, info = rules.update_demo(
+        car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount), live,
+        slot, (slot >= BLUE).to(tl.int32), BLOCK,
+    )  # fmt: skip
     solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
-    frozen = ()
-    pre_ticked = ()
-    new_infos = ()
-    for c in tl.static_range(NUM_CARS):
-        frozen = frozen + (cars[c][28],)
-        car, info = rules.update_demo(
-            cars[c], hit_infos[c], hashed_seed, env, tick_count, respawn_ptr, tick_time, car_spawn_boost_amount, live,
-            c, 1 if c >= BLUE else 0, BLOCK,
-        )  # fmt: skip
-        new_infos = new_infos + (info,)
-        pre_ticked = pre_ticked + (
-            car_kernels.pre_tick_update(
-                car,
-                controls[c],
-                car_params[c],
-                tick_time,
-                solver_dt,
-                jump_immediate_force,
-                jump_accel,
-                boost_used_per_second,
-                boost_accel_ground,
-                boost_accel_air,
-                unlimited_flips,
-                unlimited_double_jumps,
-                flip_z_damp_factor,
-                live,
-                arena,
-                grid,
-                NUM_PLANES,
-                BLOCK,
-            ),
-        )
-    hit_infos = new_infos
-    # 3. boost pad cooldowns: with the pads' walk below (they read nothing the physics writes)
-    # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
-    # 5. Bullet step. Contacts at the tick's start, each firing RocketSim's callback: the car-ball hits
-    #    (Ball::_OnHit), then the car-car bumps and demolitions
-    damped_vel = apply_damping(vel, ball_damping)
+    car, force, torque = car_kernels.pre_tick_update(
+        car, load_controls(controls_ptr, row, live, BLOCK), load_car_params(car_table_ptr, slot), tick_time,
+        solver_dt, f32(jump_immediate_force), f32(jump_accel), f32(boost_used_per_second), f32(boost_accel_ground),
+        f32(boost_accel_air), f32(unlimited_flips), f32(unlimited_double_jumps), f32(flip_z_damp_factor), live,
+        arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+                 plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
+        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), NUM_PLANES, BLOCK,
+    )  # fmt: skip
+    store_car_and_hit_info(car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK)
+    store_car_ints(car_ints_ptr, row, live, info, car_events_of(ints), BLOCK)
+    none = tl.full([BLOCK], -1, tl.int32)
+    store_car_tick(car_tick_ptr, row, live, force, torque, frozen, frozen != frozen, none, none, BLOCK)
+
+
+@jit
+def collisions_kernel(
+    pos_ptr, vel_ptr, velocity_impulse_cache_ptr, tick_count_ptr,
+    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, hitbox_table_ptr,
+    n, ball_damping, ball_radius, ball_contact_gap, ball_hit_extra_force_scale, demo_mode, enable_team_demos,
+    bump_force_scale, bump_cooldown_time, respawn_delay,
+    NUM_CARS: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Stage 5's contact callbacks, one env per lane, at the tick-start transforms: the car-ball hits
+    (Ball::_OnHit: the ball's extra velocity into its cache, the hit infos), then the car-car bumps
+    and demolitions. The touches and attackers go to `car_tick`."""
+    lane, live, env = env_lanes(n, BLOCK)
+    pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
+    velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
+    cars = ()
+    all_ints = ()
+    hit_infos = ()
+    ticks = ()
     touched = ()
-    new_infos = ()
     states = ()
     for c in tl.static_range(NUM_CARS):
-        car = pre_ticked[c][0]
-        is_hit, relative_pos_on_ball = car_contacts.car_ball_hits(
-            pos, car[0], car[1], car_contacts.load_hitbox(hitbox_ptr, c), ball_contact_gap, ball_radius, frozen[c]
+        row = lane * NUM_CARS + c
+        car, ints, info = load_car_and_hit_info(
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
         )
+        this_tick = load_car_tick(car_tick_ptr, row, live, BLOCK)
+        is_hit, relative_pos_on_ball = car_contacts.car_ball_hits(
+            pos, car[0], car[1], car_contacts.load_hitbox(hitbox_table_ptr, c), f32(ball_contact_gap),
+            f32(ball_radius), this_tick[2],
+        )  # fmt: skip
         added, info = ball_hit.on_hit(
-            is_hit, relative_pos_on_ball, pos, damped_vel, car[0], car[2], column(car[1], 0), hit_infos[c],
-            tick_count, ball_hit_extra_force_scale,
+            is_hit, relative_pos_on_ball, pos, damped_vel, car[0], car[2], column(car[1], 0), info, tick_count,
+            f32(ball_hit_extra_force_scale),
         )  # fmt: skip
         velocity_impulse_cache = add(velocity_impulse_cache, added)
+        cars = cars + (car,)
+        all_ints = all_ints + (ints,)
+        hit_infos = hit_infos + (info,)
+        ticks = ticks + (this_tick,)
         touched = touched + (is_hit,)
-        new_infos = new_infos + (info,)
         states = states + (car_bump.bump_state(car),)
-    hit_infos = new_infos
     contacts = ()
     for a in tl.static_range(NUM_CARS):
         for b in tl.static_range(a + 1, NUM_CARS):
             contacts = contacts + (
                 car_contacts.car_car_contacts(
-                    states[a][0], states[a][2], car_contacts.load_hitbox(hitbox_ptr, a), frozen[a],
-                    states[b][0], states[b][2], car_contacts.load_hitbox(hitbox_ptr, b), frozen[b],
+                    states[a][0], states[a][2], car_contacts.load_hitbox(hitbox_table_ptr, a), ticks[a][2],
+                    states[b][0], states[b][2], car_contacts.load_hitbox(hitbox_table_ptr, b), ticks[b][2],
                 ),
             )  # fmt: skip
     states, bumped_by, demoed_by = car_bump.on_car_car_collision(
-        states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
-        BLUE, NUM_CARS, CAR_CAR_POINTS,
+        states, contacts, flag(demo_mode), flag(enable_team_demos), f32(bump_force_scale), f32(bump_cooldown_time),
+        f32(respawn_delay), BLUE, NUM_CARS, CAR_CAR_POINTS,
     )  # fmt: skip
-    #    then the solve and integration of each body (the car bodies' contacts come with their stage)
-    pos, vel, ang_vel = physics_step(
-        pos,
-        vel,
-        ang_vel,
-        live & (~sleeping),
-        tick_time,
-        gravity_dv,
-        ball_damping,
-        ball_radius,
-        ball_contact_gap,
-        ball_inv_mass,
-        ball_inv_inertia,
-        ball_restitution,
-        ball_friction,
-        restitution_velocity_threshold,
-        friction_direction_epsilon_sq,
-        erp2_over_dt,
-        arena,
-        grid,
-        NUM_PLANES,
-        PLANE_BASE,
-        MAX_CONTACTS,
-        DEGENERATE_L2,
-        SIMD_EPSILON,
-        MAX_ANGLE,
-        EDGE_DISTANCE,
-        ITERATIONS,
-        PUSH_POINTS,
-        BLOCK,
+    for c in tl.static_range(NUM_CARS):
+        row = lane * NUM_CARS + c
+        car = car_bump.with_bump_state(cars[c], states[c])
+        store_car_and_hit_info(
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, hit_infos[c], BLOCK
+        )
+        store_car_ints(car_ints_ptr, row, live, hit_infos[c], car_events_of(all_ints[c]), BLOCK)
+        force, torque, frozen = ticks[c][0], ticks[c][1], ticks[c][2]
+        store_car_tick(car_tick_ptr, row, live, force, torque, frozen, touched[c], demoed_by[c], bumped_by[c], BLOCK)
+    store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
+
+
+@jit
+def car_step_kernel(
+    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
+    controls_ptr, car_table_ptr, hitbox_table_ptr,
+    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
+    cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+    n, tick_time, gravity_z, car_world_friction, car_world_restitution,
+    NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr,
+    EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """The rest of stage 5 for the cars, one car per lane: the body against the arena, solved alone
+    (`car_contacts.car_world_contacts`, `solve_car_world`), the solver's write-back and the
+    integration; then stage 6, Car::_PostTickUpdate and _FinishPhysicsTick. A car demolished by a
+    callback runs to the step's end; one frozen at the tick's start is not simulated."""
+    row, live, _, slot = car_lanes(n, NUM_CARS, BLOCK)
+    tick_time = f32(tick_time)
+    car, _, info = load_car_and_hit_info(
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
     )
-    new_cars = ()
+    force, torque, frozen, _, _, _ = load_car_tick(car_tick_ptr, row, live, BLOCK)
+    controls = load_controls(controls_ptr, row, live, BLOCK)
+    demoed = car[28]  # demolished during the step: simulated to its end, then skipped
+    car = car[:28] + (frozen,) + car[29:]
+    ext_v, ext_w = car_kernels.external_impulses(
+        car, force, torque, load_car_params(car_table_ptr, slot)[0], tick_time, f32(gravity_z)
+    )
+    hitbox = car_contacts.load_hitbox(hitbox_table_ptr, slot)
+    body = car_contacts.car_world_contacts(  # the car body against the arena, solved alone
+        car[0], car[1], hitbox, live & (frozen.to(tl.int32) == 0),
+        arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+                 plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
+        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
+    )  # fmt: skip
+    solved = car_contacts.solve_car_world(
+        body, car[1], car[2], car[3], ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_table_ptr, slot),
+        f32(car_world_friction), f32(car_world_restitution), tick_time, ITERATIONS, BLOCK,
+    )  # fmt: skip
+    car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)
+    car = car[:28] + (demoed,) + car[29:]
+    car = car_kernels.post_tick_update(car, controls, tick_time)  # 6. cars' post-tick and finish
+    car = car_kernels.finish_physics_tick(car)
+    store_car_and_hit_info(car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK)
+
+
+@jit
+def ball_and_rules_kernel(
+    pos_ptr, vel_ptr, ang_vel_ptr, velocity_impulse_cache_ptr, tick_count_since_update_ptr, tick_count_ptr,
+    game_ints_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
+    pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr,
+    kickoff_spawns_ptr,
+    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
+    cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+    n, ticks, hashed_seed, tick_time, gravity_dv, ball_damping, ball_radius, ball_contact_gap, ball_inv_mass,
+    ball_inv_inertia, ball_restitution, ball_friction, ball_max_speed, ball_max_ang_speed, goal_y,
+    restitution_velocity_threshold, friction_direction_epsilon_sq, erp2_over_dt, car_spawn_boost_amount,
+    boost_pad_cooldown_big, boost_pad_cooldown_small,
+    NUM_CARS: tl.constexpr, BLUE: tl.constexpr, KICKOFF_AFTER_GOAL: tl.constexpr, KICKOFF_ROWS: tl.constexpr,
+    NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr, DEGENERATE_L2: tl.constexpr,
+    SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr,
+    PUSH_POINTS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """The ball's part of each tick and the game around the physics, one env per lane, ``ticks`` ticks
+    (the ball and the game in registers; with cars, one tick per launch, after `car_step_kernel`):
+    1. the ball's sleeping, 5. its contacts with the arena, solve and integration; 3. and 7. each
+    pad's cooldown, the car it is locked to, the boost it gives; 8. the ball's finish; 9. goals;
+    10. the tick count, scores and events; a kickoff after a goal when the game asks for one."""
+    lane, live, env = env_lanes(n, BLOCK)
+    tick_time = f32(tick_time)
+    arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+                     plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
+    arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
+    pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    vel = load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    ang_vel = load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    tick_count_since_update = tl.load(tick_count_since_update_ptr + lane, mask=live, other=0)
+    tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
+    g = load_row(game_ints_ptr, lane, live, GAME_WIDTH, BLOCK)  # `game_ints`
+    blue_score, orange_score, scored_last_tick, kickoff_count = g[0].to(tl.int32), g[1].to(tl.int32), g[2] != 0, g[3]
+    goal_tick, goals = g[4], g[5].to(tl.int32)  # goals: bit 0 blue, bit 1 orange
+    k = 0
+    while k < tl.cast(ticks, tl.int32):
+        sleeping = update_sleeping(vel, ang_vel)  # 1.
+        pos, vel, ang_vel = physics_step(  # 5. the ball against the arena
+            pos, vel, ang_vel, live & (~sleeping), tick_time, f32(gravity_dv), f32(ball_damping), f32(ball_radius),
+            f32(ball_contact_gap), f32(ball_inv_mass), f32(ball_inv_inertia), f32(ball_restitution),
+            f32(ball_friction), f32(restitution_velocity_threshold), f32(friction_direction_epsilon_sq),
+            f32(erp2_over_dt), arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_CONTACTS, DEGENERATE_L2, SIMD_EPSILON,
+            MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, PUSH_POINTS, BLOCK,
+        )  # fmt: skip
+        cars = ()
+        car_events = ()
+        hit_infos = ()
+        ticks_of_cars = ()
+        for c in tl.static_range(NUM_CARS):
+            car, ints, info = load_car_and_hit_info(
+                car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, lane * NUM_CARS + c,
+                live, BLOCK,
+            )  # fmt: skip
+            cars = cars + (car,)
+            car_events = car_events + (car_events_of(ints),)
+            hit_infos = hit_infos + (info,)
+            ticks_of_cars = ticks_of_cars + (load_car_tick(car_tick_ptr, lane * NUM_CARS + c, live, BLOCK),)
+        cars, pickup_pad = update_pads(
+            cars, env, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
+            hitbox_table_ptr, tick_time, f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
+        )  # fmt: skip
+        vel, ang_vel, velocity_impulse_cache, tick_count_since_update = finish_physics_tick(  # 8. ball finish
+            vel, ang_vel, velocity_impulse_cache, tick_count_since_update, f32(ball_max_speed), f32(ball_max_ang_speed)
+        )
+        goal = rules.is_ball_scored(pos, f32(goal_y))  # 9. goal (RocketSim fires every scoring tick)
+        tick_count += 1  # 10.
+        blue_score, orange_score, scored_last_tick = rules.count_goals(blue_score, orange_score, scored_last_tick, goal)
+        touched = ()
+        demoed_by = ()
+        bumped_by = ()
+        for c in tl.static_range(NUM_CARS):
+            touched = touched + (ticks_of_cars[c][3],)
+            demoed_by = demoed_by + (ticks_of_cars[c][4],)
+            bumped_by = bumped_by + (ticks_of_cars[c][5],)
+        goal_tick, goals, car_events = fold_tick(
+            (goal_tick, goals, car_events), goal, tick_count, touched, demoed_by, bumped_by, pickup_pad, NUM_CARS
+        )
+        if KICKOFF_AFTER_GOAL:  # nitro's option: a kickoff after each goal
+            kickoff = goal > 0
+            order = rules.kickoff_order(hashed_seed, env, kickoff_count)
+            new_cars = ()
+            new_infos = ()
+            for c in tl.static_range(NUM_CARS):
+                fresh, fresh_info = rules.spawned_car(
+                    cars[c], kickoff_spawns_ptr,
+                    (1 if c >= BLUE else 0) * KICKOFF_ROWS + rules.kickoff_spot(order, c - BLUE if c >= BLUE else c),
+                    f32(car_spawn_boost_amount), live, BLOCK,
+                )  # fmt: skip
+                new_cars = new_cars + (car_kernels.where_car(kickoff, fresh, cars[c]),)
+                new_infos = new_infos + (rules.where_info(kickoff, fresh_info, hit_infos[c]),)
+            cars = new_cars
+            hit_infos = new_infos
+            zero = vel[0] * 0.0
+            pos = where(kickoff, (zero, zero, zero + BALL_REST_Z), pos)
+            vel = where(kickoff, (zero, zero, zero), vel)
+            ang_vel = where(kickoff, (zero, zero, zero), ang_vel)
+            velocity_impulse_cache = where(kickoff, (zero, zero, zero), velocity_impulse_cache)
+            tick_count_since_update = tl.where(kickoff, 0, tick_count_since_update)
+            for p in range(BOOST_PAD_COUNT):
+                tl.store(pad_is_active_ptr + env * BOOST_PAD_COUNT + p, tl.full([BLOCK], 1, tl.int8), mask=live & kickoff)
+                tl.store(pad_cooldown_ptr + env * BOOST_PAD_COUNT + p, tl.zeros([BLOCK], dtype=tl.float32), mask=live & kickoff)
+                tl.store(pad_prev_locked_car_id_ptr + env * BOOST_PAD_COUNT + p, tl.zeros([BLOCK], dtype=tl.int32), mask=live & kickoff)
+            kickoff_count += kickoff.to(tl.int64)
+        for c in tl.static_range(NUM_CARS):
+            row = lane * NUM_CARS + c
+            store_car_and_hit_info(
+                car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, cars[c], hit_infos[c],
+                BLOCK,
+            )  # fmt: skip
+            store_car_ints(car_ints_ptr, row, live, hit_infos[c], car_events[c], BLOCK)
+        k += 1
+    store(pos_ptr + lane * 3, pos, mask=live)
+    store(vel_ptr + lane * 3, vel, mask=live)
+    store(ang_vel_ptr + lane * 3, ang_vel, mask=live)
+    store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
+    tl.store(tick_count_since_update_ptr + lane, tick_count_since_update, mask=live)
+    tl.store(tick_count_ptr + lane, tick_count, mask=live)
+    zero = kickoff_count * 0
+    game_ints = (blue_score.to(tl.int64), orange_score.to(tl.int64), scored_last_tick.to(tl.int64), kickoff_count)
+    game_ints = game_ints + (goal_tick, goals.to(tl.int64), zero, zero)
+    store_row(game_ints_ptr, lane, game_ints, live, GAME_WIDTH, BLOCK)
+
+
+@jit
+def update_pads(
+    cars, env, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr,
+    tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """3. and 7.: each pad's cooldown, the car it is locked to, the boost it gives (after the cars'
+    finish, from their AABBs). Returns the cars with their boost and each car's pad (-1 none)."""
+    given = ()
+    pickup_pad = ()
+    cars_pos = ()
     cars_min = ()
     cars_max = ()
     cars_tested = ()
     for c in tl.static_range(NUM_CARS):
-        car, force, torque = pre_ticked[c]
-        car = car_bump.with_bump_state(car, states[c])
-        demoed = car[28]  # demolished during the step: simulated to its end, then skipped
-        car = car[:28] + (frozen[c],) + car[29:]
-        ext_v, ext_w = car_kernels.external_impulses(car, force, torque, car_params[c][0], tick_time, gravity_z)
-        body = car_contacts.car_world_contacts(  # the car body against the arena, solved alone
-            car[0], car[1], car_contacts.load_hitbox(hitbox_ptr, c), live & (frozen[c].to(tl.int32) == 0), arena, grid, NUM_PLANES,
-            PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
-        )  # fmt: skip
-        solved = car_contacts.solve_car_world(
-            body, car[1], car[2], car[3], ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_ptr, c), car_world_friction,
-            car_world_restitution,
-            tick_time, ITERATIONS, BLOCK,
-        )  # fmt: skip
-        car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)
-        car = car[:28] + (demoed,) + car[29:]
-        car = car_kernels.post_tick_update(car, controls[c], tick_time)  # 6. cars' post-tick and finish,
-        car = car_kernels.finish_physics_tick(car)
-        inner, margin, offset, _ = car_contacts.load_hitbox(hitbox_ptr, c)  # then pad pickups
+        car = cars[c]
+        inner, margin, offset, _ = car_contacts.load_hitbox(hitbox_table_ptr, c)
         extent = add(inner, (margin, margin, margin))
         lo, hi = boost_pads.car_aabb(car[0], car[1], sub(offset, extent), add(offset, extent))
-        new_cars = new_cars + (car,)
+        given = given + (tl.zeros([BLOCK], dtype=tl.float32),)
+        pickup_pad = pickup_pad + (tl.full([BLOCK], -1, tl.int32),)
+        cars_pos = cars_pos + (car[0],)
         cars_min = cars_min + (lo,)
         cars_max = cars_max + (hi,)
         cars_tested = cars_tested + (boost_pads.tested(car[0], car[28], car[16]),)
-    cars = new_cars
-    # 3. and 7.: each pad's cooldown, the car it is locked to, the boost it gives
-    given = ()
-    pickup_pad = ()
-    for c in tl.static_range(NUM_CARS):
-        given = given + (tl.zeros([BLOCK], dtype=tl.float32),)
-        pickup_pad = pickup_pad + (tl.full([BLOCK], -1, tl.int32),)
     if NUM_CARS > 0:
-        cars_pos = ()
-        for c in tl.static_range(NUM_CARS):
-            cars_pos = cars_pos + (cars[c][0],)
         for p in range(BOOST_PAD_COUNT):
             pad_pos, is_big = boost_pads.load_pad(pad_table_ptr, p)
-            cooldown = tl.load(cooldown_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0.0)
-            prev = tl.load(locked_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0)
+            cooldown = tl.load(pad_cooldown_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0.0)
+            prev = tl.load(pad_prev_locked_car_id_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0)
             is_active, cooldown = boost_pads.pre_tick_update(cooldown, tick_time)
             locked = boost_pads.check_collision(prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS)
             is_active, cooldown, prev, pickup, amount = boost_pads.post_tick_update(
@@ -305,49 +498,14 @@ def tick(
                 new_pad = new_pad + (tl.where(pickup == c + 1, p, pickup_pad[c]),)
             given = new_given
             pickup_pad = new_pad
-            tl.store(active_ptr + env * BOOST_PAD_COUNT + p, is_active.to(tl.int8), mask=live)
-            tl.store(cooldown_ptr + env * BOOST_PAD_COUNT + p, cooldown, mask=live)
-            tl.store(locked_ptr + env * BOOST_PAD_COUNT + p, prev, mask=live)
+            tl.store(pad_is_active_ptr + env * BOOST_PAD_COUNT + p, is_active.to(tl.int8), mask=live)
+            tl.store(pad_cooldown_ptr + env * BOOST_PAD_COUNT + p, cooldown, mask=live)
+            tl.store(pad_prev_locked_car_id_ptr + env * BOOST_PAD_COUNT + p, prev, mask=live)
     new_cars = ()
     for c in tl.static_range(NUM_CARS):
         car = cars[c]
         new_cars = new_cars + (car[:16] + (boost_pads.give_boost(car[16], given[c]),) + car[17:],)
-    cars = new_cars
-    vel, ang_vel, velocity_impulse_cache, tick_count_since_update = finish_physics_tick(  # 8. ball finish
-        vel, ang_vel, velocity_impulse_cache, tick_count_since_update, ball_max_speed, ball_max_ang_speed
-    )
-    goal = rules.is_ball_scored(pos, goal_y)  # 9. goal (RocketSim fires every scoring tick)
-    tick_count += 1  # 10.
-    blue_score, orange_score, scored_last_tick, kickoff_count = game
-    blue_score, orange_score, scored_last_tick = rules.count_goals(blue_score, orange_score, scored_last_tick, goal)
-    events = fold_tick(events, goal, tick_count, touched, demoed_by, bumped_by, pickup_pad, NUM_CARS)
-    if KICKOFF_AFTER_GOAL:  # nitro's option: a kickoff after each goal
-        kickoff = goal > 0
-        order = rules.kickoff_order(hashed_seed, env, kickoff_count)
-        new_cars = ()
-        new_infos = ()
-        for c in tl.static_range(NUM_CARS):
-            fresh, fresh_info = rules.spawned_car(
-                cars[c], kickoff_ptr, (1 if c >= BLUE else 0) * KICKOFF_ROWS + rules.kickoff_spot(order, c - BLUE if c >= BLUE else c),
-                car_spawn_boost_amount, live, BLOCK,
-            )  # fmt: skip
-            new_cars = new_cars + (car_kernels.where_car(kickoff, fresh, cars[c]),)
-            new_infos = new_infos + (rules.where_info(kickoff, fresh_info, hit_infos[c]),)
-        cars = new_cars
-        hit_infos = new_infos
-        zero = vel[0] * 0.0
-        pos = where(kickoff, (zero, zero, zero + BALL_REST_Z), pos)
-        vel = where(kickoff, (zero, zero, zero), vel)
-        ang_vel = where(kickoff, (zero, zero, zero), ang_vel)
-        velocity_impulse_cache = where(kickoff, (zero, zero, zero), velocity_impulse_cache)
-        tick_count_since_update = tl.where(kickoff, 0, tick_count_since_update)
-        for p in range(BOOST_PAD_COUNT):
-            tl.store(active_ptr + env * BOOST_PAD_COUNT + p, tl.full([BLOCK], 1, tl.int8), mask=live & kickoff)
-            tl.store(cooldown_ptr + env * BOOST_PAD_COUNT + p, tl.zeros([BLOCK], dtype=tl.float32), mask=live & kickoff)
-            tl.store(locked_ptr + env * BOOST_PAD_COUNT + p, tl.zeros([BLOCK], dtype=tl.int32), mask=live & kickoff)
-        kickoff_count += kickoff.to(tl.int64)
-    game = (blue_score, orange_score, scored_last_tick, kickoff_count)
-    return pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, cars, hit_infos, game, events
+    return new_cars, pickup_pad
 
 
 @jit
@@ -363,266 +521,6 @@ def fold_tick(events, goal, tick_count, touched, demoed_by, bumped_by, pickup_pa
             (touch | touched[c], rules.first(demoer, demoed_by[c]), rules.first(bumper, bumped_by[c]), rules.first(pad, pickup_pad[c])),
         )
     return goal_tick, goals | goal, new
-
-
-@jit
-def step_ticks_kernel(
-    # state (read and written)
-    pos_ptr,
-    vel_ptr,
-    ang_vel_ptr,
-    velocity_impulse_cache_ptr,
-    tick_count_since_update_ptr,
-    tick_count_ptr,
-    game_ints_ptr,
-    # the cars: their packed rows (`kernels/car.pack_cars`) and their integer fields, [N * C]
-    car_rows_ptr,
-    car_contact_id_ptr,
-    car_tick_count_since_update_ptr,
-    car_ints_ptr,
-    # the pads' state [N, 34] (read and written)
-    pad_is_active_ptr,
-    pad_cooldown_ptr,
-    pad_prev_locked_car_id_ptr,
-    # events (folded over the ticks)
-    # controls and tables
-    controls_ptr,
-    car_table_ptr,
-    pad_table_ptr,
-    hitbox_table_ptr,
-    respawn_spawns_ptr,
-    kickoff_spawns_ptr,
-    n,
-    ticks,
-    hashed_seed,
-    # tick parameters (`TickParams`)
-    tick_time,
-    gravity_dv,
-    ball_damping,
-    ball_radius,
-    ball_contact_gap,
-    ball_inv_mass,
-    ball_inv_inertia,
-    ball_restitution,
-    ball_friction,
-    ball_max_speed,
-    ball_max_ang_speed,
-    goal_y,
-    restitution_velocity_threshold,
-    friction_direction_epsilon_sq,
-    erp2_over_dt,
-    gravity_z,
-    jump_immediate_force,
-    jump_accel,
-    boost_accel_ground,
-    boost_accel_air,
-    boost_used_per_second,
-    unlimited_flips,
-    unlimited_double_jumps,
-    flip_z_damp_factor,
-    car_spawn_boost_amount,
-    boost_pad_cooldown_big,
-    boost_pad_cooldown_small,
-    ball_hit_extra_force_scale,
-    bump_force_scale,
-    bump_cooldown_time,
-    respawn_delay,
-    demo_mode,
-    enable_team_demos,
-    car_world_friction,
-    car_world_restitution,
-    # arena
-    tri_ptr,
-    tri_bounds_ptr,
-    tri_mesh_ptr,
-    edge_angle_ptr,
-    edge_flags_ptr,
-    plane_normals_ptr,
-    plane_offsets_ptr,
-    cell_start_ptr,
-    cell_tris_ptr,
-    ox0,
-    oy0,
-    oz0,
-    cell_size,
-    dim_x,
-    dim_y,
-    dim_z,
-    NUM_CARS: tl.constexpr,
-    BLUE: tl.constexpr,
-    KICKOFF_AFTER_GOAL: tl.constexpr,
-    KICKOFF_ROWS: tl.constexpr,
-    NUM_PLANES: tl.constexpr,
-    PLANE_BASE: tl.constexpr,
-    MAX_CONTACTS: tl.constexpr,
-    DEGENERATE_L2: tl.constexpr,
-    SIMD_EPSILON: tl.constexpr,
-    MAX_ANGLE: tl.constexpr,
-    EDGE_DISTANCE: tl.constexpr,
-    ITERATIONS: tl.constexpr,
-    PUSH_POINTS: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
-    """`arena.step_ticks`: ``ticks`` times `tick` and `fold_tick`, the controls held throughout."""
-    # Float scalars arrive as fp32 from eager launches but as fp64 from torch.compile (Inductor types
-    # Python floats as fp64): cast them once, so every value below is float32.
-    tick_time = tl.cast(tick_time, tl.float32)
-    gravity_dv = tl.cast(gravity_dv, tl.float32)
-    ball_damping = tl.cast(ball_damping, tl.float32)
-    ball_radius = tl.cast(ball_radius, tl.float32)
-    ball_contact_gap = tl.cast(ball_contact_gap, tl.float32)
-    ball_inv_mass = tl.cast(ball_inv_mass, tl.float32)
-    ball_inv_inertia = tl.cast(ball_inv_inertia, tl.float32)
-    ball_restitution = tl.cast(ball_restitution, tl.float32)
-    ball_friction = tl.cast(ball_friction, tl.float32)
-    ball_max_speed = tl.cast(ball_max_speed, tl.float32)
-    ball_max_ang_speed = tl.cast(ball_max_ang_speed, tl.float32)
-    goal_y = tl.cast(goal_y, tl.float32)
-    restitution_velocity_threshold = tl.cast(restitution_velocity_threshold, tl.float32)
-    friction_direction_epsilon_sq = tl.cast(friction_direction_epsilon_sq, tl.float32)
-    erp2_over_dt = tl.cast(erp2_over_dt, tl.float32)
-    gravity_z = tl.cast(gravity_z, tl.float32)
-    jump_immediate_force = tl.cast(jump_immediate_force, tl.float32)
-    jump_accel = tl.cast(jump_accel, tl.float32)
-    boost_accel_ground = tl.cast(boost_accel_ground, tl.float32)
-    boost_accel_air = tl.cast(boost_accel_air, tl.float32)
-    boost_used_per_second = tl.cast(boost_used_per_second, tl.float32)
-    flip_z_damp_factor = tl.cast(flip_z_damp_factor, tl.float32)
-    car_spawn_boost_amount = tl.cast(car_spawn_boost_amount, tl.float32)
-    boost_pad_cooldown_big = tl.cast(boost_pad_cooldown_big, tl.float32)
-    boost_pad_cooldown_small = tl.cast(boost_pad_cooldown_small, tl.float32)
-    ball_hit_extra_force_scale = tl.cast(ball_hit_extra_force_scale, tl.float32)
-    bump_force_scale = tl.cast(bump_force_scale, tl.float32)
-    bump_cooldown_time = tl.cast(bump_cooldown_time, tl.float32)
-    respawn_delay = tl.cast(respawn_delay, tl.float32)
-    car_world_friction = tl.cast(car_world_friction, tl.float32)
-    car_world_restitution = tl.cast(car_world_restitution, tl.float32)
-    unlimited_flips = tl.cast(unlimited_flips, tl.float32)
-    unlimited_double_jumps = tl.cast(unlimited_double_jumps, tl.float32)
-    demo_mode = tl.cast(tl.cast(demo_mode, tl.float32), tl.int32)
-    enable_team_demos = tl.cast(tl.cast(enable_team_demos, tl.float32), tl.int32)
-    arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
-    ticks = tl.cast(ticks, tl.int32)
-    arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
-    arena = arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
-    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    live = lane < n
-    env = lane.to(tl.int64)
-    pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-    vel = load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-    ang_vel = load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-    velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-    tick_count_since_update = tl.load(tick_count_since_update_ptr + lane, mask=live, other=0)
-    tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
-    g = load_row(game_ints_ptr, lane, live, GAME_WIDTH, BLOCK)  # `game_ints`
-    game = (g[0].to(tl.int32), g[1].to(tl.int32), g[2] != 0, g[3])
-    cars = ()
-    hit_infos = ()
-    controls = ()
-    car_params = ()
-    car_events = ()
-    for c in tl.static_range(NUM_CARS):
-        row = lane * NUM_CARS + c
-        cars = cars + (load_car(car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, BLOCK),)
-        ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)  # `car_ints`
-        hit_infos = hit_infos + (load_hit_info(car_rows_ptr, ints, row, live, BLOCK),)
-        controls = controls + (load_controls(controls_ptr, row, live, BLOCK),)
-        car_params = car_params + (load_car_params(car_table_ptr, c),)
-        car_events = car_events + ((ints[2] != 0, ints[3].to(tl.int32), ints[4].to(tl.int32), ints[5].to(tl.int32)),)
-    events = (g[4], g[5].to(tl.int32), car_events)  # goals: bit 0 blue, bit 1 orange
-    tables = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr)
-    tables = tables + (respawn_spawns_ptr, kickoff_spawns_ptr)
-    k = 0
-    while k < ticks:
-        pos, vel, ang_vel, velocity_impulse_cache, tick_count_since_update, tick_count, cars, hit_infos, game, events = tick(
-            pos,
-            vel,
-            ang_vel,
-            velocity_impulse_cache,
-            tick_count_since_update,
-            tick_count,
-            cars,
-            hit_infos,
-            controls,
-            car_params,
-            game,
-            events,
-            tables,
-            env,
-            live,
-            tick_time,
-            gravity_dv,
-            ball_damping,
-            ball_radius,
-            ball_contact_gap,
-            ball_inv_mass,
-            ball_inv_inertia,
-            ball_restitution,
-            ball_friction,
-            ball_max_speed,
-            ball_max_ang_speed,
-            goal_y,
-            restitution_velocity_threshold,
-            friction_direction_epsilon_sq,
-            erp2_over_dt,
-            gravity_z,
-            jump_immediate_force,
-            jump_accel,
-            boost_accel_ground,
-            boost_accel_air,
-            boost_used_per_second,
-            unlimited_flips,
-            unlimited_double_jumps,
-            flip_z_damp_factor,
-            car_spawn_boost_amount,
-            boost_pad_cooldown_big,
-            boost_pad_cooldown_small,
-            ball_hit_extra_force_scale,
-            bump_force_scale,
-            bump_cooldown_time,
-            respawn_delay,
-            demo_mode,
-            enable_team_demos,
-            car_world_friction,
-            car_world_restitution,
-            hashed_seed,
-            arena,
-            arena_grid,
-            NUM_CARS,
-            BLUE,
-            KICKOFF_AFTER_GOAL,
-            KICKOFF_ROWS,
-            NUM_PLANES,
-            PLANE_BASE,
-            MAX_CONTACTS,
-            DEGENERATE_L2,
-            SIMD_EPSILON,
-            MAX_ANGLE,
-            EDGE_DISTANCE,
-            ITERATIONS,
-            PUSH_POINTS,
-            BLOCK,
-        )
-        k += 1
-    store(pos_ptr + lane * 3, pos, mask=live)
-    store(vel_ptr + lane * 3, vel, mask=live)
-    store(ang_vel_ptr + lane * 3, ang_vel, mask=live)
-    store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
-    tl.store(tick_count_since_update_ptr + lane, tick_count_since_update, mask=live)
-    tl.store(tick_count_ptr + lane, tick_count, mask=live)
-    zero = game[3] * 0
-    game_ints = (game[0].to(tl.int64), game[1].to(tl.int64), game[2].to(tl.int64), game[3], events[0])
-    game_ints = game_ints + (events[1].to(tl.int64), zero, zero)
-    store_row(game_ints_ptr, lane, game_ints, live, GAME_WIDTH, BLOCK)
-    for c in tl.static_range(NUM_CARS):
-        row = lane * NUM_CARS + c
-        store_car_and_hit_info(
-            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, cars[c], hit_infos[c], BLOCK
-        )
-        touch, demoer, bumper, pad = events[2][c]
-        info = hit_infos[c]
-        ints = (info[4], info[5], touch.to(tl.int64), demoer.to(tl.int64), bumper.to(tl.int64), pad.to(tl.int64))
-        store_row(car_ints_ptr, row, ints + (zero, zero), live, CAR_INTS_WIDTH, BLOCK)
 
 
 @jit
@@ -682,45 +580,41 @@ def step_ticks_op(
     """The fused step as a registered op: ``ball`` (pos, vel, ang_vel, velocity_impulse_cache,
     tick_count_since_update), ``game`` (tick_count, `game_ints`), ``cars`` (the packed rows,
     car_contact_id, tick_count_since_update, `car_ints`), ``pads`` (is_active, cooldown,
-    prev_locked_car_id), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`)."""
-    n = ball[0].shape[0]
-    # ptxas's register cap per thread (trading spills for occupancy): eager launches only, as
-    # torch.compile does not pass it through to Triton.
-    cap = {"maxnreg": maxnreg} if maxnreg else {}
-    wrap_triton(step_ticks_kernel)[(triton.cdiv(n, block),)](
+    prev_locked_car_id), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`). ``maxnreg``: ptxas's
+    register cap per thread (trading spills for occupancy; eager launches only, as torch.compile does
+    not pass it through to Triton)."""
+    envs, num_cars = ball[0].shape[0], controls.shape[1]
+    args = {
         **{f"{name}_ptr": x for name, x in zip(BALL_NAMES + GAME_NAMES, ball + game)},
         **{f"car_{name}_ptr": x for name, x in zip(CAR_NAMES, cars)},
         **{f"{name}_ptr": x for name, x in zip(PAD_NAMES, pads)},
-        controls_ptr=controls,
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
-        n=n,
-        ticks=ticks,
-        hashed_seed=hashed_seed,
+        "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
+        "controls_ptr": controls,
+        "hashed_seed": hashed_seed,
         **dict(zip(PARAM_NAMES, params)),
-        ox0=grid[0],
-        oy0=grid[1],
-        oz0=grid[2],
-        cell_size=grid[3],
-        dim_x=int(grid[4]),
-        dim_y=int(grid[5]),
-        dim_z=int(grid[6]),
-        NUM_CARS=controls.shape[1],
-        BLUE=blue,
-        KICKOFF_AFTER_GOAL=kickoff_after_goal,
-        KICKOFF_ROWS=tables[4].shape[0] // 2,
-        NUM_PLANES=4,
-        PLANE_BASE=PLANE_OBJECT_BASE,
-        MAX_CONTACTS=MAX_NEW_CONTACTS,
-        DEGENERATE_L2=C.DEGENERATE_TRIANGLE_L2,
-        SIMD_EPSILON=C.SIMD_EPSILON_UU2,
-        MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
-        EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD,
-        ITERATIONS=C.SOLVER_NUM_ITERATIONS,
-        PUSH_POINTS=MAX_PUSH_POINTS,
-        BLOCK=block,
-        num_warps=warps(block),
-        **cap,
-    )
+        **dict(zip(("ox0", "oy0", "oz0", "cell_size"), grid[:4])),
+        **dict(zip(("dim_x", "dim_y", "dim_z"), (int(x) for x in grid[4:7]))),
+        "NUM_CARS": num_cars,
+        "BLUE": blue,
+        "KICKOFF_AFTER_GOAL": kickoff_after_goal,
+        "KICKOFF_ROWS": tables[4].shape[0] // 2,
+        "NUM_PLANES": 4,
+        "PLANE_BASE": PLANE_OBJECT_BASE,
+        "MAX_CONTACTS": MAX_NEW_CONTACTS,
+        "DEGENERATE_L2": C.DEGENERATE_TRIANGLE_L2,
+        "SIMD_EPSILON": C.SIMD_EPSILON_UU2,
+        "MAX_ANGLE": C.INTERNAL_EDGE_MAX_ANGLE,
+        "EDGE_DISTANCE": C.INTERNAL_EDGE_DISTANCE_THRESHOLD,
+        "ITERATIONS": C.SOLVER_NUM_ITERATIONS,
+        "PUSH_POINTS": MAX_PUSH_POINTS,
+    }
+    if num_cars == 0:  # the ball alone: every tick in one launch, the ball in registers throughout
+        launch(ball_and_rules_kernel, envs, 1, {**args, "ticks": ticks}, block, maxnreg)
+        return
+    args["ticks"] = 1
+    for _ in range(ticks):
+        tick(args, envs, num_cars, block, maxnreg)
 
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")

@@ -865,7 +865,7 @@ def load_controls(controls_ptr, row, live, BLOCK: tl.constexpr):
 
 
 @jit
-def load_car_params(car_table_ptr, car: tl.constexpr):
+def load_car_params(car_table_ptr, car):
     """Car slot ``car``'s row of `car_table`: (inv_inertia_local, wheel_connection, wheel_radius,
     suspension_rest_length, suspension_force_scale, dodge_deadzone), the same for every lane."""
     row = car_table_ptr + car * CAR_TABLE_WIDTH

@@ -50,15 +50,15 @@ def hitbox_table(params: CarParams) -> torch.Tensor:
 
 
 @jit
-def load_hitbox(hitbox_table_ptr, car: tl.constexpr):
-    """Car ``car``'s (inner, margin, offset, threshold), the same for every lane."""
+def load_hitbox(hitbox_table_ptr, car):
+    """Car slot ``car``'s (inner, margin, offset, threshold), the same for every lane."""
     base = hitbox_table_ptr + car * HITBOX_TABLE_WIDTH
     return load_uniform(base), tl.load(base + 3), load_uniform(base + 4), tl.load(base + 7)
 
 
 @jit
-def load_inv_inertia(hitbox_table_ptr, car: tl.constexpr):
-    """Car ``car``'s body's inverse local inertia in Bullet units (`CarHitbox.inv_inertia_local`)."""
+def load_inv_inertia(hitbox_table_ptr, car):
+    """Car slot ``car``'s body's inverse local inertia in Bullet units (`CarHitbox.inv_inertia_local`)."""
     return load_uniform(hitbox_table_ptr + car * HITBOX_TABLE_WIDTH + 8)
 
 

@@ -90,19 +90,21 @@ def spawned_car(car, spawn_ptr, row, boost, live, BLOCK: tl.constexpr):
 
 
 @jit
-def respawn_spot(hashed_seed, env, tick_count, car: tl.constexpr):
-    """Math::RandInt(0, 4): the car's respawn spot, from its stream's draw at the tick's count."""
+def respawn_spot(hashed_seed, env, tick_count, car):
+    """Math::RandInt(0, 4): the car's respawn spot, from its stream's draw at the tick's count (``car``: its
+    slot in the env)."""
     draw = random_u32(hashed_seed, env, RESPAWN_STREAM, tick_count * 64 + car)
     return (draw % RESPAWN_SPOTS).to(tl.int32)
 
 
 @jit
 def update_demo(
-    car, info, hashed_seed, env, tick_count, respawn_ptr, tick_time, car_spawn_boost_amount, live, c: tl.constexpr,
-    team: tl.constexpr, BLOCK: tl.constexpr,
+    car, info, hashed_seed, env, tick_count, respawn_ptr, tick_time, car_spawn_boost_amount, live, c, team,
+    BLOCK: tl.constexpr,
 ):  # fmt: skip
     """The demolished car's part of Car::_PreTickUpdate: the respawn timer counts down, and at 0 the
-    car respawns (Car::Respawn). Returns (car, ball hit info)."""
+    car respawns (Car::Respawn). ``c``, ``team``: the car's slot in its env and its team (0 blue, 1
+    orange), the same for every lane. Returns (car, ball hit info)."""
     is_demoed, timer = car[28], car[29]
     new_timer = tl.where(is_demoed, tl.maximum(timer - tick_time, 0.0), timer)
     car = car[:29] + (new_timer,) + car[30:]
