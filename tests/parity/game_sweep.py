@@ -165,6 +165,27 @@ def kickoffs(n: int, seed: int) -> dict:
 FAMILIES = ("pads", "touches", "bumps", "respawns", "goals", "kickoffs")
 
 
+def _bump_note(rows: dict[str, dict]) -> str:
+    """What the bump rows say about their misses, counted from them."""
+    bump_rows = [row for name, row in rows.items() if name.startswith("bumps")]
+    if not bump_rows:
+        return ""
+    events = sum(r["events"] for r in bump_rows)
+    misses = sum(round(r["events"] * (1 - r["same bumper, victim, kind, tick +-1"])) for r in bump_rows)
+    on_arena = sum(round((r["events"] - r["wheels on a car first (apart)"]) * (1 - r["same first bump, rays on the arena"]))
+                   for r in bump_rows)  # fmt: skip
+    wheels = sum(r["wheels on a car first (apart)"] for r in bump_rows)
+    return f"""
+Bumps and demolitions: {events - misses} of {events} first events agree; {misses - on_arena} of the
+{misses} misses are scenarios where a RocketSim wheel's suspension ray met the other car on or before
+the first bump ("wheels on a car first": {wheels} scenarios, `game_harness.wheels_on_cars`; its
+btDefaultVehicleRaycaster tests the whole world, nitro's rays see the arena only). From that tick
+RocketSim's wheel pushes and drags its car along the other car's motion, and the approach speeds the
+bump rule compares part. "rays on the arena": the agreement over the other scenarios; "RocketSim
+one ulp apart": RocketSim against itself with the cars' starts one float32 ulp apart.
+"""
+
+
 def _table(rows: dict[str, dict]) -> str:
     keys = list(dict.fromkeys(k for row in rows.values() for k in row))
     lines = ["| family | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
@@ -222,7 +243,7 @@ nitro's rules fire from its Bullet contacts, found and solved as RocketSim's Bul
 touches and bumps come on RocketSim's ticks and the bodies respond to them. Each family still
 compares the first events; "wheels first" counts the air touches where RocketSim's wheel rays met
 the ball before its body did (nitro's wheel rays do not hit the ball or other cars yet).
-
+{_bump_note(rows)}
 {_table(rows)}
 """
     print(text)
