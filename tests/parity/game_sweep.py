@@ -2,6 +2,7 @@
 real RocketSim, event by event, over many scenarios (`game_harness`).
 
     python -m tests.parity.game_sweep --scale 1 --out docs/FIDELITY.md
+    python -m tests.parity.game_sweep --only bumps --misses   # the bump families alone, misses listed
 
 Writes the ``game`` section of ``--out``: per family, how many scenarios had events, how often the
 events agree (the issue's bars: pickups same pad and tick, first bump or demolition same bumper,
