@@ -23,7 +23,7 @@ from nitro.envs.soccar import car_car
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
 
-from .car_harness import BOOST, PRESET_NAMES, REST_Z, THROTTLE, _vec, rot_mat_from_angles
+from .car_harness import BOOST, PRESET_NAMES, REST_Z, THROTTLE, _vec, bt_ulp_nudge, rot_mat_from_angles
 from .rocketsim_harness import TICK_RATE, rocketsim
 
 BALL_REST = 93.15  # UU: a fresh ball on the floor
@@ -366,16 +366,7 @@ def make_scenes(family: str, n: int, ticks: int, seed: int = 0, presets=None) ->
 def nudged(scenes: Scenes, seed: int = 0) -> Scenes:
     """The scenes with every car's start position moved by one float32 ulp of RocketSim's internal
     Bullet-unit value, up or down at random: the smallest change RocketSim sees (its noise floor)."""
-    rng = np.random.default_rng(seed)
-    bt = (scenes.pos * np.float32(0.02)).astype(np.float32)
-    up = rng.random(bt.shape) < 0.5
-    target = np.where(up, np.nextafter(bt, np.float32(np.inf)), np.nextafter(bt, np.float32(-np.inf)))
-    pos = (target * np.float32(50)).astype(np.float32)
-    for _ in range(8):  # step the UU value until UU * 0.02 lands on the moved BT value
-        got = (pos * np.float32(0.02)).astype(np.float32)
-        pos = np.where(got < target, np.nextafter(pos, np.float32(np.inf)), pos)
-        pos = np.where(got > target, np.nextafter(pos, np.float32(-np.inf)), pos)
-    return dataclasses.replace(scenes, pos=pos.astype(np.float32))
+    return dataclasses.replace(scenes, pos=bt_ulp_nudge(scenes.pos, np.random.default_rng(seed)))
 
 
 def wheels_on_bodies(reference: SceneRecording, port: SceneRecording) -> np.ndarray:

@@ -609,13 +609,18 @@ def make_rollouts(per_family: int, ticks: int, seed: int = 0, families: list[str
 def nudged(rollouts: Rollouts, seed: int = 0) -> Rollouts:
     """The rollouts with every start coordinate moved by one float32 ulp of RocketSim's internal
     Bullet-unit value (UU x 0.02), up or down at random: the smallest change RocketSim sees."""
-    rng = np.random.default_rng(seed)
-    bt = (rollouts.pos * np.float32(0.02)).astype(np.float32)
+    return dataclasses.replace(rollouts, pos=bt_ulp_nudge(rollouts.pos, np.random.default_rng(seed)))
+
+
+def bt_ulp_nudge(pos: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``pos`` (UU) with every coordinate moved by one float32 ulp of its Bullet-unit value (UU x
+    0.02), up or down at random, float32."""
+    bt = (pos * np.float32(0.02)).astype(np.float32)
     up = rng.random(bt.shape) < 0.5
     target = np.where(up, np.nextafter(bt, np.float32(np.inf)), np.nextafter(bt, np.float32(-np.inf)))
-    pos = (target * np.float32(50)).astype(np.float32)
+    out = (target * np.float32(50)).astype(np.float32)
     for _ in range(8):  # step the UU value until UU * 0.02 lands on the moved BT value
-        got = (pos * np.float32(0.02)).astype(np.float32)
-        pos = np.where(got < target, np.nextafter(pos, np.float32(np.inf)), pos)
-        pos = np.where(got > target, np.nextafter(pos, np.float32(-np.inf)), pos)
-    return dataclasses.replace(rollouts, pos=pos.astype(np.float32))
+        got = (out * np.float32(0.02)).astype(np.float32)
+        out = np.where(got < target, np.nextafter(out, np.float32(np.inf)), out)
+        out = np.where(got > target, np.nextafter(out, np.float32(-np.inf)), out)
+    return out.astype(np.float32)

@@ -27,9 +27,10 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
+from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.mutators import MutatorConfig
 
-from .car_harness import STEER, THROTTLE, rot_mat_from_angles
+from .car_harness import STEER, THROTTLE, bt_ulp_nudge, rot_mat_from_angles
 from .rocketsim_harness import TICK_RATE, rocketsim
 
 CAR_FIELDS = ("pos", "rot_mat", "vel", "ang_vel", "boost", "is_on_ground", "is_supersonic")
@@ -84,6 +85,11 @@ class Events:
     wheels: list = dataclasses.field(default_factory=list)
     """Per tick, per car: some wheel touches something (RocketSim's wheels also touch the ball and
     other cars, which nitro's do not do yet)."""
+    wheel_contact: list = dataclasses.field(default_factory=list)
+    """Per tick: each car's wheels touching something after it [C, 4] bool."""
+    poses: list = dataclasses.field(default_factory=list)
+    """Per tick: the cars' positions [C, 3] and rotation matrices (columns forward, right, up)
+    [C, 3, 3] at its start, where its wheel rays are cast."""
 
 
 # --- RocketSim ------------------------------------------------------------------------------------
@@ -153,7 +159,10 @@ def run_rocketsim(s: Scenario, mutators: MutatorConfig | None = None) -> Events:
                 jump=bool(c[5] > 0.5), boost=bool(c[6] > 0.5), handbrake=bool(c[7] > 0.5),
             ))  # fmt: skip
         tick = arena.tick_count
-        demoed_before = [car.get_state().is_demoed for car in cars]
+        states = [car.get_state() for car in cars]
+        demoed_before = [state.is_demoed for state in states]
+        events.poses.append((np.stack([st.pos.as_numpy() for st in states]),
+                             np.stack([np.asarray(st.rot_mat.as_numpy()).T for st in states])))  # fmt: skip
         arena.step(1)
         row = []
         for i, car in enumerate(cars):
@@ -167,7 +176,9 @@ def run_rocketsim(s: Scenario, mutators: MutatorConfig | None = None) -> Events:
             row.append((state.car_contact_id, state.car_contact_cooldown_timer, state.is_demoed, state.demo_respawn_timer))
         events.contact.append(row)
         events.ball_vel.append(arena.ball.get_state().vel.as_numpy())
-        events.wheels.append([any(car.get_state().wheels_with_contact) for car in cars])
+        wheels = [list(car.get_state().wheels_with_contact) for car in cars]
+        events.wheels.append([any(w) for w in wheels])
+        events.wheel_contact.append(np.array(wheels, bool))
     events.scores = (arena.blue_score, arena.orange_score)
     return events
 
@@ -196,6 +207,7 @@ def run_nitro(scenarios: list[Scenario], mutators: MutatorConfig | None = None, 
     steer = torch.tensor([s.steer_to_ball for s in scenarios])
     for t in range(ticks):
         demoed_before = arena.cars.is_demoed.clone()
+        pos, rot_mat = arena.cars.pos.numpy().copy(), arena.cars.rot_mat.numpy().copy()
         now = controls[:, t].clone()
         towards = torch.from_numpy(
             steer_towards(arena.cars.pos.numpy(), arena.cars.rot_mat[..., :, 0].numpy(), arena.ball.pos[:, None].numpy())
@@ -219,12 +231,14 @@ def run_nitro(scenarios: list[Scenario], mutators: MutatorConfig | None = None, 
         rows = torch.stack(
             [cars.car_contact_id.float(), cars.car_contact_cooldown_timer, cars.is_demoed.float(), cars.demo_respawn_timer], -1
         ).numpy()
-        wheels = cars.wheels_with_contact.any(-1).tolist()
+        wheels = cars.wheels_with_contact.numpy()
         ball_vel = arena.ball.vel.numpy()
         for e in range(n):
             out[e].contact.append([(int(a), b, bool(c), d) for a, b, c, d in rows[e]])
             out[e].ball_vel.append(ball_vel[e])
-            out[e].wheels.append(wheels[e])
+            out[e].wheels.append(wheels[e].any(-1).tolist())
+            out[e].wheel_contact.append(wheels[e].copy())
+            out[e].poses.append((pos[e], rot_mat[e]))
     for e in range(n):
         out[e].scores = (int(arena.blue_score[e]), int(arena.orange_score[e]))
     return out
@@ -240,6 +254,52 @@ def run_both(scenarios: list[Scenario], mutators: MutatorConfig | None = None) -
         for i, events in zip(rows, run_nitro([scenarios[i] for i in rows], mutators)):
             ours[i] = events
     return [(run_rocketsim(s, mutators), ours[i]) for i, s in enumerate(scenarios)]
+
+
+def wheels_on_cars(s: Scenario, events: Events) -> np.ndarray:
+    """[T] bool: on the tick a car's wheel touched something (``events.wheel_contact``) while its
+    suspension ray, cast from the tick's starting pose, crosses another car's hitbox: RocketSim's
+    rays hit other cars (btDefaultVehicleRaycaster tests the whole world), nitro's see the arena only.
+
+    The ray is btVehicleRL::rayCast's (the hard point down the car's up axis for rest + travel +
+    radius - 2.5 UU); the box is the car's Bullet box with its margin (`CarHitbox`), which the ray
+    test meets."""
+    params = CarParams.build(s.presets, torch.device("cpu"))
+    conn = params.wheel_connection.numpy().astype(np.float64)  # [C, 4, 3]
+    length = (params.suspension_rest_length + C.MAX_SUSPENSION_TRAVEL + params.wheel_radius
+              - C.SUSPENSION_SUBTRACTION).numpy()  # [C, 4]  # fmt: skip
+    hitbox = params.hitbox
+    half = ((hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU).numpy().astype(np.float64)  # [C, 3]
+    offset = (hitbox.offset * C.BT_TO_UU).numpy().astype(np.float64)
+    num_cars = len(s.presets)
+    out = np.zeros(len(events.poses), bool)
+    for t, ((pos, rot), touching) in enumerate(zip(events.poses, events.wheel_contact)):
+        pos, rot = pos.astype(np.float64), rot.astype(np.float64)
+        for i in range(num_cars):
+            start = pos[i] + conn[i] @ rot[i].T  # [4, 3]
+            down = -rot[i][:, 2]
+            for j in range(num_cars):
+                if j == i:
+                    continue
+                center = pos[j] + rot[j] @ offset[j]
+                o, d = (start - center) @ rot[j], down @ rot[j]  # the box's frame
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    near, far = (-half[j] - o) / d, (half[j] - o) / d
+                lo, hi = np.minimum(near, far), np.maximum(near, far)
+                flat = np.abs(d) < 1e-9  # parallel to a slab: inside it or never
+                lo = np.where(flat, np.where(np.abs(o) <= half[j], -np.inf, np.inf), lo)
+                hi = np.where(flat, np.where(np.abs(o) <= half[j], np.inf, -np.inf), hi)
+                enter, leave = lo.max(-1), hi.min(-1)
+                crosses = (enter <= leave) & (leave >= 0) & (enter <= length[i])
+                out[t] |= bool((crosses & touching[i]).any())
+    return out
+
+
+def nudged(s: Scenario, seed: int = 0) -> Scenario:
+    """The scenario with every car's start position moved by one float32 ulp of RocketSim's
+    Bullet-unit value, up or down at random: RocketSim against itself at its noise floor."""
+    cars = dict(s.cars, pos=bt_ulp_nudge(s.cars["pos"], np.random.default_rng(seed)))
+    return dataclasses.replace(s, cars=cars)
 
 
 def steer_towards(car_pos: np.ndarray, forward: np.ndarray, ball_pos: np.ndarray) -> np.ndarray:

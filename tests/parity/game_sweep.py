@@ -2,6 +2,7 @@
 real RocketSim, event by event, over many scenarios (`game_harness`).
 
     python -m tests.parity.game_sweep --scale 1 --out docs/FIDELITY.md
+    python -m tests.parity.game_sweep --only bumps --misses   # the bump families alone, misses listed
 
 Writes the ``game`` section of ``--out``: per family, how many scenarios had events, how often the
 events agree (the issue's bars: pickups same pad and tick, first bump or demolition same bumper,
@@ -75,16 +76,39 @@ def touches(n: int, seed: int) -> dict:
     }
 
 
-def bumps(n: int, seed: int, mutators: MutatorConfig | None = None, family=G.bumps) -> dict:
-    scenarios = family(np.random.default_rng(seed), n, 90)
-    events = same = demos = 0
-    for theirs, ours in G.run_both(scenarios, mutators):
+def bumps(n: int, seed: int, mutators: MutatorConfig | None = None, misses: bool = False) -> dict:
+    """The first bump or demolition of each scenario; apart, the scenarios where a RocketSim wheel's
+    ray met the other car on or before it (`game_harness.wheels_on_cars`); and RocketSim against
+    itself with the cars' starts one ulp apart (`game_harness.nudged`), its floor."""
+    scenarios = G.bumps(np.random.default_rng(seed), n, 90)
+    events = same = demos = wheels = same_rays = floor = floor_events = 0
+    for i, (s, (theirs, ours)) in enumerate(zip(scenarios, G.run_both(scenarios, mutators))):
+        nudged = G.run_rocketsim(G.nudged(s, seed=i), mutators)
+        if theirs.bumps or nudged.bumps:
+            floor_events += 1
+            floor += _first_agree(nudged.bumps, theirs.bumps, key=lambda b: b[1:])
         if not theirs.bumps and not ours.bumps:
             continue
         events += 1
         demos += any(b[3] for b in theirs.bumps[:1])
-        same += _first_agree(ours.bumps, theirs.bumps, key=lambda b: b[1:])
-    return {"scenarios": n, "events": events, "demolitions": demos, "same bumper, victim, kind, tick +-1": same / max(events, 1)}
+        agree = _first_agree(ours.bumps, theirs.bumps, key=lambda b: b[1:])
+        same += agree
+        first = min(b[0] for b in theirs.bumps[:1] + ours.bumps[:1])
+        on_car = bool(G.wheels_on_cars(s, theirs)[: first + 1].any())
+        wheels += on_car
+        same_rays += agree and not on_car
+        if misses and not agree:
+            print(f"miss: seed {seed} scenario {i} ({s.blue}v{s.orange}), a RocketSim wheel on the other car "
+                  f"first: {on_car}; RocketSim {theirs.bumps[:2]}, nitro {ours.bumps[:2]}")  # fmt: skip
+    return {
+        "scenarios": n,
+        "events": events,
+        "demolitions": demos,
+        "same bumper, victim, kind, tick +-1": same / max(events, 1),
+        "wheels on a car first (apart)": wheels,
+        "same first bump, rays on the arena": same_rays / max(events - wheels, 1),
+        "RocketSim one ulp apart, same first bump": floor / max(floor_events, 1),
+    }
 
 
 def respawns(n: int, seed: int) -> dict:
@@ -139,6 +163,30 @@ def kickoffs(n: int, seed: int) -> dict:
     return rows
 
 
+FAMILIES = ("pads", "touches", "bumps", "respawns", "goals", "kickoffs")
+
+
+def _bump_note(rows: dict[str, dict]) -> str:
+    """What the bump rows say about their misses, counted from them."""
+    bump_rows = [row for name, row in rows.items() if name.startswith("bumps")]
+    if not bump_rows:
+        return ""
+    events = sum(r["events"] for r in bump_rows)
+    misses = sum(round(r["events"] * (1 - r["same bumper, victim, kind, tick +-1"])) for r in bump_rows)
+    on_arena = sum(round((r["events"] - r["wheels on a car first (apart)"]) * (1 - r["same first bump, rays on the arena"]))
+                   for r in bump_rows)  # fmt: skip
+    wheels = sum(r["wheels on a car first (apart)"] for r in bump_rows)
+    return f"""
+Bumps and demolitions: {events - misses} of {events} first events agree; {misses - on_arena} of the
+{misses} misses are scenarios where a RocketSim wheel's suspension ray met the other car on or before
+the first bump ("wheels on a car first": {wheels} scenarios, `game_harness.wheels_on_cars`; its
+btDefaultVehicleRaycaster tests the whole world, nitro's rays see the arena only). From that tick
+RocketSim's wheel pushes and drags its car along the other car's motion, and the approach speeds the
+bump rule compares part. "rays on the arena": the agreement over the other scenarios; "RocketSim
+one ulp apart": RocketSim against itself with the cars' starts one float32 ulp apart.
+"""
+
+
 def _table(rows: dict[str, dict]) -> str:
     keys = list(dict.fromkeys(k for row in rows.values() for k in row))
     lines = ["| family | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
@@ -156,20 +204,29 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="scenarios per family: 1 = the report's counts")
     parser.add_argument("--seed", type=int, default=100)
     parser.add_argument("--out", default=None, help="a Markdown file: its game section is (re)written")
+    parser.add_argument("--only", choices=FAMILIES, nargs="+", default=list(FAMILIES),
+                        help="run these families alone (the report needs them all: not with --out)")  # fmt: skip
+    parser.add_argument("--misses", action="store_true", help="print each bump scenario whose first event differs")
     args = parser.parse_args()
+    if args.out and set(args.only) != set(FAMILIES):
+        parser.error(f"--out rewrites the whole game section, which needs every family; drop --only {' '.join(args.only)}")
     count = lambda k: max(2, int(k * args.scale))  # noqa: E731
     t0 = time.time()
-    rows = {
-        "pad pickups (1 car, 3 s)": pickups(count(60), args.seed),
-        "first touches (air)": touches(count(120), args.seed + 1),
-        "bumps and demolitions": bumps(count(120), args.seed + 2),
-        "bumps, demo on contact": bumps(count(40), args.seed + 3, MutatorConfig(demo_mode="on_contact")),
-        "bumps, team demos": bumps(count(40), args.seed + 4, MutatorConfig(enable_team_demos=True)),
-        "respawns (3 s)": respawns(count(12), args.seed + 5),
-        "goals (scripted shots)": goals(count(120), args.seed + 6),
-    }
-    kick = kickoffs(count(10), args.seed + 7)
-    rows |= {f"kickoff {k}": v for k, v in kick.items()}
+    rows = {}
+    if "pads" in args.only:
+        rows["pad pickups (1 car, 3 s)"] = pickups(count(60), args.seed)
+    if "touches" in args.only:
+        rows["first touches (air)"] = touches(count(120), args.seed + 1)
+    if "bumps" in args.only:
+        rows["bumps and demolitions"] = bumps(count(120), args.seed + 2, misses=args.misses)
+        rows["bumps, demo on contact"] = bumps(count(40), args.seed + 3, MutatorConfig(demo_mode="on_contact"), args.misses)
+        rows["bumps, team demos"] = bumps(count(40), args.seed + 4, MutatorConfig(enable_team_demos=True), args.misses)
+    if "respawns" in args.only:
+        rows["respawns (3 s)"] = respawns(count(12), args.seed + 5)
+    if "goals" in args.only:
+        rows["goals (scripted shots)"] = goals(count(120), args.seed + 6)
+    if "kickoffs" in args.only:
+        rows |= {f"kickoff {k}": v for k, v in kickoffs(count(10), args.seed + 7).items()}
     elapsed = time.time() - t0
     text = f"""## The game rules
 
@@ -187,7 +244,7 @@ nitro's rules fire from its Bullet contacts, found and solved as RocketSim's Bul
 touches and bumps come on RocketSim's ticks and the bodies respond to them. Each family still
 compares the first events; "wheels first" counts the air touches where RocketSim's wheel rays met
 the ball before its body did (nitro's wheel rays do not hit the ball or other cars yet).
-
+{_bump_note(rows)}
 {_table(rows)}
 """
     print(text)
