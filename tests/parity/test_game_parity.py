@@ -114,10 +114,12 @@ def test_bumps_and_demos_match_rocketsim(oracle):
     assert agree >= BUMP_AGREEMENT * events, (agree, events)
 
 
-WHEEL_MISS_POS_TOL = 0.01
-"""UU: the cars' positions before a RocketSim wheel meets the other car. Cars driving on the floor or
-falling agree to ~1e-3 UU over these 0.1-0.4 s (test_car_parity); measured here: at most 2.4e-4 UU
-(four float32 ulps of 1000 UU)."""
+WHEEL_ON_CAR_POS_TOL = 0.05
+"""UU: the cars' positions while and after one car's wheels rest on the other, up to the first bump.
+Cars driving on the floor or falling agree to ~1e-3 UU over these 0.1-0.4 s (test_car_parity); the
+wheel on the car adds a GJK ray cast (btSubsimplexConvexCast stops within 0.01 BT = 0.5 UU of the
+box, but both run the same iterations on poses a few ulps apart) and a friction impulse against a
+moving body. Measured: at most {measured} UU."""
 
 
 @pytest.mark.parametrize(
@@ -129,24 +131,21 @@ falling agree to ~1e-3 UU over these 0.1-0.4 s (test_car_parity); measured here:
     ],
     ids=["default", "demo on contact", "team demos"],
 )
-def test_bump_misses_come_from_wheels_on_cars(oracle, seed, count, index, mutators):
-    """The three bump scenarios of `game_sweep` (scale 1, seed 100) whose first events differ: the
-    falling victim lands a wheel on the other car (RocketSim's suspension rays hit other cars, nitro's
-    see the arena only). Until that tick both simulators hold the same cars and wheel contacts; on it
-    RocketSim's wheel touches the other car (its ray crosses the car's box) and nitro's does not, and
-    neither has bumped yet: the bump rule then reads cars that have parted."""
+def test_wheels_on_cars_match_rocketsim(oracle, seed, count, index, mutators):
+    """The bump scenarios of `game_sweep` (scale 1, seed 100) in which the falling victim lands a
+    wheel on the other car before the first bump: nitro's suspension rays meet the other car's box as
+    RocketSim's do, so tick by tick both have the same wheels touching, the cars stay together, and
+    the first bump (bumper, victim, kind, tick), or none in these 48 ticks, is the same."""
     s = G.bumps(np.random.default_rng(seed), count, 90)[index]
     s = dataclasses.replace(s, controls=s.controls[:48])  # the first bumps come by tick 43
     ((theirs, ours),) = G.run_both([s], mutators)
     on_car = G.wheels_on_cars(s, theirs)
-    assert on_car.any() and not G.wheels_on_cars(s, ours).any()
-    tick = int(on_car.argmax())
-    first_bump = min(b[0] for b in theirs.bumps[:1] + ours.bumps[:1])
-    assert tick < first_bump, (tick, theirs.bumps[:1], ours.bumps[:1])
-    for t in range(tick):
+    end = theirs.bumps[0][0] + 1 if theirs.bumps else len(s.controls)
+    assert on_car[:end].any()
+    assert ours.bumps[:1] == theirs.bumps[:1]
+    for t in range(end):
         assert (ours.wheel_contact[t] == theirs.wheel_contact[t]).all(), t
-        assert np.abs(ours.poses[t + 1][0] - theirs.poses[t + 1][0]).max() <= WHEEL_MISS_POS_TOL, t
-    assert (theirs.wheel_contact[tick] & ~ours.wheel_contact[tick]).any()
+        assert np.abs(ours.poses[t][0] - theirs.poses[t][0]).max() <= WHEEL_ON_CAR_POS_TOL, t
 
 
 def test_demolished_cars_respawn_as_rocketsim(oracle):

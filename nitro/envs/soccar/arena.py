@@ -22,7 +22,7 @@ import torch
 
 from nitro.core import fast, tree
 from nitro.core.vector import concrete_device
-from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, dynamics_world, rules
+from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, dynamics_world, rules, vehicle
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.arena_mesh.broadphase import arena_bullet
@@ -56,11 +56,13 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
     sleeping = ball.update_sleeping(state.ball)  # 1. ball zero-velocity sleeping
     ball_state = state.ball
     if world.cars.num_cars:
-        # 2. cars' pre-tick: a demolished car's countdown and respawn, then the rest for the others
+        # 2. cars' pre-tick: a demolished car's countdown and respawn, then the rest for the others,
+        #    whose wheel rays meet the arena, the other cars and the ball as they stand now
         frozen = cars.is_demoed  # Bullet skips these bodies this tick (respawning ones too)
+        bodies = vehicle.Bodies.of(cars, ball_state, world.cars, params)
         cars = rules.update_demo(cars, state.tick_count, world)
         car_controls = CarControls.from_tensor(controls)
-        cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, state.tick_count, params)
+        cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, bodies, state.tick_count, params)
         pads = boost_pads.pre_tick_update(pads, params)  # 3. boost pad cooldowns
         # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
         # 5. Bullet step: collision detection at the tick-start transforms (cars demolished at the

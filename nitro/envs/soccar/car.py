@@ -178,12 +178,13 @@ def update_wheels(
         long_friction=torch.where(ground, long_friction, car.long_friction),
     )
 
-    # Sticky force, while any wheel touches the (static) arena.
+    # Sticky force, while any wheel touches the static arena (not a car or the ball); its direction
+    # averages every touching wheel's normal.
     upwards_dir = vehicle.get_upwards_dir_from_wheel_contacts(wheels, car.rot_mat[..., :, 2])
     full_stick = (real_throttle != 0) | (abs_forward_speed > C.STOPPING_FORWARD_VEL)
     scale = torch.where(full_stick, 0.5 + (1 - upwards_dir[..., 2].abs()), 0.5)
     sticky_force = ((upwards_dir * scale[..., None]) * C.GRAVITY_Z) * C.CAR_MASS_BT
-    force = forces.force + where3(ground.any(-1), sticky_force, 0.0)
+    force = forces.force + where3(wheels.on_world.any(-1), sticky_force, 0.0)
     return car, dataclasses.replace(forces, force=force)
 
 
@@ -446,11 +447,15 @@ def pre_tick_update(
     controls: CarControls,
     config: CarParams,
     mesh: ArenaMesh,
+    bodies: vehicle.Bodies | None,
     tick_count: torch.Tensor,
     params: TickParams,
 ) -> tuple[CarState, Forces]:
     """Car::_PreTickUpdate of every car: the car's stages in RocketSim's order. Returns the cars
     (impulses already in their velocities) and the forces and torques for Bullet's step.
+
+    ``bodies``: the cars and the ball as the wheels' rays and friction see them (`vehicle.Bodies`,
+    the state when the cars' pre-ticks start; None: the arena alone).
 
     ``tick_count`` [N]: the arena's ticks so far; Bullet's solver time step, which the wheels' extra
     pushback reads, is its default 1/60 s before an arena's first step.
@@ -459,7 +464,7 @@ def pre_tick_update(
     solver_dt = torch.where(tick_count == 0, C.SOLVER_DEFAULT_TIME_STEP, dt)
     inv_inertia = rb.inv_inertia_world(car.rot_mat, config.inv_inertia_local)
     before = car
-    wheels, car = vehicle.update_vehicle_first(car, config, mesh, inv_inertia, dt, solver_dt)
+    wheels, car = vehicle.update_vehicle_first(car, config, mesh, bodies, params, inv_inertia, solver_dt)
     jump_pressed = controls.jump & ~(car.last_controls[..., 5] > 0.5)
     num_wheels_in_contact = wheels.is_in_contact.sum(-1)
     car = dataclasses.replace(

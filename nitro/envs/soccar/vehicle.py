@@ -6,12 +6,22 @@ around the car's control code (`car.pre_tick_update`):
 
 `update_vehicle_first` (before the controls are read)
     `update_wheel_transforms`: each wheel's hard point and steered axle from the chassis transform
-    and the *previous* tick's steer angle; `ray_cast`: each wheel's ray against the arena (contact,
-    suspension length and velocity, the sticky extra pushback); `calc_friction_impulses`: lateral
-    and rolling friction from the *previous* tick's engine force, brake and friction values (the
-    one-tick lag of ground controls RocketSim has).
+    and the *previous* tick's steer angle; `ray_cast`: each wheel's ray against the arena, the other
+    cars and the ball (contact, suspension length and velocity, the sticky extra pushback);
+    `calc_friction_impulses`: lateral and rolling friction against the body under the wheel, from the
+    *previous* tick's engine force, brake and friction values (the one-tick lag of ground controls
+    RocketSim has).
 `update_vehicle_second` (after the controls, jumps and flips)
     `update_suspension`: spring and damper impulses at the contact points; `apply_friction_impulses`.
+
+A wheel on another car or on the ball (btDefaultVehicleRaycaster tests the whole world, all but the
+car itself) counts as touching (is_on_ground, the wheel count) but not as world contact: no sticky
+force and no extra pushback; the friction impulses see that body's velocity, mass and inertia, and
+nothing pushes back on it (btVehicleRL applies its impulses to the chassis only). The other bodies
+are read as they are when the cars' pre-ticks start (`Bodies`): RocketSim runs its cars' pre-ticks
+one after another in the order of a std::unordered_set of Car pointers (memory-address order), so a
+car whose pre-tick runs later sees the velocity changes of the earlier ones; here every car sees the
+others as if its own pre-tick ran first.
 
 Wheels are the last axis but one: [N, C, 4, ...] in btVehicleRL's order (front-right, front-left,
 back-right, back-left). Units are UU (RocketSim's Bullet units x 50), masses Bullet's.
@@ -28,6 +38,9 @@ from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import ray_cast as arena_ray_cast
 from nitro.envs.soccar.arena_mesh import ArenaMesh
 from nitro.envs.soccar.car_config import CarParams
+from nitro.envs.soccar.car_world import box_transform
+from nitro.envs.soccar.gjk_pair_detector import ConvexShape
+from nitro.envs.soccar.mutators import TickParams, ball_radius_bt
 from nitro.envs.soccar.rigid_body import (
     INV_MASS,
     apply_impulse,
@@ -38,10 +51,87 @@ from nitro.envs.soccar.rigid_body import (
     vec_mat,
     where3,
 )
-from nitro.envs.soccar.state import CarState
-from nitro.envs.soccar.vec import cross, dot
+from nitro.envs.soccar.state import BallState, CarState
+from nitro.envs.soccar.subsimplex_convex_cast import normalized, ray_cast_convex
+from nitro.envs.soccar.vec import cross, dot, eager_cpu
 
 FRICTION_SCALE = C.CAR_MASS_BT / 3.0  # calcFrictionImpulses: chassis mass / 3
+
+
+@dataclasses.dataclass
+class GroundBody:
+    """The rigid body under each wheel [N, C, 4, ...]: another car or the ball; zeros (an immovable
+    body at the origin) on the static arena and off the ground."""
+
+    pos: torch.Tensor
+    """Centre of mass, UU [..., 3]."""
+    rot_mat: torch.Tensor
+    """[..., 3, 3]."""
+    vel: torch.Tensor
+    """UU/s [..., 3]."""
+    ang_vel: torch.Tensor
+    """rad/s [..., 3]."""
+    inv_mass: torch.Tensor
+    """1 / mass (Bullet's masses) [...]."""
+    inv_inertia_local: torch.Tensor
+    """1 / principal moments of inertia, mass-UU^2 units [..., 3]."""
+
+    @staticmethod
+    def static(hard_point: torch.Tensor) -> GroundBody:
+        """The arena under every wheel of ``hard_point`` [N, C, 4, 3]."""
+        zero = torch.zeros_like(hard_point)
+        return GroundBody(zero, zero[..., None].expand(*zero.shape, 3), zero, zero, zero[..., 0], zero)
+
+    def velocity_at(self, rel_pos: torch.Tensor) -> torch.Tensor:
+        """btRigidBody::getVelocityInLocalPoint: vel + ang_vel x rel_pos [..., 3]."""
+        return self.vel + cross(self.ang_vel, rel_pos)
+
+
+@dataclasses.dataclass
+class Bodies:
+    """What a wheel ray can hit besides the arena, per env [N, B, ...]: the C cars, then the ball, as
+    they are when the cars' pre-ticks start."""
+
+    pos: torch.Tensor
+    rot_mat: torch.Tensor
+    vel: torch.Tensor
+    ang_vel: torch.Tensor
+    inv_mass: torch.Tensor
+    inv_inertia_local: torch.Tensor
+    responds: torch.Tensor
+    """The body has contact response [N, B] bool: a demolished car does not, and a ray whose closest
+    hit it is touches nothing (btDefaultVehicleRaycaster::castRay)."""
+
+    @staticmethod
+    def of(cars: CarState, ball: BallState, config: CarParams, params: TickParams) -> Bodies:
+        n, c = cars.is_demoed.shape
+        ones = torch.ones(n, 1, device=ball.pos.device)
+        return Bodies(
+            pos=torch.cat((cars.pos, ball.pos[:, None]), 1),
+            rot_mat=torch.cat((cars.rot_mat, ball.rot_mat[:, None]), 1),
+            vel=torch.cat((cars.vel, ball.vel[:, None]), 1),
+            ang_vel=torch.cat((cars.ang_vel, ball.ang_vel[:, None]), 1),
+            inv_mass=torch.cat((torch.full((n, c), INV_MASS, device=ones.device), ones * params.ball_inv_mass), 1),
+            inv_inertia_local=torch.cat(
+                (config.inv_inertia_local.expand(n, c, 3), (ones * params.ball_inv_inertia)[..., None].expand(n, 1, 3)), 1
+            ),
+            responds=torch.cat((~cars.is_demoed, ones > 0), 1),
+        )
+
+    def under(self, body: torch.Tensor) -> GroundBody:
+        """The `GroundBody` of each wheel from the index of the body its ray hit [N, C, 4] (-1: none)."""
+        n = body.shape[0]
+        index = body.clamp(min=0).reshape(n, -1)
+        on_body = body >= 0
+
+        def take(x: torch.Tensor) -> torch.Tensor:
+            tail = x.shape[2:]
+            picked = x.gather(1, index.view(n, -1, *([1] * len(tail))).expand(n, index.shape[1], *tail))
+            picked = picked.reshape(*body.shape, *tail)
+            return torch.where(on_body.view(*body.shape, *([1] * len(tail))), picked, 0.0)
+
+        fields = dataclasses.fields(GroundBody)
+        return GroundBody(**{f.name: take(getattr(self, f.name)) for f in fields})
 
 
 @dataclasses.dataclass
@@ -66,6 +156,10 @@ class Wheels:
     """1 / (normal . up), at most 10 [...]."""
     impulse: torch.Tensor
     """Friction impulse per second (m_impulse), zero off the ground [..., 3]."""
+    on_world: torch.Tensor
+    """The ray hit the static arena (m_isInContactWithWorld) [...] bool."""
+    ground: GroundBody
+    """The body under the wheel when it is a car or the ball."""
 
 
 def piecewise(curve, x: torch.Tensor) -> torch.Tensor:
@@ -125,14 +219,77 @@ def resolve_single_collision(car: CarState, inv_inertia, point, normal, distance
     return (positional_error * jac_inv + velocity_error * jac_inv).clamp(min=0)
 
 
-def ray_cast(car: CarState, config: CarParams, hard_point, mesh: ArenaMesh, inv_inertia, solver_dt):
-    """btVehicleRL::rayCast for every wheel: (contact fields, extra_pushback [N, C, 4]).
+def ray_cast_bodies(bodies: Bodies, config: CarParams, params: TickParams, start, end):
+    """btCollisionWorld::rayTest of every wheel ray start -> end [N, C, 4, 3] (UU) against the other
+    cars' boxes and the ball (`subsimplex_convex_cast`): (hit [N, C, 4], fraction, unit normal, index
+    of the closest body hit). The car's own box is ignored (the raycaster's ignore object); of equal
+    fractions the first body (cars in order, then the ball) is kept. Eager CPU runs cast only the rays
+    that pass within a body's bounding sphere."""
+    n, c = start.shape[:2]
+    num_bodies = c + 1
+    hitbox = config.hitbox.flat(torch.Size((n, c)))
+    basis, origin = box_transform(bodies.pos[:, :c].reshape(-1, 3) * C.UU_TO_BT_F32, bodies.rot_mat[:, :c].reshape(-1, 3, 3), hitbox)
+    half = (hitbox.inner + hitbox.margin[:, None]).reshape(n, c, 3)
+    radius = ball_radius_bt(params)
+    center = torch.cat((origin.reshape(n, c, 3), bodies.pos[:, c:] * C.UU_TO_BT_F32), 1)  # [N, B, 3] BT
+    bound = torch.cat((torch.linalg.vector_norm(half, dim=-1), torch.full((n, 1), radius, device=start.device)), 1)
+    s = (start * C.UU_TO_BT_F32)[..., None, :].expand(n, c, 4, num_bodies, 3)
+    e = (end * C.UU_TO_BT_F32)[..., None, :].expand(n, c, 4, num_bodies, 3)
+    own = torch.arange(c, device=start.device)[:, None] == torch.arange(num_bodies, device=start.device)
+    # a ray that passes farther than the body's bounding sphere (plus 0.01 BT) cannot hit it
+    seg = e - s
+    to_center = center[:, None, None] - s
+    t = (dot(to_center, seg) / dot(seg, seg)).clamp(0.0, 1.0)
+    near = to_center - seg * t[..., None]
+    candidate = ~own[None, :, None, :] & (dot(near, near) <= (bound[:, None, None] + 0.01) ** 2)
+    lanes = candidate.reshape(-1)
+    lanes = lanes.nonzero()[:, 0] if eager_cpu(lanes) else torch.arange(lanes.numel(), device=start.device)  # sync-ok
+    body = (lanes % num_bodies)
+    env_body = (lanes // (c * 4 * num_bodies)) * num_bodies + body
+    is_ball = body == c
+    car_lane = torch.where(is_ball, 0, env_body - env_body // num_bodies)  # the car's row in [N * C]
+    box = ConvexShape(
+        "box", origin[car_lane], hitbox.margin[car_lane], basis=basis[car_lane], half=hitbox.inner[car_lane]
+    )
+    ball = ConvexShape("sphere", center.reshape(-1, 3)[env_body], torch.full_like(hitbox.margin[car_lane], radius))
+    s, e = s.reshape(-1, 3)[lanes], e.reshape(-1, 3)[lanes]
+    box_hit, box_fraction, box_normal = ray_cast_convex(box, s, e)
+    ball_hit, ball_fraction, ball_normal = ray_cast_convex(ball, s, e)
+    lane_hit = torch.where(is_ball, ball_hit, box_hit) & candidate.reshape(-1)[lanes]
+    fraction = torch.ones(candidate.numel(), device=start.device).index_copy(
+        0, lanes, torch.where(lane_hit, torch.where(is_ball, ball_fraction, box_fraction), 1.0)
+    ).reshape(n, c, 4, num_bodies)
+    normals = torch.zeros(candidate.numel(), 3, device=start.device).index_copy(
+        0, lanes, torch.where(is_ball[:, None], ball_normal, box_normal)
+    ).reshape(n, c, 4, num_bodies, 3)
+    hit_any = torch.zeros_like(candidate.reshape(-1)).index_copy(0, lanes, lane_hit).reshape(candidate.shape)
+    closest = torch.argmin(torch.where(hit_any, fraction, 2.0), dim=-1, keepdim=True)
+    hit = hit_any.any(-1)
+    fraction = fraction.gather(-1, closest)[..., 0]
+    normal = normals.gather(-2, closest[..., None].expand(n, c, 4, 1, 3))[..., 0, :]
+    return hit, torch.where(hit, fraction, 1.0), normal, torch.where(hit, closest[..., 0], -1)
 
-    The ray runs from the hard point down the chassis' up axis for rest + travel + radius - 2.5 UU.
-    A hit sets the suspension length (clamped to rest +- 12 UU), its velocity along the contact
-    normal (projected, clipped where the normal is far from up), and, when the wheel is pushed more
-    than 2.5 UU past its rest against the static arena, the extra pushback impulse (a quarter of
-    resolveSingleCollision's), which then persists while the wheel keeps touching.
+
+def ray_cast(
+    car: CarState,
+    config: CarParams,
+    hard_point,
+    mesh: ArenaMesh,
+    bodies: Bodies | None,
+    params: TickParams,
+    inv_inertia,
+    solver_dt,
+):
+    """btVehicleRL::rayCast for every wheel: (contact fields, the body under each wheel, extra_pushback [N, C, 4]).
+
+    The ray runs from the hard point down the chassis' up axis for rest + travel + radius - 2.5 UU,
+    and stops at the closest of the arena (tested first: it wins ties), the other cars and the ball
+    (``bodies``; None: the arena alone, as the fused kernel's rays see it).
+    A hit sets the suspension length (clamped to rest +- 12 UU), its velocity along the contact normal
+    (the chassis' velocity only, projected, clipped where the normal is far from up), and, when the
+    wheel is pushed more than 2.5 UU past its rest against the static arena, the extra pushback
+    impulse (a quarter of resolveSingleCollision's), which then persists while the wheel keeps
+    touching (on a car or the ball too: RocketSim leaves it as it was).
     """
     n, c = car.pos.shape[:2]
     _, _, up = chassis_axes(car.rot_mat)
@@ -141,10 +298,21 @@ def ray_cast(car: CarState, config: CarParams, hard_point, mesh: ArenaMesh, inv_
     ray_length = ((rest + C.MAX_SUSPENSION_TRAVEL) + radius) - C.SUSPENSION_SUBTRACTION
     target = hard_point + -up * ray_length[..., None]
     hits = arena_ray_cast.ray_cast(mesh, hard_point.reshape(-1, 3), target.reshape(-1, 3))
-    hit = hits.hit.reshape(n, c, 4)
-    fraction = hits.fraction.reshape(n, c, 4, 1)
+    on_arena = hits.hit.reshape(n, c, 4)
+    fraction = torch.where(on_arena, hits.fraction.reshape(n, c, 4), 1.0)
+    if bodies is None:  # the arena alone
+        body_hit, body_fraction, body_normal, body = on_arena & False, fraction, hard_point, on_arena.long() - 1
+        responds = on_arena | True
+    else:
+        body_hit, body_fraction, body_normal, body = ray_cast_bodies(bodies, config, params, hard_point, target)
+        responds = bodies.responds.gather(1, body.clamp(min=0).reshape(n, -1)).reshape(n, c, 4)
+    on_body = body_hit & (body_fraction < fraction)
+    hit = on_arena & ~on_body | on_body & responds
+    on_world = hit & ~on_body
+    fraction = torch.where(on_body, body_fraction, fraction)[..., None]
+    normal = where3(on_body, normalized(torch.where(on_body[..., None], body_normal, 1.0)), hits.normal.reshape(n, c, 4, 3))
     point = where3(hit, hard_point * (1.0 - fraction) + target * fraction, target)
-    normal = where3(hit, hits.normal.reshape(n, c, 4, 3), up.expand_as(hard_point))
+    normal = where3(hit, normal, up.expand_as(hard_point))
     trace = dot(hard_point - point, up)
     length = torch.minimum(
         torch.maximum(trace - radius, rest - C.MAX_SUSPENSION_TRAVEL), rest + C.MAX_SUSPENSION_TRAVEL
@@ -158,27 +326,34 @@ def ray_cast(car: CarState, config: CarParams, hard_point, mesh: ArenaMesh, inv_
     relative_velocity = torch.where(hit & steep, proj_vel * inv, 0.0)
     clipped_inv = torch.where(hit, torch.where(steep, inv, 10.0), 1.0)
     threshold = (rest + radius) - C.SUSPENSION_SUBTRACTION
-    pushed = hit & (trace < threshold)
+    pushed = on_world & (trace < threshold)
     pushback = resolve_single_collision(car, inv_inertia, point, normal, trace - threshold, solver_dt) / 4
     extra_pushback = torch.where(pushed, pushback, torch.where(hit, car.extra_pushback, 0.0))
     contact = {
         "is_in_contact": hit,
+        "on_world": on_world,
         "contact_point": point,
         "contact_normal": normal,
         "suspension_length": length,
         "suspension_relative_velocity": relative_velocity,
         "clipped_inv_contact_dot_suspension": clipped_inv,
     }
-    return contact, extra_pushback
+    ground = GroundBody.static(hard_point) if bodies is None else bodies.under(torch.where(hit & on_body, body, -1))
+    return contact, ground, extra_pushback
 
 
-def resolve_single_bilateral(car: CarState, config: CarParams, point, axis):
-    """Bullet's resolveSingleBilateral against a static object: -0.2 x the velocity along ``axis``
-    at ``point`` times the effective mass (the lateral friction impulse) [N, C, 4]."""
+def resolve_single_bilateral(car: CarState, config: CarParams, ground: GroundBody, point, axis):
+    """Bullet's resolveSingleBilateral of the chassis (body 1) against the body under the wheel (body
+    2; immovable on the arena): -0.2 x the relative velocity along ``axis`` at ``point`` times the
+    effective mass of the pair (the lateral friction impulse) [N, C, 4]."""
     rel_pos = point - car.pos[..., None, :]
-    vel = car.vel[..., None, :] + cross(car.ang_vel[..., None, :], rel_pos)
+    rel_pos2 = point - ground.pos
+    vel = (car.vel[..., None, :] + cross(car.ang_vel[..., None, :], rel_pos)) - ground.velocity_at(rel_pos2)
     a_j = mat_vec(car.rot_mat.transpose(-1, -2)[..., None, :, :], cross(rel_pos, axis))
-    jac_diag = INV_MASS + dot(config.inv_inertia_local[:, None, :] * a_j, a_j)
+    b_j = mat_vec(ground.rot_mat.transpose(-1, -2), cross(rel_pos2, -axis))
+    jac_diag = ((INV_MASS + dot(config.inv_inertia_local[:, None, :] * a_j, a_j)) + ground.inv_mass) + dot(
+        ground.inv_inertia_local * b_j, b_j
+    )
     return (-C.VEHICLE_CONTACT_DAMPING * dot(axis, vel)) * (1.0 / jac_diag)
 
 
@@ -187,15 +362,18 @@ def calc_friction_impulses(car: CarState, config: CarParams, wheels: Wheels, dt:
 
     Lateral: resolveSingleBilateral along the axle projected onto the contact plane, times the
     wheel's lateral friction. Longitudinal: the engine force, or without throttle the brake's
-    rolling friction (the contact speed times 113.74, clamped to the brake), times the longitudinal
-    friction. Engine force, brake and frictions are the values the previous tick's controls set.
+    rolling friction (the contact speed relative to the body under the wheel times 113.74, clamped
+    to the brake), times the longitudinal friction. RocketSim takes that body's velocity at the
+    contact point's offset from the *car's* centre (calcFrictionImpulses' "simplified
+    calcRollingFriction"), and so does this. Engine force, brake and frictions are the values the previous tick's controls set.
     """
     normal = wheels.contact_normal
     axle = safe_normalized(wheels.axle - normal * dot(wheels.axle, normal)[..., None])
     forward = safe_normalized(cross(normal, axle))
-    side_impulse = resolve_single_bilateral(car, config, wheels.contact_point, axle)
+    side_impulse = resolve_single_bilateral(car, config, wheels.ground, wheels.contact_point, axle)
     rel_pos = wheels.contact_point - car.pos[..., None, :]
-    rel_vel = dot(car.vel[..., None, :] + cross(car.ang_vel[..., None, :], rel_pos), forward)
+    contact_vel = (car.vel[..., None, :] + cross(car.ang_vel[..., None, :], rel_pos)) - wheels.ground.velocity_at(rel_pos)
+    rel_vel = dot(contact_vel, forward)
     f32 = C.f32
     if f32(dt) > f32(1 / 80):  # RocketSim rounds small rolling friction off below 80 ticks/s
         threshold = f32(-f32(1 / f32(f32(dt) * 150)) + f32(0.8)) * C.BT_TO_UU  # float32, in BT
@@ -211,18 +389,25 @@ def calc_friction_impulses(car: CarState, config: CarParams, wheels: Wheels, dt:
 
 
 def update_vehicle_first(
-    car: CarState, config: CarParams, mesh: ArenaMesh, inv_inertia, dt: float, solver_dt: torch.Tensor
+    car: CarState,
+    config: CarParams,
+    mesh: ArenaMesh,
+    bodies: Bodies | None,
+    params: TickParams,
+    inv_inertia,
+    solver_dt: torch.Tensor,
 ) -> tuple[Wheels, CarState]:
-    """Wheel transforms, the four rays, and the (lagged) friction impulses. Returns the tick's
-    wheels and the car with its updated extra pushback.
+    """Wheel transforms, the four rays (against the arena and ``bodies``), and the (lagged) friction
+    impulses. Returns the tick's wheels and the car with its updated extra pushback.
 
     ``solver_dt`` [N] is Bullet's solver time step as the pushback reads it: the tick length, but
     1/60 s before an arena's first step (btContactSolverInfo's default).
     """
     hard_point, axle = update_wheel_transforms(car, config)
-    contact, extra_pushback = ray_cast(car, config, hard_point, mesh, inv_inertia, solver_dt)
-    wheels = Wheels(hard_point=hard_point, axle=axle, impulse=torch.zeros_like(axle), **contact)
-    wheels = dataclasses.replace(wheels, impulse=calc_friction_impulses(car, config, wheels, dt))
+    contact, ground, extra_pushback = ray_cast(car, config, hard_point, mesh, bodies, params, inv_inertia, solver_dt)
+    wheels = Wheels(hard_point=hard_point, axle=axle, impulse=torch.zeros_like(axle), ground=ground, **contact)
+    impulse = calc_friction_impulses(car, config, wheels, params.tick_time)
+    wheels = dataclasses.replace(wheels, impulse=impulse)
     return wheels, dataclasses.replace(car, extra_pushback=extra_pushback)
 
 

@@ -173,7 +173,7 @@ def test_car_ticks_trace_into_one_graph(mesh):
     p = a.world.params
 
     def both(cars):
-        cars, forces = car.pre_tick_update(cars, controls, a.world.cars, a.world.mesh, a.state.tick_count, p)
+        cars, forces = car.pre_tick_update(cars, controls, a.world.cars, a.world.mesh, None, a.state.tick_count, p)
         return car.post_tick_update(cars, controls, p), forces
 
     traced = torch.compile(both, fullgraph=True, backend="eager")(a.state.cars)

@@ -26,7 +26,7 @@ def stand_in_tick(state: GameState, controls: torch.Tensor, world: World) -> tup
     frozen = cars.is_demoed
     cars = rules.update_demo(cars, state.tick_count, world)
     car_controls = CarControls.from_tensor(controls)
-    cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, state.tick_count, params)
+    cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, None, state.tick_count, params)
     pads = boost_pads.pre_tick_update(pads, params)
     hits = car_contacts.car_ball_hits(state.ball.pos, cars, world.cars, frozen, params)
     ball_state, cars = ball_hit.on_hit(

@@ -193,7 +193,7 @@ def test_update_stages(mesh, preset):
     n = len(cars.pos)
     solver_dt = torch.full((n,), world.params.tick_time)
     wheels, _ = vehicle.update_vehicle_first(
-        cars, world.cars, world.mesh, inv_inertia(sample), world.params.tick_time, solver_dt
+        cars, world.cars, world.mesh, None, world.params, inv_inertia(sample), solver_dt
     )
     force, torque = random_forces(n, 3)
     expected = _reference_update_stages(sample, wheels, Forces(force=force, torque=torque))
@@ -345,7 +345,7 @@ def test_tick_stages(mesh):
     pre, stepped, posted, finished = (cars_from_memory(*(out[k] for out in outs)) for k in range(4))
     controls = controls_of(sample)
     expected_pre, expected_forces = reference.pre_tick_update(
-        cars, controls, world.cars, world.mesh, sample.tick_count, params
+        cars, controls, world.cars, world.mesh, None, sample.tick_count, params
     )
     assert_cars_close(pre, expected_pre)
     assert_close(forces_out[:, :3], expected_forces.force.reshape(n, 3), atol=FORCE_TOL, rtol=REL_TOL)
