@@ -119,7 +119,8 @@ WHEEL_ON_CAR_POS_TOL = 0.05
 Cars driving on the floor or falling agree to ~1e-3 UU over these 0.1-0.4 s (test_car_parity); the
 wheel on the car adds a GJK ray cast (btSubsimplexConvexCast stops within 0.01 BT = 0.5 UU of the
 box, but both run the same iterations on poses a few ulps apart) and a friction impulse against a
-moving body. Measured: at most {measured} UU."""
+moving body. Measured: at most 8.4e-3 UU (the on-contact scene, its victim rolling on the other
+car for 30 ticks), 3e-4 UU in the other two."""
 
 
 @pytest.mark.parametrize(
