@@ -9,8 +9,9 @@ events agree (the issue's bars: pickups same pad and tick, first bump or demolit
 victim and kind within a tick, goals same tick and team, kickoff first touches within a tick), and
 the first touches' extra velocity error. `test_game_parity` runs the same comparisons on a few
 scenarios each in CI. nitro's rules fire from its Bullet contacts (`dynamics_world`: car-ball GJK,
-car-car dBoxBox2), as RocketSim's callbacks do; scenarios where RocketSim's wheels touched the ball
-first are counted apart (nitro's wheel rays do not hit the ball yet).
+car-car dBoxBox2), as RocketSim's callbacks do; its wheel rays meet the ball and the other cars as
+RocketSim's do (`vehicle.ray_cast`), and the scenarios where a RocketSim wheel met the ball or the
+other car first are also counted on their own.
 """
 
 from __future__ import annotations
@@ -48,12 +49,13 @@ def pickups(n: int, seed: int) -> dict:
 
 def touches(n: int, seed: int) -> dict:
     scenarios = G.air_hits(np.random.default_rng(seed), n, 60)
-    compared = same = wheels = 0
+    compared = same = wheels = wheels_same = 0
     errors, ball_errors = [], []
     for s, (theirs, ours) in zip(scenarios, G.run_both(scenarios)):
         first = theirs.touches[0][0] if theirs.touches else len(s.controls)
         if any(w[0] for w in theirs.wheels[: first + 1]):
             wheels += 1
+            wheels_same += [t[:2] for t in ours.touches[:1]] == [t[:2] for t in theirs.touches[:1]]
             continue
         if not theirs.touches and not ours.touches:
             continue
@@ -67,6 +69,7 @@ def touches(n: int, seed: int) -> dict:
     return {
         "scenarios": n,
         "wheels first (apart)": wheels,
+        "wheels first, same first touch (or none) and tick": wheels_same / max(wheels, 1),
         "events": compared,
         "same first touch tick": same / max(compared, 1),
         "extra velocity error median": float(np.median(errors)) if errors else float("nan"),
@@ -81,7 +84,7 @@ def bumps(n: int, seed: int, mutators: MutatorConfig | None = None, misses: bool
     ray met the other car on or before it (`game_harness.wheels_on_cars`); and RocketSim against
     itself with the cars' starts one ulp apart (`game_harness.nudged`), its floor."""
     scenarios = G.bumps(np.random.default_rng(seed), n, 90)
-    events = same = demos = wheels = same_rays = floor = floor_events = 0
+    events = same = demos = wheels = same_wheels = floor = floor_events = 0
     for i, (s, (theirs, ours)) in enumerate(zip(scenarios, G.run_both(scenarios, mutators))):
         nudged = G.run_rocketsim(G.nudged(s, seed=i), mutators)
         if theirs.bumps or nudged.bumps:
@@ -96,7 +99,7 @@ def bumps(n: int, seed: int, mutators: MutatorConfig | None = None, misses: bool
         first = min(b[0] for b in theirs.bumps[:1] + ours.bumps[:1])
         on_car = bool(G.wheels_on_cars(s, theirs)[: first + 1].any())
         wheels += on_car
-        same_rays += agree and not on_car
+        same_wheels += agree and on_car
         if misses and not agree:
             print(f"miss: seed {seed} scenario {i} ({s.blue}v{s.orange}), a RocketSim wheel on the other car "
                   f"first: {on_car}; RocketSim {theirs.bumps[:2]}, nitro {ours.bumps[:2]}")  # fmt: skip
@@ -106,7 +109,7 @@ def bumps(n: int, seed: int, mutators: MutatorConfig | None = None, misses: bool
         "demolitions": demos,
         "same bumper, victim, kind, tick +-1": same / max(events, 1),
         "wheels on a car first (apart)": wheels,
-        "same first bump, rays on the arena": same_rays / max(events - wheels, 1),
+        "same first bump, wheels on a car first": same_wheels / max(wheels, 1),
         "RocketSim one ulp apart, same first bump": floor / max(floor_events, 1),
     }
 
@@ -173,16 +176,14 @@ def _bump_note(rows: dict[str, dict]) -> str:
         return ""
     events = sum(r["events"] for r in bump_rows)
     misses = sum(round(r["events"] * (1 - r["same bumper, victim, kind, tick +-1"])) for r in bump_rows)
-    on_arena = sum(round((r["events"] - r["wheels on a car first (apart)"]) * (1 - r["same first bump, rays on the arena"]))
-                   for r in bump_rows)  # fmt: skip
     wheels = sum(r["wheels on a car first (apart)"] for r in bump_rows)
+    wheels_same = sum(round(r["wheels on a car first (apart)"] * r["same first bump, wheels on a car first"])
+                      for r in bump_rows)  # fmt: skip
     return f"""
-Bumps and demolitions: {events - misses} of {events} first events agree; {misses - on_arena} of the
-{misses} misses are scenarios where a RocketSim wheel's suspension ray met the other car on or before
-the first bump ("wheels on a car first": {wheels} scenarios, `game_harness.wheels_on_cars`; its
-btDefaultVehicleRaycaster tests the whole world, nitro's rays see the arena only). From that tick
-RocketSim's wheel pushes and drags its car along the other car's motion, and the approach speeds the
-bump rule compares part. "rays on the arena": the agreement over the other scenarios; "RocketSim
+Bumps and demolitions: {events - misses} of {events} first events agree. In {wheels} scenarios a
+RocketSim wheel's suspension ray met the other car on or before the first bump ("wheels on a car
+first", `game_harness.wheels_on_cars`: btDefaultVehicleRaycaster tests the whole world); nitro's
+rays meet the other cars' boxes as RocketSim's do, and {wheels_same} of those {wheels} agree. "RocketSim
 one ulp apart": RocketSim against itself with the cars' starts one float32 ulp apart.
 """
 
@@ -243,7 +244,8 @@ nitro's rules fire from its Bullet contacts, found and solved as RocketSim's Bul
 (`dynamics_world`: the car-ball GJK point, btBoxBoxDetector's car-car points in its order), so
 touches and bumps come on RocketSim's ticks and the bodies respond to them. Each family still
 compares the first events; "wheels first" counts the air touches where RocketSim's wheel rays met
-the ball before its body did (nitro's wheel rays do not hit the ball or other cars yet).
+the ball before its body did, and the share of them whose first touch (or none) and its tick agree
+(nitro's wheel rays meet the ball and the other cars as RocketSim's do, `vehicle.ray_cast`).
 {_bump_note(rows)}
 {_table(rows)}
 """
