@@ -371,7 +371,8 @@ def nudged(scenes: Scenes, seed: int = 0) -> Scenes:
 
 def wheels_on_bodies(reference: SceneRecording, port: SceneRecording) -> np.ndarray:
     """[n] bool: somewhere in the scene a RocketSim wheel touched while nitro's did not on the same
-    tick: its suspension ray hit the ball or another car (nitro's rays see the arena only)."""
+    tick. nitro's rays meet the ball and the other cars as RocketSim's do (`vehicle.ray_cast`); where
+    they part, it is on a body, within the ray cast's rounding (btSubsimplexConvexCast's 0.5 UU)."""
     return (reference.wheel_contact & ~port.wheel_contact).any((1, 2, 3))
 
 

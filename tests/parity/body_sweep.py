@@ -5,8 +5,8 @@
 Every family of `body_harness` (``--per-family`` scenes, 1 s): nitro's positions after 1 s against
 RocketSim's, and RocketSim against itself with every car's start moved by one float32 ulp (its noise
 floor, three nudges, the largest kept). Scenes with a bump (RocketSim's horizontal bump cannot be
-switched off) or where a RocketSim wheel touched a body (the vehicle's rays against bodies are not
-modelled yet) are counted and left out. The report is printed, and with ``--out`` written as that
+switched off) are counted and kept; scenes where a RocketSim wheel touched while nitro's did not on
+the same tick (a ray on a body that the two part on) are counted and left out. The report is printed, and with ``--out`` written as that
 file's ``bodies`` section.
 """
 
@@ -76,9 +76,9 @@ def report(rows: list[dict], command: str) -> str:
         "(box against box) contacts, solved with the arena's in one island per group of touching bodies.",
         "Positions of the ball and every car after 1 s, UU; the floor is RocketSim against itself with the",
         "cars' starts moved by one float32 ulp (the largest of three nudges). ``bumped``: scenes with a",
-        "bump or demolition in RocketSim (kept). Left out: scenes where a RocketSim wheel's suspension ray",
-        "touched the ball or another car (nitro's wheel rays see the arena only: the next step for car-ball",
-        "and car-car parity). A scene's touches (each car's last touch tick, ball_hit_info on both sides)",
+        "bump or demolition in RocketSim (kept). Wheels' suspension rays meet the ball and the other cars",
+        "in both (`vehicle.ray_cast`); left out (``wheels on bodies``): scenes where on some tick a",
+        "RocketSim wheel touched and nitro's did not. A scene's touches (each car's last touch tick, ball_hit_info on both sides)",
         "can differ where a gap sits within rounding of the contact breaking threshold (1.905 UU for the",
         "Octane and the ball).",
         "",

@@ -14,8 +14,8 @@ count RocketSim's callbacks and BallHitInfo see):
 - nitro: the `ArenaEvents` of each one-tick step.
 
 nitro's rules fire from its Bullet contacts between bodies, found and solved as RocketSim's are
-(`dynamics_world`); its wheel rays see the arena only (RocketSim's also hit the ball and other cars),
-so tests compare the first events of each kind and what does not depend on a wheel on a body.
+(`dynamics_world`), and its wheel rays meet the arena, the ball and the other cars as RocketSim's do
+(`vehicle.ray_cast`); tests compare the first events of each kind.
 """
 
 from __future__ import annotations
@@ -83,8 +83,7 @@ class Events:
     ball_vel: list = dataclasses.field(default_factory=list)
     """Per tick: the ball's velocity after it [3]."""
     wheels: list = dataclasses.field(default_factory=list)
-    """Per tick, per car: some wheel touches something (RocketSim's wheels also touch the ball and
-    other cars, which nitro's do not do yet)."""
+    """Per tick, per car: some wheel touches something (the arena, the ball or another car)."""
     wheel_contact: list = dataclasses.field(default_factory=list)
     """Per tick: each car's wheels touching something after it [C, 4] bool."""
     poses: list = dataclasses.field(default_factory=list)
@@ -259,7 +258,7 @@ def run_both(scenarios: list[Scenario], mutators: MutatorConfig | None = None) -
 def wheels_on_cars(s: Scenario, events: Events) -> np.ndarray:
     """[T] bool: on the tick a car's wheel touched something (``events.wheel_contact``) while its
     suspension ray, cast from the tick's starting pose, crosses another car's hitbox: RocketSim's
-    rays hit other cars (btDefaultVehicleRaycaster tests the whole world), nitro's see the arena only.
+    rays hit other cars (btDefaultVehicleRaycaster tests the whole world), and so do nitro's.
 
     The ray is btVehicleRL::rayCast's (the hard point down the car's up axis for rest + travel +
     radius - 2.5 UU); the box is the car's Bullet box with its margin (`CarHitbox`), which the ray

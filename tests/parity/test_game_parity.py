@@ -3,8 +3,8 @@ touches and their ball hit info, bumps and demolitions, respawns, goals and scor
 mutators RocketSim offers for them.
 
 nitro's rules fire from its Bullet contacts between bodies (`dynamics_world`), as RocketSim's
-callbacks do; its wheels do not touch the ball or other cars yet (RocketSim's do): each test compares
-the first events, and leaves out what a RocketSim wheel on a body decided.
+callbacks do, and its wheels' suspension rays meet the ball and the other cars as RocketSim's do
+(`vehicle.ray_cast`); each test compares the first events.
 `python -m tests.parity.game_sweep` runs the same comparisons over many more scenarios.
 """
 
@@ -35,10 +35,10 @@ bars are 2% (median) and 10% (p95)."""
 BUMP_AGREEMENT = 0.95
 """Share of scenarios whose first bump or demolition has the same bumper, victim and kind within a
 tick. The bump rule reads Bullet's box-box points in btBoxBoxDetector's order, as RocketSim's
-callback does: 137 of 140 agreed over `game_sweep.bumps` (seeds 102-104, default mutators, demos on
-contact, team demos), every scenario without a RocketSim wheel ray on the other car first (134 of
-134). The three misses are such scenarios (`test_bump_misses_come_from_wheels_on_cars`): RocketSim's
-suspension rays also hit other cars, nitro's see the arena only."""
+callback does, and the wheels' rays meet the other cars as RocketSim's do: 139 of 139 agreed over
+`game_sweep.bumps` (seeds 102-104, default mutators, demos on contact, team demos), the 5 with a
+RocketSim wheel on the other car first included (before wheel rays met cars: 137 of 140, every miss
+such a scene). The bar leaves room for RocketSim's own one-ulp chaos in other seeds."""
 
 
 def _agree_first(ours, theirs, key) -> bool:
@@ -67,8 +67,6 @@ def test_first_touches_match_rocketsim(oracle):
     compared = 0
     for s, (theirs, ours) in zip(scenarios, G.run_both(scenarios)):
         first = theirs.touches[0][0] if theirs.touches else len(s.controls)
-        if any(w[0] for w in theirs.wheels[: first + 1]):
-            continue  # RocketSim's wheels touched the ball first (nitro's wheels ignore the ball so far)
         assert [t[:2] for t in ours.touches[:2]] == [t[:2] for t in theirs.touches[:2]], s
         if not theirs.touches:
             continue
@@ -83,16 +81,10 @@ def test_first_touches_match_rocketsim(oracle):
     assert compared >= 6, compared
 
 
-def _wheel_on_car_first(s, theirs, ours) -> bool:
-    """A RocketSim wheel's ray met the other car on or before the first bump of either side."""
-    first = min(b[0] for b in theirs.bumps[:1] + ours.bumps[:1])
-    return bool(G.wheels_on_cars(s, theirs)[: first + 1].any())
-
-
 def test_bumps_and_demos_match_rocketsim(oracle):
-    """The first bump or demolition: bumper, victim and kind, tick within one (in every scenario
-    where no RocketSim wheel met the other car first); on the same tick the bumper's contact id and
-    cooldown and the victim's demolition and timer after it."""
+    """The first bump or demolition: bumper, victim and kind, tick within one (in `BUMP_AGREEMENT` of
+    the scenarios); on the same tick the bumper's contact id and cooldown and the victim's demolition
+    and timer after it."""
     scenarios = G.bumps(np.random.default_rng(7), 24, 80)
     agree = events = demos = 0
     for s, (theirs, ours) in zip(scenarios, G.run_both(scenarios)):
@@ -101,7 +93,6 @@ def test_bumps_and_demos_match_rocketsim(oracle):
         events += 1
         demos += any(b[3] for b in theirs.bumps)
         same = _agree_first(ours.bumps, theirs.bumps, key=lambda b: b[1:])
-        assert same or _wheel_on_car_first(s, theirs, ours), (theirs.bumps[:2], ours.bumps[:2])
         agree += same
         if same and ours.bumps[0][0] == theirs.bumps[0][0]:
             t, bumper, victim, _ = theirs.bumps[0]
@@ -222,7 +213,6 @@ def test_bump_mutators_match_rocketsim(oracle, mutators):
         if theirs.bumps or ours.bumps:
             events += 1
             same = _agree_first(ours.bumps, theirs.bumps, key=lambda b: b[1:])
-            assert same or _wheel_on_car_first(s, theirs, ours), (theirs.bumps[:2], ours.bumps[:2])
             agree += same
     assert events >= 6 and agree >= BUMP_AGREEMENT * events, (agree, events)
 

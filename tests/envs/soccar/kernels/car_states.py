@@ -208,6 +208,14 @@ def field_ptrs(base, offsets_ptr, n, COUNT: tl.constexpr):
     return ptrs
 
 
+WHEEL_FIELDS = (
+    "hard_point", "axle", "is_in_contact", "contact_point", "contact_normal", "suspension_length",
+    "suspension_relative_velocity", "clipped_inv_contact_dot_suspension", "impulse",
+)  # fmt: skip
+"""The `vehicle.Wheels` fields of the kernels' wheels tuple, in its order (the fused path's rays see
+the arena alone: it has no ``on_world`` or ``ground``)."""
+
+
 @triton.jit
 def load_wheels(ptrs, row, live):
     """`vehicle.Wheels` packed in its field order as the kernels' wheels tuple: (hard_point, axle,

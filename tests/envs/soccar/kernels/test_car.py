@@ -34,6 +34,7 @@ from nitro.envs.soccar.rigid_body import Forces
 from tests.envs.soccar.kernels.car_states import (
     ATOL,
     CAR_BLOCK,
+    WHEEL_FIELDS,
     arena_args,
     assert_cars_close,
     car_memory,
@@ -200,7 +201,7 @@ def test_update_stages(mesh, preset):
     widths = {name: value.shape[1] for name, value in expected.items()}
     out = torch.empty(n, sum(widths.values()), device=DEVICE)
     memory = car_memory(cars)
-    wheel_fields = {f.name: getattr(wheels, f.name) for f in dataclasses.fields(wheels)}
+    wheel_fields = {name: getattr(wheels, name) for name in WHEEL_FIELDS}
     wheels_flat, wheels_offsets = pack(wheel_fields, n)
     params = world.params
     update_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](

@@ -23,6 +23,7 @@ from nitro.envs.soccar.kernels.rigid_body import column, inv_inertia_world
 from tests.envs.soccar.kernels.car_states import (
     ATOL,
     CAR_BLOCK,
+    WHEEL_FIELDS,
     arena_args,
     car_memory,
     columns,
@@ -154,7 +155,7 @@ def test_vehicle_stages(mesh, preset):
 
     out = torch.empty(n, sum(widths.values()), device=DEVICE)
     memory = car_memory(cars)
-    wheels_flat, wheels_offsets = pack({f.name: getattr(wheels, f.name) for f in dataclasses.fields(wheels)}, n)
+    wheels_flat, wheels_offsets = pack({name: getattr(wheels, name) for name in WHEEL_FIELDS}, n)
     vehicle_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
         *memory, wheels_flat, wheels_offsets, car.extra_pushback.reshape(n, 4).to(DEVICE),
         sample.tick_count.to(DEVICE), car_table(config).to(DEVICE), out, n, dt, **arena_args(sample),
