@@ -86,7 +86,9 @@ def _run_rocketsim(cars, ball):
 def _run_nitro(cars, ball):
     arena = Arena(1, blue=len(cars), orange=0, seed=0)
     for i, (pos, vel, ang_vel, _) in enumerate(cars):
-        arena.set_car(i, pos=list(pos), vel=list(vel), ang_vel=list(ang_vel), rot_mat=torch.eye(3), is_on_ground=True)
+        arena.set_car(
+            i, pos=list(pos), vel=list(vel), ang_vel=list(ang_vel), rot_mat=torch.eye(3), is_on_ground=True
+        )
     arena.set_ball(pos=list(ball[0]), vel=list(ball[1]), ang_vel=list(ball[2]))
     controls = torch.tensor([c for *_, c in cars], dtype=torch.float32)[None]
     out = []
@@ -106,7 +108,9 @@ def _max_errors(a: list[dict], b: list[dict]) -> dict[str, float]:
 
 def _nudged(cars, signs):
     """The cars with each start coordinate moved by one float32 ulp, up or down by ``signs``."""
-    step = lambda p, up: tuple(float(np.nextafter(np.float32(x), np.float32(np.inf if up else -np.inf))) for x in p)
+    step = lambda p, up: tuple(
+        float(np.nextafter(np.float32(x), np.float32(np.inf if up else -np.inf))) for x in p
+    )
     return [(step(pos, up), vel, ang_vel, c) for (pos, vel, ang_vel, c), up in zip(cars, signs)]
 
 
@@ -121,7 +125,9 @@ def test_wheels_on_bodies_match_rocketsim(oracle, name):
     assert on_body >= 150, on_body  # the upper car's wheels spend most ticks on the body below
     for t, (a, b) in enumerate(zip(theirs, ours)):
         assert (a["wheels"] == b["wheels"]).all(), (t, a["wheels"], b["wheels"])
-    spread = [_max_errors(theirs, _run_rocketsim(_nudged(cars, signs), ball)) for signs in ((0, 1), (1, 0), (1, 1))]
+    spread = [
+        _max_errors(theirs, _run_rocketsim(_nudged(cars, signs), ball)) for signs in ((0, 1), (1, 0), (1, 1))
+    ]
     errors = _max_errors(theirs, ours)
     for key in KEYS:
         noise = max(s[key] for s in spread)

@@ -66,7 +66,9 @@ def ray_cast_convex(shape: ConvexShape, start: torch.Tensor, end: torch.Tensor):
         active &= ~away
         advance &= ~away
         lam = torch.where(advance, lam - v_dot_w / torch.where(advance, v_dot_r, -1.0), lam)
-        x = torch.where(advance[:, None], start * (1.0 - lam)[:, None] + end * lam[:, None], x)  # setInterpolate3
+        x = torch.where(
+            advance[:, None], start * (1.0 - lam)[:, None] + end * lam[:, None], x
+        )  # setInterpolate3
         n = torch.where(advance[:, None], v, n)
         # w keeps the support points found before the advance, as Bullet's does
         added = active & ~simplex.in_simplex(w)

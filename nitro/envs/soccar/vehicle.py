@@ -111,9 +111,15 @@ class Bodies:
             rot_mat=torch.cat((cars.rot_mat, ball.rot_mat[:, None]), 1),
             vel=torch.cat((cars.vel, ball.vel[:, None]), 1),
             ang_vel=torch.cat((cars.ang_vel, ball.ang_vel[:, None]), 1),
-            inv_mass=torch.cat((torch.full((n, c), INV_MASS, device=ones.device), ones * params.ball_inv_mass), 1),
+            inv_mass=torch.cat(
+                (torch.full((n, c), INV_MASS, device=ones.device), ones * params.ball_inv_mass), 1
+            ),
             inv_inertia_local=torch.cat(
-                (config.inv_inertia_local.expand(n, c, 3), (ones * params.ball_inv_inertia)[..., None].expand(n, 1, 3)), 1
+                (
+                    config.inv_inertia_local.expand(n, c, 3),
+                    (ones * params.ball_inv_inertia)[..., None].expand(n, 1, 3),
+                ),
+                1,
             ),
             responds=torch.cat((~cars.is_demoed, ones > 0), 1),
         )
@@ -219,54 +225,83 @@ def resolve_single_collision(car: CarState, inv_inertia, point, normal, distance
     return (positional_error * jac_inv + velocity_error * jac_inv).clamp(min=0)
 
 
-def ray_cast_bodies(bodies: Bodies, config: CarParams, params: TickParams, start, end):
-    """btCollisionWorld::rayTest of every wheel ray start -> end [N, C, 4, 3] (UU) against the other
-    cars' boxes and the ball (`subsimplex_convex_cast`): (hit [N, C, 4], fraction, unit normal, index
-    of the closest body hit). The car's own box is ignored (the raycaster's ignore object); of equal
-    fractions the first body (cars in order, then the ball) is kept. Eager CPU runs cast only the rays
-    that pass within a body's bounding sphere."""
-    n, c = start.shape[:2]
-    num_bodies = c + 1
-    hitbox = config.hitbox.flat(torch.Size((n, c)))
-    basis, origin = box_transform(bodies.pos[:, :c].reshape(-1, 3) * C.UU_TO_BT_F32, bodies.rot_mat[:, :c].reshape(-1, 3, 3), hitbox)
-    half = (hitbox.inner + hitbox.margin[:, None]).reshape(n, c, 3)
-    radius = ball_radius_bt(params)
-    center = torch.cat((origin.reshape(n, c, 3), bodies.pos[:, c:] * C.UU_TO_BT_F32), 1)  # [N, B, 3] BT
-    bound = torch.cat((torch.linalg.vector_norm(half, dim=-1), torch.full((n, 1), radius, device=start.device)), 1)
-    s = (start * C.UU_TO_BT_F32)[..., None, :].expand(n, c, 4, num_bodies, 3)
-    e = (end * C.UU_TO_BT_F32)[..., None, :].expand(n, c, 4, num_bodies, 3)
-    own = torch.arange(c, device=start.device)[:, None] == torch.arange(num_bodies, device=start.device)
-    # a ray that passes farther than the body's bounding sphere (plus 0.01 BT) cannot hit it
-    seg = e - s
-    to_center = center[:, None, None] - s
+def _cast_where(candidate: torch.Tensor, shape_at, start: torch.Tensor, end: torch.Tensor):
+    """`ray_cast_convex` of the rays start -> end [..., 3] where ``candidate`` [...] is set, against
+    ``shape_at(lanes)``, the `ConvexShape` of the flat lanes ``lanes``: (hit, fraction, normal) in
+    ``candidate``'s shape (no hit elsewhere). Eager CPU runs cast the candidate lanes only."""
+    flat = candidate.reshape(-1)
+    lanes = (
+        flat.nonzero()[:, 0] if eager_cpu(flat) else torch.arange(flat.numel(), device=flat.device)
+    )  # sync-ok
+    hit, fraction, normal = ray_cast_convex(
+        shape_at(lanes), start.reshape(-1, 3)[lanes], end.reshape(-1, 3)[lanes]
+    )
+    hit = hit & flat[lanes]
+    scatter = lambda base, x: base.index_copy(0, lanes, x).reshape(*candidate.shape, *x.shape[1:])
+    return (
+        scatter(torch.zeros_like(flat), hit),
+        scatter(torch.ones_like(flat, dtype=fraction.dtype), torch.where(hit, fraction, 1.0)),
+        scatter(start.new_zeros(flat.numel(), 3), normal),
+    )
+
+
+def _passes_near(start, end, center, radius) -> torch.Tensor:
+    """Whether the segments start -> end pass within ``radius`` (+ 0.01 BT) of ``center`` (a cheap
+    bound: a ray farther from a body's bounding sphere cannot hit it) [...]."""
+    seg = end - start
+    to_center = center - start
     t = (dot(to_center, seg) / dot(seg, seg)).clamp(0.0, 1.0)
     near = to_center - seg * t[..., None]
-    candidate = ~own[None, :, None, :] & (dot(near, near) <= (bound[:, None, None] + 0.01) ** 2)
-    lanes = candidate.reshape(-1)
-    lanes = lanes.nonzero()[:, 0] if eager_cpu(lanes) else torch.arange(lanes.numel(), device=start.device)  # sync-ok
-    body = (lanes % num_bodies)
-    env_body = (lanes // (c * 4 * num_bodies)) * num_bodies + body
-    is_ball = body == c
-    car_lane = torch.where(is_ball, 0, env_body - env_body // num_bodies)  # the car's row in [N * C]
-    box = ConvexShape(
-        "box", origin[car_lane], hitbox.margin[car_lane], basis=basis[car_lane], half=hitbox.inner[car_lane]
+    return dot(near, near) <= (radius + 0.01) ** 2
+
+
+def ray_cast_bodies(bodies: Bodies, config: CarParams, params: TickParams, start, end):
+    """btCollisionWorld::rayTest of every wheel ray start -> end [N, C, 4, 3] (UU) against the other
+    cars' boxes and the ball (`subsimplex_convex_cast`, in BT): (hit [N, C, 4], fraction, unit normal,
+    index of the closest body hit in ``bodies``). The car's own box is ignored (the raycaster's ignore
+    object); of equal fractions the first body (the cars in order, then the ball) is kept."""
+    n, c = start.shape[:2]
+    s, e = start * C.UU_TO_BT_F32, end * C.UU_TO_BT_F32
+    hitbox = config.hitbox.flat(torch.Size((n, c)))
+    basis, origin = box_transform(
+        bodies.pos[:, :c].reshape(-1, 3) * C.UU_TO_BT_F32, bodies.rot_mat[:, :c].reshape(-1, 3, 3), hitbox
     )
-    ball = ConvexShape("sphere", center.reshape(-1, 3)[env_body], torch.full_like(hitbox.margin[car_lane], radius))
-    s, e = s.reshape(-1, 3)[lanes], e.reshape(-1, 3)[lanes]
-    box_hit, box_fraction, box_normal = ray_cast_convex(box, s, e)
-    ball_hit, ball_fraction, ball_normal = ray_cast_convex(ball, s, e)
-    lane_hit = torch.where(is_ball, ball_hit, box_hit) & candidate.reshape(-1)[lanes]
-    fraction = torch.ones(candidate.numel(), device=start.device).index_copy(
-        0, lanes, torch.where(lane_hit, torch.where(is_ball, ball_fraction, box_fraction), 1.0)
-    ).reshape(n, c, 4, num_bodies)
-    normals = torch.zeros(candidate.numel(), 3, device=start.device).index_copy(
-        0, lanes, torch.where(is_ball[:, None], ball_normal, box_normal)
-    ).reshape(n, c, 4, num_bodies, 3)
-    hit_any = torch.zeros_like(candidate.reshape(-1)).index_copy(0, lanes, lane_hit).reshape(candidate.shape)
-    closest = torch.argmin(torch.where(hit_any, fraction, 2.0), dim=-1, keepdim=True)
-    hit = hit_any.any(-1)
+    # the cars' boxes: lanes [N, C (the ray's car), 4, C (the box's car)]
+    box_of = torch.arange(n * c, device=s.device).view(n, 1, 1, c).expand(n, c, 4, c).reshape(-1)
+    half = hitbox.inner + hitbox.margin[:, None]
+    box_s, box_e = s[..., None, :].expand(n, c, 4, c, 3), e[..., None, :].expand(n, c, 4, c, 3)
+    own = torch.eye(c, dtype=torch.bool, device=s.device)[None, :, None, :]
+    near = _passes_near(
+        box_s, box_e, origin.view(n, 1, 1, c, 3), torch.linalg.vector_norm(half, dim=-1).view(n, 1, 1, c)
+    )
+    box_hit, box_fraction, box_normal = _cast_where(
+        ~own & near,
+        lambda lanes: ConvexShape(
+            "box",
+            origin[box_of[lanes]],
+            hitbox.margin[box_of[lanes]],
+            basis=basis[box_of[lanes]],
+            half=hitbox.inner[box_of[lanes]],
+        ),
+        box_s,
+        box_e,
+    )
+    # the ball: lanes [N, C, 4]
+    radius = ball_radius_bt(params)
+    center = (bodies.pos[:, c] * C.UU_TO_BT_F32).view(n, 1, 1, 3).expand(n, c, 4, 3).reshape(-1, 3)
+    ball_hit, ball_fraction, ball_normal = _cast_where(
+        _passes_near(s, e, center.view(n, c, 4, 3), radius),
+        lambda lanes: ConvexShape("sphere", center[lanes], torch.full_like(center[lanes, 0], radius)),
+        s,
+        e,
+    )
+    hit = torch.cat((box_hit, ball_hit[..., None]), -1)  # [N, C, 4, C + 1], the bodies' order
+    fraction = torch.cat((box_fraction, ball_fraction[..., None]), -1)
+    normal = torch.cat((box_normal, ball_normal[..., None, :]), -2)
+    closest = torch.argmin(torch.where(hit, fraction, 2.0), dim=-1, keepdim=True)
     fraction = fraction.gather(-1, closest)[..., 0]
-    normal = normals.gather(-2, closest[..., None].expand(n, c, 4, 1, 3))[..., 0, :]
+    normal = normal.gather(-2, closest[..., None].expand(n, c, 4, 1, 3))[..., 0, :]
+    hit = hit.any(-1)
     return hit, torch.where(hit, fraction, 1.0), normal, torch.where(hit, closest[..., 0], -1)
 
 
@@ -301,16 +336,27 @@ def ray_cast(
     on_arena = hits.hit.reshape(n, c, 4)
     fraction = torch.where(on_arena, hits.fraction.reshape(n, c, 4), 1.0)
     if bodies is None:  # the arena alone
-        body_hit, body_fraction, body_normal, body = on_arena & False, fraction, hard_point, on_arena.long() - 1
+        body_hit, body_fraction, body_normal, body = (
+            on_arena & False,
+            fraction,
+            hard_point,
+            on_arena.long() - 1,
+        )
         responds = on_arena | True
     else:
-        body_hit, body_fraction, body_normal, body = ray_cast_bodies(bodies, config, params, hard_point, target)
+        body_hit, body_fraction, body_normal, body = ray_cast_bodies(
+            bodies, config, params, hard_point, target
+        )
         responds = bodies.responds.gather(1, body.clamp(min=0).reshape(n, -1)).reshape(n, c, 4)
     on_body = body_hit & (body_fraction < fraction)
     hit = on_arena & ~on_body | on_body & responds
     on_world = hit & ~on_body
     fraction = torch.where(on_body, body_fraction, fraction)[..., None]
-    normal = where3(on_body, normalized(torch.where(on_body[..., None], body_normal, 1.0)), hits.normal.reshape(n, c, 4, 3))
+    normal = where3(
+        on_body,
+        normalized(torch.where(on_body[..., None], body_normal, 1.0)),
+        hits.normal.reshape(n, c, 4, 3),
+    )
     point = where3(hit, hard_point * (1.0 - fraction) + target * fraction, target)
     normal = where3(hit, normal, up.expand_as(hard_point))
     trace = dot(hard_point - point, up)
@@ -338,7 +384,11 @@ def ray_cast(
         "suspension_relative_velocity": relative_velocity,
         "clipped_inv_contact_dot_suspension": clipped_inv,
     }
-    ground = GroundBody.static(hard_point) if bodies is None else bodies.under(torch.where(hit & on_body, body, -1))
+    ground = (
+        GroundBody.static(hard_point)
+        if bodies is None
+        else bodies.under(torch.where(hit & on_body, body, -1))
+    )
     return contact, ground, extra_pushback
 
 
@@ -372,7 +422,9 @@ def calc_friction_impulses(car: CarState, config: CarParams, wheels: Wheels, dt:
     forward = safe_normalized(cross(normal, axle))
     side_impulse = resolve_single_bilateral(car, config, wheels.ground, wheels.contact_point, axle)
     rel_pos = wheels.contact_point - car.pos[..., None, :]
-    contact_vel = (car.vel[..., None, :] + cross(car.ang_vel[..., None, :], rel_pos)) - wheels.ground.velocity_at(rel_pos)
+    contact_vel = (
+        car.vel[..., None, :] + cross(car.ang_vel[..., None, :], rel_pos)
+    ) - wheels.ground.velocity_at(rel_pos)
     rel_vel = dot(contact_vel, forward)
     f32 = C.f32
     if f32(dt) > f32(1 / 80):  # RocketSim rounds small rolling friction off below 80 ticks/s
@@ -404,8 +456,12 @@ def update_vehicle_first(
     1/60 s before an arena's first step (btContactSolverInfo's default).
     """
     hard_point, axle = update_wheel_transforms(car, config)
-    contact, ground, extra_pushback = ray_cast(car, config, hard_point, mesh, bodies, params, inv_inertia, solver_dt)
-    wheels = Wheels(hard_point=hard_point, axle=axle, impulse=torch.zeros_like(axle), ground=ground, **contact)
+    contact, ground, extra_pushback = ray_cast(
+        car, config, hard_point, mesh, bodies, params, inv_inertia, solver_dt
+    )
+    wheels = Wheels(
+        hard_point=hard_point, axle=axle, impulse=torch.zeros_like(axle), ground=ground, **contact
+    )
     impulse = calc_friction_impulses(car, config, wheels, params.tick_time)
     wheels = dataclasses.replace(wheels, impulse=impulse)
     return wheels, dataclasses.replace(car, extra_pushback=extra_pushback)
