@@ -7,6 +7,14 @@ convex shape with `btSubsimplexConvexCast::calcTimeOfImpact` (the GJK ray cast, 
 RocketSim's wheel rays meet two convex shapes this way (`vehicle.ray_cast`): another car's box (the
 child of its compound; the box's support includes its margin, so the ray sees the box of half extents
 inner + margin with sharp edges) and the ball (a point grown by its radius). Bullet units, float32.
+
+The loop stops once the point is within 0.01 BT (0.5 UU) of the shape, so its answer depends on the
+iteration it stops at: rays a few ulps apart can land up to ~0.01 BT apart with normals a few
+degrees apart (on a sphere the normal is 1-4 degrees off the true one). Against Bullet's own
+btSubsimplexConvexCast built from RocketSim's sources, on 3,000 random rays per shape, the hit or
+miss agreed on all but one ray of each; fractions were bit-equal on 74% of box hits and 7% of
+sphere hits (Bullet's SSE normalisation is an rsqrt estimate with one Newton step), at most 0.012
+BT apart: the same iterations, float32 rounding apart.
 """
 
 from __future__ import annotations
@@ -37,7 +45,8 @@ def support_with_margin(shape: ConvexShape, d: torch.Tensor) -> torch.Tensor:
 def ray_cast_convex(shape: ConvexShape, start: torch.Tensor, end: torch.Tensor):
     """The ray start -> end [P, 3] against ``shape`` (fixed, P lanes): (hit [P] bool, fraction [P],
     unit normal facing the start [P, 3]), as rayTestSingleInternal reports it: calcTimeOfImpact
-    succeeded and the normal is longer than 0.01. A ray starting inside the shape does not hit."""
+    succeeded (its last step may overshoot the ray's end), the normal is longer than 0.01 and the
+    fraction below 1 (the callback's closest so far). A ray starting inside the shape does not hit."""
     r = end - start
 
     def support_b(direction):
@@ -80,7 +89,7 @@ def ray_cast_convex(shape: ConvexShape, start: torch.Tensor, end: torch.Tensor):
         active &= dist2 > MAX_CONVEX_CAST_EPSILON
     has_normal = dot(n, n) >= SIMD_EPSILON * SIMD_EPSILON
     normal = torch.where(has_normal[:, None], normalized(n), 0.0)  # calcTimeOfImpact's n.normalized()
-    hit = ~failed & (dot(normal, r) < 0) & (dot(normal, normal) > NORMAL_MIN_LENGTH2)
+    hit = ~failed & (dot(normal, r) < 0) & (dot(normal, normal) > NORMAL_MIN_LENGTH2) & (lam < 1.0)
     normal = torch.where(hit[:, None], normalized(torch.where(hit[:, None], normal, 1.0)), 0.0)  # and again
     return hit, torch.where(hit, lam, 1.0), normal
 
