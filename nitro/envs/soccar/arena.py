@@ -62,7 +62,9 @@ def tick(state: GameState, controls: torch.Tensor, world: World) -> tuple[GameSt
         bodies = vehicle.Bodies.of(cars, ball_state, world.cars, params)
         cars = rules.update_demo(cars, state.tick_count, world)
         car_controls = CarControls.from_tensor(controls)
-        cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, bodies, state.tick_count, params)
+        cars, forces = car.pre_tick_update(
+            cars, car_controls, world.cars, world.mesh, bodies, state.tick_count, params
+        )
         pads = boost_pads.pre_tick_update(pads, params)  # 3. boost pad cooldowns
         # 4. ball pre-tick: nothing in soccar (heatseeker steering, hoops/dropshot launch)
         # 5. Bullet step: collision detection at the tick-start transforms (cars demolished at the
@@ -135,8 +137,9 @@ class Arena:
     the state tensors in place). The fused kernel approximates the tick in arenas with cars: a car
     body's contacts with the arena come from separating axes (the planes' exactly as Bullet's) and are
     solved for the car alone; it has no contact solve between bodies (cars pass through the ball and
-    each other), its wheel rays see the arena alone, and it fires the hits, bumps and demolitions from stand-in contacts (`car_contacts`), not
-    Bullet's (docs/SOCCAR.md); ball-only arenas are the same tick in every mode.
+    each other), its wheel rays see the arena alone, and it fires the hits, bumps and demolitions
+    from stand-in contacts (`car_contacts`), not Bullet's (docs/SOCCAR.md); ball-only arenas are the
+    same tick in every mode.
     """
 
     def __init__(

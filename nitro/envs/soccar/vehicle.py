@@ -315,7 +315,8 @@ def ray_cast(
     inv_inertia,
     solver_dt,
 ):
-    """btVehicleRL::rayCast for every wheel: (contact fields, the body under each wheel, extra_pushback [N, C, 4]).
+    """btVehicleRL::rayCast for every wheel: (contact fields, the `GroundBody` under each wheel,
+    extra_pushback [N, C, 4]).
 
     The ray runs from the hard point down the chassis' up axis for rest + travel + radius - 2.5 UU,
     and stops at the closest of the arena (tested first: it wins ties), the other cars and the ball
@@ -335,28 +336,22 @@ def ray_cast(
     hits = arena_ray_cast.ray_cast(mesh, hard_point.reshape(-1, 3), target.reshape(-1, 3))
     on_arena = hits.hit.reshape(n, c, 4)
     fraction = torch.where(on_arena, hits.fraction.reshape(n, c, 4), 1.0)
-    if bodies is None:  # the arena alone
-        body_hit, body_fraction, body_normal, body = (
-            on_arena & False,
-            fraction,
-            hard_point,
-            on_arena.long() - 1,
-        )
-        responds = on_arena | True
-    else:
+    normal = hits.normal.reshape(n, c, 4, 3)
+    hit, on_body, ground = on_arena, torch.zeros_like(on_arena), GroundBody.static(hard_point)
+    if bodies is not None:  # the closest of the arena, the other cars and the ball
         body_hit, body_fraction, body_normal, body = ray_cast_bodies(
             bodies, config, params, hard_point, target
         )
+        on_body = body_hit & (body_fraction < fraction)
         responds = bodies.responds.gather(1, body.clamp(min=0).reshape(n, -1)).reshape(n, c, 4)
-    on_body = body_hit & (body_fraction < fraction)
-    hit = on_arena & ~on_body | on_body & responds
+        hit = on_arena & ~on_body | on_body & responds
+        fraction = torch.where(on_body, body_fraction, fraction)
+        normal = where3(
+            on_body, normalized(torch.where(on_body[..., None], body_normal, 1.0)), normal
+        )  # castRay's
+        ground = bodies.under(torch.where(hit & on_body, body, -1))
     on_world = hit & ~on_body
-    fraction = torch.where(on_body, body_fraction, fraction)[..., None]
-    normal = where3(
-        on_body,
-        normalized(torch.where(on_body[..., None], body_normal, 1.0)),
-        hits.normal.reshape(n, c, 4, 3),
-    )
+    fraction = fraction[..., None]
     point = where3(hit, hard_point * (1.0 - fraction) + target * fraction, target)
     normal = where3(hit, normal, up.expand_as(hard_point))
     trace = dot(hard_point - point, up)
@@ -384,11 +379,6 @@ def ray_cast(
         "suspension_relative_velocity": relative_velocity,
         "clipped_inv_contact_dot_suspension": clipped_inv,
     }
-    ground = (
-        GroundBody.static(hard_point)
-        if bodies is None
-        else bodies.under(torch.where(hit & on_body, body, -1))
-    )
     return contact, ground, extra_pushback
 
 
