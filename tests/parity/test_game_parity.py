@@ -32,6 +32,16 @@ BALL_VEL_REL_TOL = 1e-3
 impulse applied), relative. Measured over 91 air hits (`game_sweep.touches`' seeds 5 and 101): median
 4e-6, max 7e-5: the same contact point, normal and solve in float32, a few ulps apart. The issue's
 bars are 2% (median) and 10% (p95)."""
+WHEELS_FIRST_POS_TOL = 1.0
+"""UU: the touch's contact point and ball position where the car's wheels rolled on the ball before
+its body touched. A wheel on a body is chaotic within RocketSim itself (btSubsimplexConvexCast stops
+0.5 UU short at most, at an iteration an ulp can change): over the 31 such scenes of seeds 5 and 101,
+RocketSim against itself one ulp apart moved them by up to 0.50 UU (median 0.008), nitro by up to
+0.40 UU."""
+WHEELS_FIRST_REL_TOL = 0.05
+"""The extra velocity and the ball's velocity after the touch, relative, in those scenes: RocketSim
+one ulp apart, median 0.001 / 0.002, max 0.030 / 0.028; nitro median 0.002 / 0.003, max 0.041 /
+0.035."""
 BUMP_AGREEMENT = 0.95
 """Share of scenarios whose first bump or demolition has the same bumper, victim and kind within a
 tick. The bump rule reads Bullet's box-box points in btBoxBoxDetector's order, as RocketSim's
@@ -62,23 +72,28 @@ def test_pickups_match_rocketsim(oracle):
 def test_first_touches_match_rocketsim(oracle):
     """A car flying at a ball in the air: the first touch's tick, contact point, ball position and
     extra velocity, the ball's velocity after that tick, and no extra velocity on the next tick's touch
-    (RocketSim's every-other-tick rule)."""
+    (RocketSim's every-other-tick rule). Where a wheel met the ball first, the bars are RocketSim's own
+    spread there (`WHEELS_FIRST_POS_TOL`, `WHEELS_FIRST_REL_TOL`)."""
     scenarios = G.air_hits(np.random.default_rng(5), 16, 60)
-    compared = 0
+    compared = wheels_first = 0
     for s, (theirs, ours) in zip(scenarios, G.run_both(scenarios)):
         first = theirs.touches[0][0] if theirs.touches else len(s.controls)
         assert [t[:2] for t in ours.touches[:2]] == [t[:2] for t in theirs.touches[:2]], s
         if not theirs.touches:
             continue
         compared += 1
+        on_ball = any(w[0] for w in theirs.wheels[: first + 1])
+        wheels_first += on_ball
+        pos_tol = WHEELS_FIRST_POS_TOL if on_ball else HIT_POS_TOL
+        hit_tol, ball_tol = (WHEELS_FIRST_REL_TOL,) * 2 if on_ball else (HIT_VEL_REL_TOL, BALL_VEL_REL_TOL)
         (_, _, rel, ball_pos, extra), (_, _, rel_ours, ball_pos_ours, extra_ours) = theirs.touches[0], ours.touches[0]
-        assert np.abs(rel - rel_ours).max() <= HIT_POS_TOL and np.abs(ball_pos - ball_pos_ours).max() <= HIT_POS_TOL
-        assert np.linalg.norm(extra - extra_ours) <= HIT_VEL_REL_TOL * np.linalg.norm(extra)
+        assert np.abs(rel - rel_ours).max() <= pos_tol and np.abs(ball_pos - ball_pos_ours).max() <= pos_tol
+        assert np.linalg.norm(extra - extra_ours) <= hit_tol * np.linalg.norm(extra)
         after, after_ours = theirs.ball_vel[first], ours.ball_vel[first]  # the contact solved, as Bullet does
-        assert np.linalg.norm(after - after_ours) <= BALL_VEL_REL_TOL * np.linalg.norm(after)
+        assert np.linalg.norm(after - after_ours) <= ball_tol * np.linalg.norm(after)
         if len(theirs.touches) > 1:
             assert not theirs.touches[1][4].any() and not ours.touches[1][4].any()
-    assert compared >= 6, compared
+    assert compared >= 6 and wheels_first >= 1, (compared, wheels_first)
 
 
 def test_bumps_and_demos_match_rocketsim(oracle):
