@@ -9,7 +9,11 @@ Gymnasium's SyncVectorEnv of its own CartPole.
 train: ``python3 -m nitro.cli train cartpole`` as a user runs it (a fresh process, the preset as it
 is), wall time from start to exit. Cold: empty Inductor and Triton caches (new folders given through
 TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR); warm: the same command again, reusing them. Each run must
-reach the preset's target (mean return of the last 100 episodes >= 475).
+reach the preset's target (mean return of the last 100 episodes >= 475). Each run's wall time is split
+into phases: import (Python, PyTorch and nitro, up to the train command's start), setup (config,
+device, env, policy, run directory), capture (compile and CUDA graph capture before the first update),
+train (the update loop), finish (last checkpoint, closing the logs) and exit (interpreter and device
+shutdown after the summary line); the command reports the middle four itself.
 loop: the README's loop, timed around ``--steps`` iterations (CUDA events on a GPU, which include the
 host's work: they wait for the Python loop), after warm-up, median of ``--repeats``. Correctness first
 (GPU): the graphed handle's episodes equal the eager handle's (observations to 1e-5, Inductor's
@@ -51,11 +55,11 @@ def train_runs(out: Path, warm_runs: int) -> list[dict]:
            "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton")}
     rows = []
     for i in range(1 + warm_runs):
-        t0, cpu0 = time.perf_counter(), os.times()
+        launched, t0, cpu0 = time.time(), time.perf_counter(), os.times()
         done = subprocess.run([sys.executable, "-m", "nitro.cli", "train", "cartpole", "run.console=false",
                                f"run.dir={out / 'runs'}"], env=env, cwd=out, capture_output=True, text=True,
                               check=False)
-        wall, cpu1 = time.perf_counter() - t0, os.times()
+        wall, cpu1, ended = time.perf_counter() - t0, os.times(), time.time()
         if done.returncode != 0:
             raise SystemExit(f"nitro train cartpole failed ({done.returncode}):\n{done.stderr[-3000:]}")
         lines = done.stdout.strip().splitlines()
@@ -66,7 +70,9 @@ def train_runs(out: Path, warm_runs: int) -> list[dict]:
         rows.append({"run": "cold" if i == 0 else f"warm {i}", "wall_s": wall,
                      "cpu_s": (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system),
                      "train_s": metrics[-1]["perf/train_seconds"], "global_step": summary["global_step"],
-                     "outcome": re.sub(r"; run: .*", "", lines[-2])})
+                     "outcome": re.sub(r"; run: .*", "", lines[-2]),
+                     "phases_s": {"import": summary["started"] - launched, **summary["phase_seconds"],
+                                  "exit": ended - summary["printed"]}})
         print(f"train {rows[-1]['run']}: {wall:.1f} s wall", flush=True)
     return rows
 
@@ -188,6 +194,9 @@ def main() -> None:
         print(f"{'nitro train cartpole':<22} {'wall s':>8} {'cpu s':>8} {'training s':>11} {'env steps':>11}")
         for r in result["train"]:
             print(f"{r['run']:<22} {r['wall_s']:>8.1f} {r['cpu_s']:>8.1f} {r['train_s']:>11.2f} {r['global_step']:>11,}")
+        print(f"{'phases, s':<22} " + " ".join(f"{p:>8}" for p in result["train"][0]["phases_s"]))
+        for r in result["train"]:
+            print(f"{r['run']:<22} " + " ".join(f"{v:>8.2f}" for v in r["phases_s"].values()))
 
 
 def _triton_version() -> str | None:
