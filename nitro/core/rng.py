@@ -26,6 +26,7 @@ _M1 = 0x7FEB352D
 _M2 = 0x846CA68B - (1 << 32)  # as int32
 _GOLDEN = 0x9E3779B9 - (1 << 32)
 _U_M1, _U_M2, _U15, _U16 = np.uint32(0x7FEB352D), np.uint32(0x846CA68B), np.uint32(15), np.uint32(16)
+_U_GOLDEN = np.uint32(0x9E3779B9)
 
 
 def _as_i32(x: int) -> int:
@@ -84,16 +85,16 @@ def split(key: torch.Tensor, n: int = 2) -> list[torch.Tensor]:
     if n == 0:
         return []
     if host.eager_cpu(key):
-        salted = torch.from_numpy(key.numpy()[None] ^ _split_salts(n).reshape(n, *(1,) * key.dim()))
-    else:
-        salted = torch.stack([key ^ _mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)])
+        salted = key.numpy().view(np.uint32)[None] ^ _split_salts(n).reshape(n, *(1,) * key.dim())
+        return list(torch.from_numpy(_mix_words(salted).view(np.int32)).unbind(0))
+    salted = torch.stack([key ^ _mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)])
     return list(_mix(salted).unbind(0))
 
 
 @functools.cache
 def _split_salts(n: int) -> np.ndarray:
-    """What ``split`` xors key ``i`` with (int32), for its numpy path (never traced by torch.compile)."""
-    return np.array([_mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)], np.int32)
+    """What ``split`` xors key ``i`` with (as uint32 words), for its numpy route (never traced)."""
+    return np.array([_mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)], np.int32).view(np.uint32)
 
 
 def env_keys(key: torch.Tensor, num_envs: int) -> torch.Tensor:
@@ -118,13 +119,18 @@ def bits(key: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     return _mix(key.view(*key.shape, *(1,) * len(trailing)) + index * _GOLDEN)
 
 
-def _unit(words: torch.Tensor) -> torch.Tensor:
-    """The top 24 bits as an integer in [0, 2^24)."""
+def _unit(words):
+    """The top 24 bits as an integer in [0, 2^24) (of int32 tensors or uint32 numpy words)."""
     return (words >> 8) & 0xFFFFFF
 
 
 def uniform(key: torch.Tensor, shape: tuple[int, ...], low=0.0, high=1.0, dtype=torch.float32):
     """Uniform floats in [low, high) with 24 random bits each."""
+    if (dtype == torch.float32 and tuple(key.shape) == tuple(shape) and isinstance(low, (int, float))
+            and isinstance(high, (int, float)) and host.eager_cpu(key)):  # one word per key, in numpy
+        words = _mix_words(key.numpy().view(np.uint32) + _U_GOLDEN)
+        u = _unit(words).astype(np.float32) * np.float32(1.0 / (1 << 24))
+        return torch.from_numpy(low + (high - low) * u)
     u = _unit(bits(key, shape)).to(dtype) * (1.0 / (1 << 24))
     return low + (high - low) * u
 

@@ -34,7 +34,9 @@ def test_key_hashes_match_bit_for_bit(monkeypatch):
     for n in (1, 2, 4):
         ours, theirs = rng.split(keys, n), torch_route(monkeypatch, rng.split, keys, n)
         assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
-    assert torch.equal(rng.uniform(keys, (64, 3)), torch_route(monkeypatch, rng.uniform, keys, (64, 3)))
+    for shape, low, high in (((64,), -0.05, 0.05), ((64,), 0, 1), ((64, 3), 0.0, 1.0)):
+        ours, theirs = rng.uniform(keys, shape, low, high), torch_route(monkeypatch, rng.uniform, keys, shape, low, high)
+        assert ours.dtype == theirs.dtype and torch.equal(ours, theirs)
 
 
 @pytest.mark.parametrize("integrator", ["euler", "semi-implicit euler"])
