@@ -50,6 +50,7 @@ from nitro.bench import _timer  # noqa: E402
 
 def train_runs(out: Path, warm_runs: int) -> list[dict]:
     """Wall seconds of ``nitro train cartpole``, cold then ``warm_runs`` times warm."""
+    out = out.resolve()  # the command runs in ``out``: a relative run.dir would land below it
     caches = Path(tempfile.mkdtemp(prefix="nitro-first-hour-"))
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton")}
