@@ -15,10 +15,15 @@ import numpy as np
 import torch
 
 
+GRAIN = 32768
+"""Elements below which PyTorch runs a CPU kernel on one thread (ATen's GRAIN_SIZE), as numpy always
+does: larger tensors keep PyTorch's threads."""
+
+
 def eager_cpu(x: torch.Tensor) -> bool:
-    """Whether ``x`` is a plain CPU tensor with an env axis, outside ``torch.compile``'s and the JIT
-    tracer's tracing (where numpy views are both possible and worth it)."""
-    return (type(x) is torch.Tensor and x.device.type == "cpu" and x.dim() > 0
+    """Whether ``x`` is a plain CPU tensor with an env axis and fewer than ``GRAIN`` elements, outside
+    ``torch.compile``'s and the JIT tracer's tracing (where numpy views are both possible and worth it)."""
+    return (type(x) is torch.Tensor and x.device.type == "cpu" and 0 < x.dim() and x.numel() < GRAIN
             and not torch.compiler.is_compiling() and not torch.jit.is_tracing())
 
 
