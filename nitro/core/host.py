@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-
 GRAIN = 32768
 """Elements below which PyTorch runs a CPU kernel on one thread (ATen's GRAIN_SIZE), as numpy always
 does: larger tensors keep PyTorch's threads."""

@@ -19,8 +19,8 @@ import functools
 import numpy as np
 import torch
 
-from nitro.core.errors import as_count
 from nitro.core import host
+from nitro.core.errors import as_count
 
 _M1 = 0x7FEB352D
 _M2 = 0x846CA68B - (1 << 32)  # as int32
@@ -93,8 +93,11 @@ def split(key: torch.Tensor, n: int = 2) -> list[torch.Tensor]:
 
 @functools.cache
 def _split_salts(n: int) -> np.ndarray:
-    """What ``split`` xors key ``i`` with (as uint32 words), for its numpy route (never traced)."""
-    return np.array([_mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)], np.int32).view(np.uint32)
+    """What ``split`` xors key ``i`` with (as uint32 words), for its numpy route (never traced); read-only,
+    as it is shared."""
+    salts = np.array([_mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)], np.int32).view(np.uint32)
+    salts.flags.writeable = False
+    return salts
 
 
 def env_keys(key: torch.Tensor, num_envs: int) -> torch.Tensor:
