@@ -129,7 +129,7 @@ class Arena:
 
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
-    K-tick step in four Triton stage kernels per tick, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
+    K-tick step in five Triton stage kernels per tick, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
     the state tensors in place). The fused kernel approximates the tick in arenas with cars: a car
     body's contacts with the arena come from separating axes (the planes' exactly as Bullet's) and are
     solved for the car alone; it has no contact solve between bodies (cars pass through the ball and

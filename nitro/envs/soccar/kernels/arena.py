@@ -1,15 +1,16 @@
 """The fused step: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks` in Triton, each tick
-four stage kernels in Arena::Step order (`tick`), one thread per lane:
+five stage kernels in Arena::Step order (`tick`), one thread per lane:
 
 - `pre_tick_kernel`, one car per lane: a demolished car's countdown and respawn, Car::_PreTickUpdate;
+- `car_pairs_kernel`, one car pair per lane: the stand-in contact points between the cars;
 - `collisions_kernel`, one env per lane: the contact callbacks, car-ball hits and car-car bumps;
 - `car_step_kernel`, one car per lane: the body against the arena, its solve, integration, post-tick;
 - `ball_and_rules_kernel`, one env per lane: the ball's step, the pads, goals, events and kickoffs.
 
 Each calls the stages of `kernels/ball.py`, `kernels/car.py` and the game rules (`kernels/rules.py`,
 `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) as the reference tick does. The cars
-travel between the kernels as their packed rows (`kernels/car.pack_cars`) and `car_tick` (the forces,
-frozen flags and callback results one kernel hands the next); an env kernel walks its cars with
+travel between the kernels as their packed rows (`kernels/car.pack_cars`), `car_tick` (the forces,
+frozen flags and callback results one kernel hands the next) and `pair_contacts`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block). Ball-only
 arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
 (One kernel with every car unrolled did not compile: Triton's coalesce pass grows with the number of
@@ -814,7 +815,7 @@ def launch_step_ticks_(
     block: int = FUSED_BLOCK,
     maxnreg: int = 0,
 ) -> None:
-    """Advance the arenas by ``ticks`` ticks with ``controls`` [N, C, 8] held (`step_ticks_op`: four
+    """Advance the arenas by ``ticks`` ticks with ``controls`` [N, C, 8] held (`step_ticks_op`: five
     stage kernels per tick, or one launch for ball-only arenas), updating ``state`` and ``events`` in
     place: the same mechanics as `arena.step_ticks`.
 
