@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch.utils._python_dispatch import is_in_torch_dispatch_mode
 
 GRAIN = 32768
 """Elements below which PyTorch runs a CPU kernel on one thread (ATen's GRAIN_SIZE), as numpy always
@@ -21,9 +22,12 @@ does: larger tensors keep PyTorch's threads."""
 
 def eager_cpu(x: torch.Tensor) -> bool:
     """Whether ``x`` is a plain CPU tensor with an env axis and fewer than ``GRAIN`` elements, outside
-    ``torch.compile``'s and the JIT tracer's tracing (where numpy views are both possible and worth it)."""
+    ``torch.compile``'s and the JIT tracer's tracing and outside any dispatch mode (one that watches or
+    fakes the ops, as tests/host_traffic.py does, must see PyTorch's route, the one CUDA takes): where
+    numpy views are both possible and worth it."""
     return (type(x) is torch.Tensor and x.device.type == "cpu" and 0 < x.dim() and x.numel() < GRAIN
-            and not torch.compiler.is_compiling() and not torch.jit.is_tracing())
+            and not torch.compiler.is_compiling() and not torch.jit.is_tracing()
+            and not is_in_torch_dispatch_mode())
 
 
 def views(*xs: torch.Tensor) -> tuple:
