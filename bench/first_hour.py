@@ -9,7 +9,12 @@ Gymnasium's SyncVectorEnv of its own CartPole.
 train: ``python3 -m nitro.cli train cartpole`` as a user runs it (a fresh process, the preset as it
 is), wall time from start to exit. Cold: empty Inductor and Triton caches (new folders given through
 TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR); warm: the same command again, reusing them. Each run must
-reach the preset's target (mean return of the last 100 episodes >= 475).
+reach the preset's target (mean return of the last 100 episodes >= 475). Each run's wall time is split
+into phases: import (Python, PyTorch and nitro, up to the train command's start), setup (config,
+device, env, policy, run directory), capture (compile and CUDA graph capture before the first update),
+train (the update loop), finish (last checkpoint, closing the logs) and exit (interpreter and device
+shutdown after the summary line); the command reports the middle four itself. One more warm run under
+cProfile records the costliest functions (cumulative and own time), to name what the phases hold.
 loop: the README's loop, timed around ``--steps`` iterations (CUDA events on a GPU, which include the
 host's work: they wait for the Python loop), after warm-up, median of ``--repeats``. Correctness first
 (GPU): the graphed handle's episodes equal the eager handle's (observations to 1e-5, Inductor's
@@ -26,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import pstats
 import re
 import statistics
 import subprocess
@@ -44,31 +50,51 @@ import nitro  # noqa: E402
 from nitro.bench import _timer  # noqa: E402
 
 
-def train_runs(out: Path, warm_runs: int) -> list[dict]:
-    """Wall seconds of ``nitro train cartpole``, cold then ``warm_runs`` times warm."""
+def train_runs(out: Path, warm_runs: int) -> tuple[list[dict], dict]:
+    """``nitro train cartpole`` cold, then ``warm_runs`` times warm, then once more warm under cProfile:
+    the timed runs' rows, and the profiled run's row with its costliest functions."""
+    out = out.resolve()  # the command runs in ``out``: a relative run.dir would land below it
     caches = Path(tempfile.mkdtemp(prefix="nitro-first-hour-"))
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton")}
-    rows = []
-    for i in range(1 + warm_runs):
-        t0, cpu0 = time.perf_counter(), os.times()
-        done = subprocess.run([sys.executable, "-m", "nitro.cli", "train", "cartpole", "run.console=false",
-                               f"run.dir={out / 'runs'}"], env=env, cwd=out, capture_output=True, text=True,
-                              check=False)
-        wall, cpu1 = time.perf_counter() - t0, os.times()
-        if done.returncode != 0:
-            raise SystemExit(f"nitro train cartpole failed ({done.returncode}):\n{done.stderr[-3000:]}")
-        lines = done.stdout.strip().splitlines()
-        summary = json.loads(lines[-1])
-        if not summary.get("target_reached"):
-            raise SystemExit(f"nitro train cartpole did not reach its target: {summary}")
-        metrics = [json.loads(line) for line in (Path(summary["run"]) / "metrics.jsonl").read_text().splitlines()]
-        rows.append({"run": "cold" if i == 0 else f"warm {i}", "wall_s": wall,
-                     "cpu_s": (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system),
-                     "train_s": metrics[-1]["perf/train_seconds"], "global_step": summary["global_step"],
-                     "outcome": re.sub(r"; run: .*", "", lines[-2])})
-        print(f"train {rows[-1]['run']}: {wall:.1f} s wall", flush=True)
-    return rows
+    rows = [train_run(out, env, "cold" if i == 0 else f"warm {i}") for i in range(1 + warm_runs)]
+    profile = out / "train.prof"
+    profiled = train_run(out, env, "warm, under cProfile", ("-m", "cProfile", "-o", str(profile)))
+    stats = pstats.Stats(str(profile))
+    for order in ("cumulative", "tottime"):  # the functions that hold the fixed costs (imports, set-up, capture)
+        keys = sorted(stats.stats, key=lambda k: -stats.stats[k][3 if order == "cumulative" else 2])[:40]
+        profiled[order] = [{"function": _where(k), "calls": stats.stats[k][1], "tottime_s": stats.stats[k][2],
+                            "cumtime_s": stats.stats[k][3]} for k in keys]
+    return rows, profiled
+
+
+def train_run(out: Path, env: dict, name: str, python_args: tuple[str, ...] = ()) -> dict:
+    """One ``nitro train cartpole`` in a fresh process: wall and CPU seconds, and its phases."""
+    launched, t0, cpu0 = time.time(), time.perf_counter(), os.times()
+    done = subprocess.run([sys.executable, *python_args, "-m", "nitro.cli", "train", "cartpole", "run.console=false",
+                           f"run.dir={out / 'runs'}"], env=env, cwd=out, capture_output=True, text=True, check=False)
+    wall, cpu1, ended = time.perf_counter() - t0, os.times(), time.time()
+    if done.returncode != 0:
+        raise SystemExit(f"nitro train cartpole failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    lines = done.stdout.strip().splitlines()
+    summary = json.loads(lines[-1])
+    if not summary.get("target_reached"):
+        raise SystemExit(f"nitro train cartpole did not reach its target: {summary}")
+    metrics = [json.loads(line) for line in (Path(summary["run"]) / "metrics.jsonl").read_text().splitlines()]
+    print(f"train {name}: {wall:.1f} s wall", flush=True)
+    return {"run": name, "wall_s": wall,
+            "cpu_s": (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system),
+            "train_s": metrics[-1]["perf/train_seconds"], "global_step": summary["global_step"],
+            "outcome": re.sub(r"; run: .*", "", lines[-2]),
+            "phases_s": {"import": summary["started"] - launched, **summary["phase_seconds"],
+                         "exit": ended - summary["printed"]}}
+
+
+def _where(key: tuple[str, int, str]) -> str:
+    """A profile entry as ``path:line(function)``, paths from the package or site-packages folder on."""
+    path, line, function = key
+    path = re.sub(r".*/(site-packages|dist-packages)/", "", path).replace(str(ROOT) + os.sep, "")
+    return f"{path}:{line}({function})"
 
 
 def check_loop(num_envs: int, steps: int) -> None:
@@ -154,7 +180,7 @@ def main() -> None:
         f"cpu ({os.cpu_count()} cores, {platform.processor() or platform.machine()})"
     result = {"device": device, "torch": torch.__version__, "triton": _triton_version(),
               "python": sys.version.split()[0], "load_average_at_start": os.getloadavg(), "loop": [], "train": [],
-              "sb3": None}
+              "sb3": None, "train_profile": None}
     slug = re.sub(r"[^a-z0-9]+", "_", (device if cuda else "cpu").lower()).strip("_")
     path = args.out / f"first_hour_{slug}.json"
     if "loop" in args.parts:
@@ -171,7 +197,7 @@ def main() -> None:
         result["sb3"] = sb3_step_us(args.repeats)
         path.write_text(json.dumps(result, indent=1))
     if "train" in args.parts:
-        result["train"] = train_runs(args.out, args.warm_runs)
+        result["train"], result["train_profile"] = train_runs(args.out, args.warm_runs)
     result["load_average_at_end"] = os.getloadavg()
     path.write_text(json.dumps(result, indent=1))
     print(f"\n{device}, torch {result['torch']}, triton {result['triton']}, load average "
@@ -188,6 +214,14 @@ def main() -> None:
         print(f"{'nitro train cartpole':<22} {'wall s':>8} {'cpu s':>8} {'training s':>11} {'env steps':>11}")
         for r in result["train"]:
             print(f"{r['run']:<22} {r['wall_s']:>8.1f} {r['cpu_s']:>8.1f} {r['train_s']:>11.2f} {r['global_step']:>11,}")
+        print(f"{'phases, s':<22} " + " ".join(f"{p:>8}" for p in result["train"][0]["phases_s"]))
+        for r in result["train"]:
+            print(f"{r['run']:<22} " + " ".join(f"{v:>8.2f}" for v in r["phases_s"].values()))
+        r = result["train_profile"]
+        print(f"under cProfile: {r['wall_s']:.1f} s wall; " + ", ".join(f"{k} {v:.2f}" for k, v in r["phases_s"].items()))
+        print(f"{'cumulative s':>12}  function (the costliest of the profiled run)")
+        for f in r["cumulative"][:25]:
+            print(f"{f['cumtime_s']:>12.2f}  {f['function']}")
 
 
 def _triton_version() -> str | None:

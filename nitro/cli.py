@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -189,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"error: {msg}", file=sys.stderr)
         return 2
+    finally:
+        if argv is None:  # the process's own command: it exits next, and its last garbage collections
+            gc.freeze()   # need not walk PyTorch's objects (0.2-0.3 s of every command's exit on a CPU)
 
 
 if __name__ == "__main__":

@@ -69,8 +69,7 @@ class SB3VecEnv(_SB3VecEnv):
         obs, reward, terminated, truncated, info = self.venv.step(actions)
         terminated, truncated = to_numpy(terminated), to_numpy(truncated)
         dones = terminated | truncated
-        time_limit = truncated & ~terminated
-        infos: list[dict[str, Any]] = [{"TimeLimit.truncated": bool(t)} for t in time_limit]
+        infos: list[dict[str, Any]] = [{"TimeLimit.truncated": t} for t in (truncated & ~terminated).tolist()]
         if dones.any():
             final_obs = to_numpy(info["final_obs"])
             for i in np.flatnonzero(dones):

@@ -14,13 +14,19 @@ arithmetic; right shifts are masked so they act on the unsigned bit pattern.
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import torch
 
+from nitro.core import host
 from nitro.core.errors import as_count
 
 _M1 = 0x7FEB352D
 _M2 = 0x846CA68B - (1 << 32)  # as int32
 _GOLDEN = 0x9E3779B9 - (1 << 32)
+_U_M1, _U_M2, _U15, _U16 = np.uint32(0x7FEB352D), np.uint32(0x846CA68B), np.uint32(15), np.uint32(16)
+_U_GOLDEN = np.uint32(0x9E3779B9)
 
 
 def _as_i32(x: int) -> int:
@@ -30,11 +36,23 @@ def _as_i32(x: int) -> int:
 
 def _mix(x: torch.Tensor) -> torch.Tensor:
     """lowbias32 over int32 bit patterns (multiplication wraps modulo 2^32)."""
+    if host.eager_cpu(x):  # the same bits through numpy: a fifth of PyTorch's per-call cost (nitro.core.host)
+        return torch.from_numpy(_mix_words(x.numpy().view(np.uint32)).view(np.int32))
     x = x ^ ((x >> 16) & 0xFFFF)
     x = x * _M1
     x = x ^ ((x >> 15) & 0x1FFFF)
     x = x * _M2
     return x ^ ((x >> 16) & 0xFFFF)
+
+
+def _mix_words(x: np.ndarray) -> np.ndarray:
+    """``_mix`` of uint32 words in numpy (unsigned: the shifts need no mask; numpy scalars as operands
+    skip the per-call dtype resolution of Python ints)."""
+    x = x ^ (x >> _U16)
+    x = x * _U_M1
+    x = x ^ (x >> _U15)
+    x = x * _U_M2
+    return x ^ (x >> _U16)
 
 
 def _mix_int(x: int) -> int:
@@ -66,8 +84,20 @@ def split(key: torch.Tensor, n: int = 2) -> list[torch.Tensor]:
     ``n`` at once (fewer kernels: what small eager batches pay for)."""
     if n == 0:
         return []
+    if host.eager_cpu(key):
+        salted = key.numpy().view(np.uint32)[None] ^ _split_salts(n).reshape(n, *(1,) * key.dim())
+        return list(torch.from_numpy(_mix_words(salted).view(np.int32)).unbind(0))
     salted = torch.stack([key ^ _mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)])
     return list(_mix(salted).unbind(0))
+
+
+@functools.cache
+def _split_salts(n: int) -> np.ndarray:
+    """What ``split`` xors key ``i`` with (as uint32 words), for its numpy route (never traced); read-only,
+    as it is shared."""
+    salts = np.array([_mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)], np.int32).view(np.uint32)
+    salts.flags.writeable = False
+    return salts
 
 
 def env_keys(key: torch.Tensor, num_envs: int) -> torch.Tensor:
@@ -92,13 +122,18 @@ def bits(key: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     return _mix(key.view(*key.shape, *(1,) * len(trailing)) + index * _GOLDEN)
 
 
-def _unit(words: torch.Tensor) -> torch.Tensor:
-    """The top 24 bits as an integer in [0, 2^24)."""
+def _unit(words):
+    """The top 24 bits as an integer in [0, 2^24) (of int32 tensors or uint32 numpy words)."""
     return (words >> 8) & 0xFFFFFF
 
 
 def uniform(key: torch.Tensor, shape: tuple[int, ...], low=0.0, high=1.0, dtype=torch.float32):
     """Uniform floats in [low, high) with 24 random bits each."""
+    if (dtype == torch.float32 and tuple(key.shape) == tuple(shape) and isinstance(low, (int, float))
+            and isinstance(high, (int, float)) and host.eager_cpu(key)):  # one word per key, in numpy
+        words = _mix_words(key.numpy().view(np.uint32) + _U_GOLDEN)
+        u = _unit(words).astype(np.float32) * np.float32(1.0 / (1 << 24))
+        return torch.from_numpy(low + (high - low) * u)
     u = _unit(bits(key, shape)).to(dtype) * (1.0 / (1 << 24))
     return low + (high - low) * u
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from nitro.core import rng
+from nitro.core import host, rng
 
 
 def _assert_values(ok: torch.Tensor, message) -> None:
-    """Raise ``message()`` if ``ok`` has a false element, without a host sync on accelerators."""
-    if ok.device.type == "cpu":
+    """Raise ``message()`` if ``ok`` (a tensor, or a numpy view's result) has a false element, without a
+    host sync on accelerators."""
+    if isinstance(ok, np.ndarray) or ok.device.type == "cpu":
         if not bool(ok.all()):
             raise ValueError(message())
     else:
@@ -59,8 +61,9 @@ class Discrete:
     def check(self, actions: torch.Tensor, num_envs: int, device) -> None:
         _check_meta("Discrete", actions, num_envs, (), ("integer",), device)
         lo, hi = self.start, self.start + self.n
+        (a,) = host.views(actions)
         _assert_values(
-            (actions >= lo) & (actions < hi),
+            (a >= lo) & (a < hi),
             lambda: f"Discrete actions must lie in [{lo}, {hi}); got values "
             f"{actions[(actions < lo) | (actions >= hi)][:8].tolist()}"  # sync-ok: CPU error message
             if actions.device.type == "cpu" else f"nitro: Discrete actions must lie in [{lo}, {hi})",
@@ -104,7 +107,6 @@ class MultiDiscrete:
 
     def to_gymnasium(self):
         import gymnasium
-        import numpy as np
 
         return gymnasium.spaces.MultiDiscrete(np.array(self.nvec, dtype=np.int64))
 
@@ -156,7 +158,6 @@ class Box:
 
     def to_gymnasium(self):
         import gymnasium
-        import numpy as np
 
         np_dtype = {torch.float32: np.float32, torch.float64: np.float64}[self.dtype]
         lo, hi = (np.array(v, dtype=np_dtype).reshape(self.shape) for v in (self.low, self.high))

@@ -40,7 +40,7 @@ def where(mask: torch.Tensor, a: Any, b: Any) -> Any:
     """Select per env: ``a`` where ``mask`` [N] is true, else ``b`` (leaf-wise)."""
 
     def pick(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        m = mask.view(mask.shape + (1,) * (x.dim() - mask.dim()))
+        m = mask if x.dim() == mask.dim() else mask.view(mask.shape + (1,) * (x.dim() - mask.dim()))
         return torch.where(m, x, y)
 
     return tree_map(pick, a, b)

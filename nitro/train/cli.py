@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import textwrap
+import time
 
 
 def add_commands(sub) -> None:
@@ -111,6 +112,7 @@ def presets_help() -> str:
 
 
 def _train(args) -> int:
+    started, t0 = time.time(), time.perf_counter()  # after Python, PyTorch and nitro are imported
     from pathlib import Path
 
     import yaml
@@ -159,12 +161,20 @@ def _train(args) -> int:
             if run_dir:
                 rundir.discard_if_unused(run_dir)  # a failed set-up leaves nothing behind
             raise
+    t1 = time.perf_counter()
     metrics = trainer.train()
+    t2 = time.perf_counter()
     if trainer.dist.is_main:
         print(f"nitro: {trainer.outcome}; run: {trainer.run_dir}", flush=True)
         keys = ("global_step", "episode/return_recent", "episode/recent_episodes", "target_reached", "perf/sps")
         summary = {k: metrics[k] for k in keys if k in metrics}
-        print(json.dumps({"run": str(trainer.run_dir), **summary}))
+        # where the command's time went (bench/first_hour.py adds the imports before ``started`` and the
+        # exit after ``printed``): set-up (config, device, env, policy, run directory), compile and graph
+        # capture, the update loop, and the rest of train() (last checkpoint, closing the logs)
+        phases = {"setup": t1 - t0, "capture": trainer.setup_seconds, "train": trainer.train_seconds,
+                  "finish": t2 - t1 - trainer.setup_seconds - trainer.train_seconds}
+        print(json.dumps({"run": str(trainer.run_dir), **summary, "phase_seconds": phases, "started": started,
+                          "printed": time.time()}))
     from nitro.train import dist
 
     trainer.graph = None  # release captured collectives before the process group goes away

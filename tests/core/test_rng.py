@@ -98,3 +98,10 @@ def test_randint_and_normal():
     assert torch.isfinite(z).all()
     assert abs(float(z.mean())) < Z / math.sqrt(N)
     assert abs(float(z.var()) - 1) < Z * math.sqrt(2 / N)  # var of the sample variance: 2 / N
+
+
+def test_a_draw_over_stacked_keys_is_each_keys_draw():
+    """What CartPole's reset relies on to draw its four variables at once."""
+    keys = rng.split(rng.env_keys(rng.key(5), 9), 4)
+    assert torch.equal(rng.uniform(torch.stack(keys), (4, 9), -0.05, 0.05),
+                       torch.stack([rng.uniform(k, (9,), -0.05, 0.05) for k in keys]))

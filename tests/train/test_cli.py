@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -86,11 +87,18 @@ def test_eval_prints_json(cartpole_run, capsys):
 
 
 def test_train_prints_a_json_summary_and_writes_the_run(tmp_path, capsys):
+    started = time.time()
     assert main(["train", "cartpole", f"run.dir={tmp_path}", "run.name=cli", "run.console=false",
                  "run.tensorboard=false", "run.device=cpu", "env.num_envs=8", "ppo.num_steps=16",
                  "ppo.minibatches=2", "ppo.total_steps=256", "ppo.target_return=none"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["run"] == str(tmp_path / "cli") and summary["global_step"] == 256
+    # where the time went: the phases are disjoint spans of one clock, inside the command's run; 1e-6 s
+    # allows the rounding of differences of perf_counter readings, 1e-2 s a wall clock slewed by NTP
+    phases = summary["phase_seconds"]
+    assert list(phases) == ["setup", "capture", "train", "finish"] and all(v >= -1e-6 for v in phases.values())
+    assert phases["train"] > 0 and started <= summary["started"] <= summary["printed"] <= time.time()
+    assert sum(phases.values()) <= summary["printed"] - summary["started"] + 1e-2
     assert {p.name for p in (tmp_path / "cli").iterdir()} >= {"config.yaml", "metrics.jsonl", "checkpoints"}
     metrics = [json.loads(line) for line in (tmp_path / "cli" / "metrics.jsonl").read_text().splitlines()]
     assert [m["update"] for m in metrics] == [1, 2]

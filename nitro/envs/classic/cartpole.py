@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from nitro.core import rng
+from nitro.core import host, rng
 from nitro.core.env import Env
 from nitro.core.spaces import Box, Discrete
 
@@ -66,18 +66,20 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
 
     def reset(self, key, num_envs, device):
         p = self.params
-        x, x_dot, theta, theta_dot = (rng.uniform(k, (num_envs,), p.reset_low, p.reset_high)
-                                      for k in rng.split(key, 4))
+        keys = torch.stack(rng.split(key, 4))  # one draw for the four variables: the same numbers as four
+        x, x_dot, theta, theta_dot = rng.uniform(keys, (4, num_envs), p.reset_low, p.reset_high).unbind(0)
         return CartPoleState(x, x_dot, theta, theta_dot, torch.zeros(num_envs, dtype=torch.int32, device=x.device))
 
     def step(self, state, action, key):
         p = self.params
         total_mass = p.masspole + p.masscart
         polemass_length = p.masspole * p.length
-        x, x_dot, theta, theta_dot = state.x, state.x_dot, state.theta, state.theta_dot
-
         force = torch.where(action == 1, p.force_mag, -p.force_mag)
-        costheta, sintheta = torch.cos(theta), torch.sin(theta)
+        costheta, sintheta = torch.cos(state.theta), torch.sin(state.theta)
+        # operators only from here on: on small CPU batches they run on numpy views (nitro.core.host)
+        x, x_dot, theta, theta_dot, elapsed, force, costheta, sintheta = host.views(
+            state.x, state.x_dot, state.theta, state.theta_dot, state.elapsed, force, costheta, sintheta)
+
         temp = (force + polemass_length * theta_dot**2 * sintheta) / total_mass
         thetaacc = (p.gravity * sintheta - costheta * temp) / (
             p.length * (4.0 / 3.0 - p.masspole * costheta**2 / total_mass)
@@ -93,9 +95,11 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
             theta_dot = theta_dot + p.tau * thetaacc
             theta = theta + p.tau * theta_dot
 
-        elapsed = state.elapsed + 1
-        terminated = (x.abs() > p.x_threshold) | (theta.abs() > p.theta_threshold_radians)
+        elapsed = elapsed + 1
+        terminated = (abs(x) > p.x_threshold) | (abs(theta) > p.theta_threshold_radians)
         truncated = elapsed >= p.max_episode_steps
+        x, x_dot, theta, theta_dot, elapsed, terminated, truncated = host.tensors(
+            x, x_dot, theta, theta_dot, elapsed, terminated, truncated)
         # Gymnasium pays the step reward on the failing step too; only Sutton-Barto's variant differs.
         if p.sutton_barto_reward:
             reward = torch.where(terminated, -1.0, 0.0)

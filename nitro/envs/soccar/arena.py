@@ -3,7 +3,7 @@
 Reference: RocketSim (ZealanL/RocketSim, MIT) `src/Sim/Arena/Arena.cpp`. The functional core is
 `tick(state, controls, world) -> (state, events)`; `Arena` is the thin stateful shell users hold (the
 contract in docs DESIGN.md, "Soccar Arena contract"), and the one place that picks how ticks run:
-eager, compiled, captured in a CUDA graph, or fused into one Triton kernel (`kernels/arena.py`, the
+eager, compiled, captured in a CUDA graph, or fused into Triton stage kernels (`kernels/arena.py`, the
 twin of this module's tick, with the differences its docstring lists). Cars drive, jump, flip, boost
 and fly against the arena through their wheels; their bodies collide with the arena, the ball and
 each other in Bullet's joint step (`dynamics_world`), whose contacts fire RocketSim's callbacks: hits
@@ -133,7 +133,7 @@ class Arena:
 
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
-    whole K-tick step in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
+    K-tick step in five Triton stage kernels per tick, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
     the state tensors in place). The fused kernel approximates the tick in arenas with cars: a car
     body's contacts with the arena come from separating axes (the planes' exactly as Bullet's) and are
     solved for the car alone; it has no contact solve between bodies (cars pass through the ball and

@@ -12,7 +12,7 @@ same order, with the reference's (RocketSim's, Bullet's) variable names, reading
   capture it), ``launch_name`` the host function that launches it and returns the reference's
   dataclass (`contacts`).
 
-`kernels/arena.py` holds the fused K-tick kernel, `tick` calling the stages in Arena::Step order.
+`kernels/arena.py` holds the fused step, `tick` launching its stage kernels in Arena::Step order.
 Kernels import data (constants, contacts, arena_mesh, mutators, state) and each other, never the
 reference mechanics. Tests run each stage under ``TRITON_INTERPRET=1`` against its reference stage
 (tests/envs/soccar/kernels). Triton comes with CUDA builds of PyTorch only: without it these modules
@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - exercised on CPU-only installs
         """Stand-in for ``triton.jit`` without Triton: the function is kept, never launched."""
         return fn
 
-    class constexpr:  # noqa: N801 - named as the Triton class it stands in for
+    class constexpr:  # named as the Triton class it stands in for
         """Stand-in for ``tl.constexpr`` without Triton: holds the value as ``.value``, as Triton's does
         (host code reads module-level constants through ``.value``)."""
 

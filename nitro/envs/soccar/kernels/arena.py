@@ -1,11 +1,20 @@
-"""The fused K-tick kernel: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks`, whole ticks
-in one launch, one env per thread, the ball and the env's cars in registers for all K ticks.
+"""The fused step: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks` in Triton, each tick
+five stage kernels in Arena::Step order (`tick`), one thread per lane:
 
-`tick` reads like the reference tick: the stages of `kernels/ball.py`, `kernels/car.py` and the game
-rules (`kernels/rules.py`, `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) called in
-Arena::Step order. An env's cars are a tuple of car tuples (`kernels/car.load_car`), NUM_CARS of them,
-walked with static loops, each with its ball hit info beside it; the pads' state stays in memory,
-walked once per tick.
+- `pre_tick_kernel`, one car per lane: a demolished car's countdown and respawn, Car::_PreTickUpdate;
+- `car_pairs_kernel`, one car pair per lane: the stand-in contact points between the cars;
+- `collisions_kernel`, one env per lane: the contact callbacks, car-ball hits and car-car bumps;
+- `car_step_kernel`, one car per lane: the body against the arena, its solve, integration, post-tick;
+- `ball_and_rules_kernel`, one env per lane: the ball's step, the pads, goals, events and kickoffs.
+
+Each calls the stages of `kernels/ball.py`, `kernels/car.py` and the game rules (`kernels/rules.py`,
+`ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) as the reference tick does. The cars
+travel between the kernels as their packed rows (`kernels/car.pack_cars`), `car_tick` (the forces,
+frozen flags and callback results one kernel hands the next) and `pair_contacts`; an env kernel walks its cars with
+static loops, a car kernel runs one car slot per program (its tables load once per block). Ball-only
+arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
+(One kernel with every car unrolled did not compile: Triton's coalesce pass grows with the number of
+memory operations times the square of the kernel's size, 600 s of a CPU for one car with its body.)
 
 What differs from the reference tick: each car body meets the arena in Bullet's step through
 `car_contacts.car_world_contacts` (separating axes for the mesh triangles, the deepest corner for the
@@ -28,9 +37,22 @@ from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh import ArenaMesh, load_arena_mesh
 from nitro.envs.soccar.contacts import CAR_CAR_POINTS as _CAR_CAR_POINTS
 from nitro.envs.soccar.contacts import MAX_NEW_CONTACTS, MAX_PUSH_POINTS, PLANE_OBJECT_BASE
-from nitro.envs.soccar.kernels import ball_hit, boost_pads, car_bump, car_contacts, rules
+from nitro.envs.soccar.kernels import (
+    ball_hit,
+    boost_pads,
+    car_bump,
+    car_contacts,
+    constexpr,
+    jit,
+    require_triton,
+    rules,
+    tl,
+    triton,
+    triton_op,
+    warps,
+    wrap_triton,
+)
 from nitro.envs.soccar.kernels import car as car_kernels
-from nitro.envs.soccar.kernels import constexpr, jit, require_triton, tl, triton, triton_op, warps, wrap_triton
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid, grid_args
 from nitro.envs.soccar.kernels.ball import apply_damping, finish_physics_tick, physics_step, update_sleeping
 from nitro.envs.soccar.kernels.car import (
@@ -49,7 +71,7 @@ from nitro.envs.soccar.kernels.vec import add, load, load_row, store, store_row,
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
-FUSED_BLOCK = 32  # envs per program of the fused tick: one warp, so block-wide branches are warp-wide
+FUSED_BLOCK = 32  # lanes per program of the stage kernels: one warp, so block-wide branches are warp-wide
 # The fused tick reads its own grid, made for the ball's reach (radius + gap = 93.2 UU): 64-UU cells
 # listing the triangles within 96 UU, where the shared grid (128-UU cells, 112 UU for every query)
 # lists 1.5x as many per cell near the walls. Lists stay in Bullet's visiting order and hold every
@@ -82,14 +104,21 @@ BUMPED_BY_AT = constexpr(9)
 
 def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
     """One RocketSim tick (Arena::Step) of each env, as `arena.tick` orders its stages: each stage
-    kernel a launch over the lanes it needs (one per car, or one per env with its cars walked by
-    static loops); they hand each other the cars' packed rows and `car_tick`. ``args``: every kernel
-    argument by name (`step_ticks_op`); ``envs`` envs of ``cars`` cars each."""
+    kernel a launch over the lanes it needs (one per car or car pair, one slot per program; or one
+    per env, its cars walked by static loops); they hand each other the cars' packed rows,
+    `car_tick` and `pair_contacts`. ``args``: every kernel argument by name (`step_ticks_op`);
+    ``envs`` envs of ``cars`` cars each."""
     if cars:
-        launch(pre_tick_kernel, envs, cars, args, block, maxnreg)  # 2. demo countdown and respawn, cars' pre-tick
-        launch(collisions_kernel, envs, 1, args, block, maxnreg)  # 5. the contact callbacks: hits, bumps
-        launch(car_step_kernel, envs, cars, args, block, maxnreg)  # 5. the car bodies' solve and integration, 6.
-    launch(ball_and_rules_kernel, envs, 1, args, block, maxnreg)  # 1., 5. the ball's step, 3. and 7. pads, 8.-10.
+        # 2. a demolished car's countdown and respawn, the cars' pre-tick
+        launch(pre_tick_kernel, envs, cars, args, block, maxnreg)
+        # 5. collision detection between the cars, then the contact callbacks (hits, bumps)
+        if cars > 1:
+            launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, args, block, maxnreg)
+        launch(collisions_kernel, envs, 1, args, block, maxnreg)
+        # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
+        launch(car_step_kernel, envs, cars, args, block, maxnreg)
+    # 1. and 5. the ball's sleeping and step; 3. and 7. the pads; 8. ball finish; 9. goals; 10.
+    launch(ball_and_rules_kernel, envs, 1, args, block, maxnreg)
 
 
 def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int) -> None:
@@ -131,7 +160,9 @@ def env_lanes(n, BLOCK: tl.constexpr):
 
 
 @jit
-def load_car_and_hit_info(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK: tl.constexpr):
+def load_car_and_hit_info(
+    rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK: tl.constexpr
+):
     """A car (`load_car`), its `car_ints` row and its ball hit info (`load_hit_info`)."""
     car = load_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, BLOCK)
     ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
@@ -155,7 +186,9 @@ def car_events_of(ints):
 
 
 @jit
-def store_car_tick(car_tick_ptr, row, live, force, torque, frozen, touched, demoed_by, bumped_by, BLOCK: tl.constexpr):
+def store_car_tick(
+    car_tick_ptr, row, live, force, torque, frozen, touched, demoed_by, bumped_by, BLOCK: tl.constexpr
+):
     """A car's `car_tick` row."""
     zero = force[0] * 0.0
     values = force + torque + (frozen.to(tl.float32), touched.to(tl.float32))
@@ -170,7 +203,14 @@ def load_car_tick(car_tick_ptr, row, live, BLOCK: tl.constexpr):
     force = (v[FORCE_AT], v[FORCE_AT + 1], v[FORCE_AT + 2])
     torque = (v[TORQUE_AT], v[TORQUE_AT + 1], v[TORQUE_AT + 2])
     frozen = v[FROZEN_AT] != 0
-    return force, torque, frozen, v[TOUCHED_AT] != 0, v[DEMOED_BY_AT].to(tl.int32), v[BUMPED_BY_AT].to(tl.int32)
+    return (
+        force,
+        torque,
+        frozen,
+        v[TOUCHED_AT] != 0,
+        v[DEMOED_BY_AT].to(tl.int32),
+        v[BUMPED_BY_AT].to(tl.int32),
+    )
 
 
 @jit
@@ -214,24 +254,29 @@ def pre_tick_kernel(
                  plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
         grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), NUM_PLANES, BLOCK,
     )  # fmt: skip
-    store_car_and_hit_info(car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK)
+    store_car_and_hit_info(
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
+    )
     store_car_ints(car_ints_ptr, row, live, info, car_events_of(ints), BLOCK)
     none = tl.full([BLOCK], -1, tl.int32)
-    store_car_tick(car_tick_ptr, row, live, force, torque, frozen, frozen != frozen, none, none, BLOCK)
+    store_car_tick(
+        car_tick_ptr, row, live, force, torque, frozen, tl.zeros([BLOCK], tl.int1), none, none, BLOCK
+    )
 
 
 @jit
 def collisions_kernel(
     pos_ptr, vel_ptr, velocity_impulse_cache_ptr, tick_count_ptr,
-    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, hitbox_table_ptr,
-    n, ball_damping, ball_radius, ball_contact_gap, ball_hit_extra_force_scale, demo_mode, enable_team_demos,
+    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, pair_contacts_ptr,
+    hitbox_table_ptr, n, ball_damping, ball_radius, ball_contact_gap, ball_hit_extra_force_scale, demo_mode, enable_team_demos,
     bump_force_scale, bump_cooldown_time, respawn_delay,
     NUM_CARS: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 5's contact callbacks, one env per lane, at the tick-start transforms: the car-ball hits
     (Ball::_OnHit: the ball's extra velocity into its cache, the hit infos), then the car-car bumps
-    and demolitions. The touches and attackers go to `car_tick`."""
-    lane, live, env = env_lanes(n, BLOCK)
+    and demolitions from `car_pairs_kernel`'s contact points. The touches and attackers go to
+    `car_tick`."""
+    lane, live, _ = env_lanes(n, BLOCK)
     pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
     velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
@@ -264,14 +309,9 @@ def collisions_kernel(
         touched = touched + (is_hit,)
         states = states + (car_bump.bump_state(car),)
     contacts = ()
-    for a in tl.static_range(NUM_CARS):
-        for b in tl.static_range(a + 1, NUM_CARS):
-            contacts = contacts + (
-                car_contacts.car_car_contacts(
-                    states[a][0], states[a][2], car_contacts.load_hitbox(hitbox_table_ptr, a), ticks[a][2],
-                    states[b][0], states[b][2], car_contacts.load_hitbox(hitbox_table_ptr, b), ticks[b][2],
-                ),
-            )  # fmt: skip
+    pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
+    for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points
+        contacts = contacts + (load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK),)
     states, bumped_by, demoed_by = car_bump.on_car_car_collision(
         states, contacts, flag(demo_mode), flag(enable_team_demos), f32(bump_force_scale), f32(bump_cooldown_time),
         f32(respawn_delay), BLUE, NUM_CARS, CAR_CAR_POINTS,
@@ -280,12 +320,81 @@ def collisions_kernel(
         row = lane * NUM_CARS + c
         car = car_bump.with_bump_state(cars[c], states[c])
         store_car_and_hit_info(
-            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, hit_infos[c], BLOCK
+            car_rows_ptr,
+            car_contact_id_ptr,
+            car_tick_count_since_update_ptr,
+            row,
+            live,
+            car,
+            hit_infos[c],
+            BLOCK,
         )
         store_car_ints(car_ints_ptr, row, live, hit_infos[c], car_events_of(all_ints[c]), BLOCK)
         force, torque, frozen = ticks[c][0], ticks[c][1], ticks[c][2]
-        store_car_tick(car_tick_ptr, row, live, force, torque, frozen, touched[c], demoed_by[c], bumped_by[c], BLOCK)
+        store_car_tick(
+            car_tick_ptr, row, live, force, torque, frozen, touched[c], demoed_by[c], bumped_by[c], BLOCK
+        )
     store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
+
+
+PAIR_WIDTH = constexpr(16)
+"""Floats per car pair in `pair_contacts`: its `CAR_CAR_POINTS` (2) points, each (is_contact, the
+point in car a's frame, in car b's), two spare."""
+
+
+@jit
+def pair_cars(pair, NUM_CARS: tl.constexpr):
+    """The cars (a, b), a < b, of pair ``pair`` in `contacts.car_pairs` order."""
+    a = pair * 0
+    b = pair * 0
+    for i in tl.static_range(NUM_CARS):
+        for j in tl.static_range(i + 1, NUM_CARS):
+            at = pair == i * NUM_CARS - i * (i + 1) // 2 + (j - i - 1)
+            a = tl.where(at, i, a)
+            b = tl.where(at, j, b)
+    return a, b
+
+
+@jit
+def car_pairs_kernel(
+    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_tick_ptr, pair_contacts_ptr,
+    hitbox_table_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Stage 5's collision detection between the cars, one car pair per lane (one pair per program, as
+    `car_lanes` runs one slot): each pair's stand-in contact points (`car_contacts.car_car_contacts`,
+    at the tick-start transforms; a frozen car takes no part) into `pair_contacts`."""
+    pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
+    pair = tl.program_id(0) % pairs
+    env = (tl.program_id(0) // pairs) * BLOCK + tl.arange(0, BLOCK)
+    live = env < n
+    a, b = pair_cars(pair, NUM_CARS)
+    car_a = load_car(
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, env * NUM_CARS + a, live, BLOCK
+    )
+    car_b = load_car(
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, env * NUM_CARS + b, live, BLOCK
+    )
+    frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
+    frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
+    first, second = car_contacts.car_car_contacts(
+        car_a[0], car_a[1], car_contacts.load_hitbox(hitbox_table_ptr, a), frozen_a,
+        car_b[0], car_b[1], car_contacts.load_hitbox(hitbox_table_ptr, b), frozen_b,
+    )  # fmt: skip
+    zero = car_a[0][0] * 0.0
+    values = (
+        (first[0].to(tl.float32),) + first[1] + first[2] + (second[0].to(tl.float32),) + second[1] + second[2]
+    )
+    store_row(pair_contacts_ptr, env * pairs + pair, values + (zero, zero), live, PAIR_WIDTH, BLOCK)
+
+
+@jit
+def load_pair_contacts(pair_contacts_ptr, row, live, BLOCK: tl.constexpr):
+    """A pair's points from `pair_contacts`, as `car_contacts.car_car_contacts` returns them."""
+    v = load_row(pair_contacts_ptr, row, live, PAIR_WIDTH, BLOCK)
+    return (
+        (v[0] != 0, (v[1], v[2], v[3]), (v[4], v[5], v[6])),
+        (v[7] != 0, (v[8], v[9], v[10]), (v[11], v[12], v[13])),
+    )
 
 
 @jit
@@ -329,7 +438,9 @@ def car_step_kernel(
     car = car[:28] + (demoed,) + car[29:]
     car = car_kernels.post_tick_update(car, controls, tick_time)  # 6. cars' post-tick and finish
     car = car_kernels.finish_physics_tick(car)
-    store_car_and_hit_info(car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK)
+    store_car_and_hit_info(
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
+    )
 
 
 @jit
@@ -366,7 +477,12 @@ def ball_and_rules_kernel(
     tick_count_since_update = tl.load(tick_count_since_update_ptr + lane, mask=live, other=0)
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
     g = load_row(game_ints_ptr, lane, live, GAME_WIDTH, BLOCK)  # `game_ints`
-    blue_score, orange_score, scored_last_tick, kickoff_count = g[0].to(tl.int32), g[1].to(tl.int32), g[2] != 0, g[3]
+    blue_score, orange_score, scored_last_tick, kickoff_count = (
+        g[0].to(tl.int32),
+        g[1].to(tl.int32),
+        g[2] != 0,
+        g[3],
+    )
     goal_tick, goals = g[4], g[5].to(tl.int32)  # goals: bit 0 blue, bit 1 orange
     k = 0
     while k < tl.cast(ticks, tl.int32):
@@ -396,11 +512,18 @@ def ball_and_rules_kernel(
             hitbox_table_ptr, tick_time, f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
         )  # fmt: skip
         vel, ang_vel, velocity_impulse_cache, tick_count_since_update = finish_physics_tick(  # 8. ball finish
-            vel, ang_vel, velocity_impulse_cache, tick_count_since_update, f32(ball_max_speed), f32(ball_max_ang_speed)
+            vel,
+            ang_vel,
+            velocity_impulse_cache,
+            tick_count_since_update,
+            f32(ball_max_speed),
+            f32(ball_max_ang_speed),
         )
         goal = rules.is_ball_scored(pos, f32(goal_y))  # 9. goal (RocketSim fires every scoring tick)
         tick_count += 1  # 10.
-        blue_score, orange_score, scored_last_tick = rules.count_goals(blue_score, orange_score, scored_last_tick, goal)
+        blue_score, orange_score, scored_last_tick = rules.count_goals(
+            blue_score, orange_score, scored_last_tick, goal
+        )
         touched = ()
         demoed_by = ()
         bumped_by = ()
@@ -409,7 +532,14 @@ def ball_and_rules_kernel(
             demoed_by = demoed_by + (ticks_of_cars[c][4],)
             bumped_by = bumped_by + (ticks_of_cars[c][5],)
         goal_tick, goals, car_events = fold_tick(
-            (goal_tick, goals, car_events), goal, tick_count, touched, demoed_by, bumped_by, pickup_pad, NUM_CARS
+            (goal_tick, goals, car_events),
+            goal,
+            tick_count,
+            touched,
+            demoed_by,
+            bumped_by,
+            pickup_pad,
+            NUM_CARS,
         )
         if KICKOFF_AFTER_GOAL:  # nitro's option: a kickoff after each goal
             kickoff = goal > 0
@@ -433,9 +563,21 @@ def ball_and_rules_kernel(
             velocity_impulse_cache = where(kickoff, (zero, zero, zero), velocity_impulse_cache)
             tick_count_since_update = tl.where(kickoff, 0, tick_count_since_update)
             for p in range(BOOST_PAD_COUNT):
-                tl.store(pad_is_active_ptr + env * BOOST_PAD_COUNT + p, tl.full([BLOCK], 1, tl.int8), mask=live & kickoff)
-                tl.store(pad_cooldown_ptr + env * BOOST_PAD_COUNT + p, tl.zeros([BLOCK], dtype=tl.float32), mask=live & kickoff)
-                tl.store(pad_prev_locked_car_id_ptr + env * BOOST_PAD_COUNT + p, tl.zeros([BLOCK], dtype=tl.int32), mask=live & kickoff)
+                tl.store(
+                    pad_is_active_ptr + env * BOOST_PAD_COUNT + p,
+                    tl.full([BLOCK], 1, tl.int8),
+                    mask=live & kickoff,
+                )
+                tl.store(
+                    pad_cooldown_ptr + env * BOOST_PAD_COUNT + p,
+                    tl.zeros([BLOCK], dtype=tl.float32),
+                    mask=live & kickoff,
+                )
+                tl.store(
+                    pad_prev_locked_car_id_ptr + env * BOOST_PAD_COUNT + p,
+                    tl.zeros([BLOCK], dtype=tl.int32),
+                    mask=live & kickoff,
+                )
             kickoff_count += kickoff.to(tl.int64)
         for c in tl.static_range(NUM_CARS):
             row = lane * NUM_CARS + c
@@ -452,7 +594,12 @@ def ball_and_rules_kernel(
     tl.store(tick_count_since_update_ptr + lane, tick_count_since_update, mask=live)
     tl.store(tick_count_ptr + lane, tick_count, mask=live)
     zero = kickoff_count * 0
-    game_ints = (blue_score.to(tl.int64), orange_score.to(tl.int64), scored_last_tick.to(tl.int64), kickoff_count)
+    game_ints = (
+        blue_score.to(tl.int64),
+        orange_score.to(tl.int64),
+        scored_last_tick.to(tl.int64),
+        kickoff_count,
+    )
     game_ints = game_ints + (goal_tick, goals.to(tl.int64), zero, zero)
     store_row(game_ints_ptr, lane, game_ints, live, GAME_WIDTH, BLOCK)
 
@@ -487,7 +634,9 @@ def update_pads(
             cooldown = tl.load(pad_cooldown_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0.0)
             prev = tl.load(pad_prev_locked_car_id_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0)
             is_active, cooldown = boost_pads.pre_tick_update(cooldown, tick_time)
-            locked = boost_pads.check_collision(prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS)
+            locked = boost_pads.check_collision(
+                prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS
+            )
             is_active, cooldown, prev, pickup, amount = boost_pads.post_tick_update(
                 is_active, cooldown, locked, is_big, boost_pad_cooldown_big, boost_pad_cooldown_small
             )
@@ -518,7 +667,12 @@ def fold_tick(events, goal, tick_count, touched, demoed_by, bumped_by, pickup_pa
     for c in tl.static_range(NUM_CARS):
         touch, demoer, bumper, pad = car_events[c]
         new = new + (
-            (touch | touched[c], rules.first(demoer, demoed_by[c]), rules.first(bumper, bumped_by[c]), rules.first(pad, pickup_pad[c])),
+            (
+                touch | touched[c],
+                rules.first(demoer, demoed_by[c]),
+                rules.first(bumper, bumped_by[c]),
+                rules.first(pad, pickup_pad[c]),
+            ),
         )
     return goal_tick, goals | goal, new
 
@@ -590,6 +744,9 @@ def step_ticks_op(
         **{f"{name}_ptr": x for name, x in zip(PAD_NAMES, pads)},
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
+        "pair_contacts_ptr": torch.empty(
+            envs * (num_cars * (num_cars - 1) // 2), PAIR_WIDTH.value, device=controls.device
+        ),
         "controls_ptr": controls,
         "hashed_seed": hashed_seed,
         **dict(zip(PARAM_NAMES, params)),
@@ -658,8 +815,9 @@ def launch_step_ticks_(
     block: int = FUSED_BLOCK,
     maxnreg: int = 0,
 ) -> None:
-    """Advance the arenas by ``ticks`` ticks in one kernel launch with ``controls`` [N, C, 8] held,
-    updating ``state`` and ``events`` in place: the same mechanics as `arena.step_ticks`.
+    """Advance the arenas by ``ticks`` ticks with ``controls`` [N, C, 8] held (`step_ticks_op`: five
+    stage kernels per tick, or one launch for ball-only arenas), updating ``state`` and ``events`` in
+    place: the same mechanics as `arena.step_ticks`.
 
     ``block``: envs per program (32, 64, ...; one per thread). ``maxnreg``: a cap on registers per
     thread (0: ptxas's choice, about 255 here), for benchmarks of spills against occupancy.
@@ -685,8 +843,17 @@ def launch_step_ticks_(
         int(ticks),
         [float(getattr(world.params, name)) for name in PARAM_NAMES],
         rules.seed_hash(world.game.seed),
-        [flat_tris(mesh), mesh.tri_bounds, mesh.tri_mesh, mesh.edge_angle, mesh.edge_flags, mesh.plane_normals,
-         mesh.plane_offsets, mesh.cell_start, mesh.cell_tris],  # fmt: skip
+        [
+            flat_tris(mesh),
+            mesh.tri_bounds,
+            mesh.tri_mesh,
+            mesh.edge_angle,
+            mesh.edge_flags,
+            mesh.plane_normals,
+            mesh.plane_offsets,
+            mesh.cell_start,
+            mesh.cell_tris,
+        ],  # fmt: skip
         grid_args(mesh),
         world.game.blue,
         world.game.kickoff_after_goal,
@@ -710,7 +877,14 @@ def pack_game_ints(state: GameState, events: ArenaEvents) -> torch.Tensor:
     each way in the kernel)."""
     goals = events.goal_blue.long() | (events.goal_orange.long() << 1)
     zero = torch.zeros_like(state.kickoff_count)
-    parts = (state.blue_score, state.orange_score, state.scored_last_tick, state.kickoff_count, events.goal_tick, goals)
+    parts = (
+        state.blue_score,
+        state.orange_score,
+        state.scored_last_tick,
+        state.kickoff_count,
+        events.goal_tick,
+        goals,
+    )
     return torch.stack([x.long() for x in parts] + [zero, zero], 1)
 
 
@@ -722,10 +896,17 @@ def pack_car_ints(cars, events: ArenaEvents) -> torch.Tensor:
     return torch.stack([x.long() for x in parts] + [zero, zero], -1).reshape(-1, CAR_INTS_WIDTH.value)
 
 
-def unpack_ints_(game_ints: torch.Tensor, car_ints: torch.Tensor, state: GameState, events: ArenaEvents) -> None:
+def unpack_ints_(
+    game_ints: torch.Tensor, car_ints: torch.Tensor, state: GameState, events: ArenaEvents
+) -> None:
     """The packed rows back into the state's and the events' own tensors, in place."""
     g = game_ints
-    for field, column in (("blue_score", 0), ("orange_score", 1), ("scored_last_tick", 2), ("kickoff_count", 3)):
+    for field, column in (
+        ("blue_score", 0),
+        ("orange_score", 1),
+        ("scored_last_tick", 2),
+        ("kickoff_count", 3),
+    ):
         getattr(state, field).copy_(g[:, column])
     events.goal_tick.copy_(g[:, 4])
     events.goal_blue.copy_((g[:, 5] & 1) > 0)

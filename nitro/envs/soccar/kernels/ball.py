@@ -1,5 +1,5 @@
 """The ball's mechanics per lane, one stage per function of `ball.py` (its twin), in the same order
-and with the same names. `kernels/arena.tick` calls them; the state stays in registers.
+and with the same names. `kernels/arena.ball_and_rules_kernel` calls them; the state stays in registers.
 
 Float arguments must be float32 already (`kernels/arena.py` casts the tick parameters on entry).
 """

@@ -2,8 +2,8 @@
 functions in the same order and RocketSim's names.
 
 A car's state travels through the stages as its fields (the reference's ``car.name`` is ``name``
-here); `kernels/arena.py` keeps each car's fields in registers for all K ticks of a launch as one
-tuple in `CarState.FIELDS` order (`load_car` / `store_car`: one packed row per car in memory), and
+here); `kernels/arena.py`'s stage kernels hold each car's fields as one tuple in `CarState.FIELDS`
+order (`load_car` / `store_car`: one packed row per car in memory, read and written by each kernel), and
 the tick's stages (`pre_tick_update`, `physics_step`, ...) unpack it. Controls are (throttle, steer, pitch, yaw, roll, jump, boost, handbrake), the first five
 clamped to [-1, 1], the buttons pressed above 0.5 (CarControls.from_tensor). Forces and torques
 accumulate as (force, torque) and act in `physics_step`.

@@ -102,8 +102,9 @@ class SoccarParams:
     `GameCondition` termination needs it). False: the ball stays in the goal (episodes end there)."""
     physics: str = "eager"
     """How the ticks run: "eager" (the PyTorch tick, `arena.step_ticks`) or "fused" (each held action's
-    ticks in one Triton kernel, `kernels.arena.launch_step_ticks_`; CUDA, or the CPU under
-    TRITON_INTERPRET=1). The fused tick does not yet collide car bodies with the arena (docs/SOCCAR.md)."""
+    ticks in Triton stage kernels, `kernels.arena.launch_step_ticks_`; CUDA, or the CPU under
+    TRITON_INTERPRET=1). The fused tick solves each car body against the arena alone and has no
+    contact response between bodies (docs/SOCCAR.md)."""
     meshes: str | None = None
     """Folder of the soccar collision meshes (None: look where `nitro.envs.soccar.find_soccar_meshes` does)."""
 

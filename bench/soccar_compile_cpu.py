@@ -1,0 +1,154 @@
+"""Compile time of the fused soccar step's stage kernels for an H100/H200 (sm_90), on a machine without
+a GPU: Triton's whole pipeline (TTIR, TTGIR, LLVM IR, PTX, cubin) per kernel and team size, stage by
+stage, with an empty Triton cache. The fused step's kernels are compiled at their first launch, so this
+is the wait a user's first `Arena(mode="fused")` step pays on the GPU's host (a faster CPU there).
+
+    python bench/soccar_compile_cpu.py OUT [--sizes 0v0,1v0,1v1,2v2,3v3] [--block 32]
+
+Writes OUT/soccar_compile_cpu.json and prints a table. Needs Triton (a CUDA build of PyTorch, or the
+triton wheel); the kernels' arguments are captured from a real `launch_step_ticks_` on CPU tensors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch
+
+DTYPES = {torch.float32: "*fp32", torch.int64: "*i64", torch.int32: "*i32", torch.int8: "*i8"}
+
+
+def captured_launches(blue: int, orange: int, block: int) -> list:
+    """Each stage kernel of one fused step of a ``blue``v``orange`` arena with its launch arguments."""
+    from nitro.envs.soccar import Arena, ArenaEvents
+    from nitro.envs.soccar.kernels import arena as arena_kernels
+
+    launches = []
+
+    class Catch:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __getitem__(self, grid):
+            def launch(**kwargs):
+                if not any(k is self.kernel for k, _ in launches):
+                    launches.append((self.kernel, kwargs))
+
+            return launch
+
+    saved = arena_kernels.wrap_triton, arena_kernels.require_triton
+    arena_kernels.wrap_triton, arena_kernels.require_triton = Catch, (lambda: None)
+    try:
+        a = Arena(2, blue=blue, orange=orange, device="cpu")
+        cars = blue + orange
+        arena_kernels.launch_step_ticks_(
+            a.state, ArenaEvents.none(2, cars, "cpu"), torch.zeros(2, cars, 8), a.world, 8, block=block
+        )
+    finally:
+        arena_kernels.wrap_triton, arena_kernels.require_triton = saved
+    return launches
+
+
+def compile_for_sm90(kernel, kwargs: dict) -> dict:
+    """Triton's compile of one launch for sm_90: seconds per stage and in all, PTX lines."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.compiler import ASTSource
+
+    signature, constexprs = {}, {}
+    for i, name in enumerate(kernel.arg_names):
+        value = kwargs[name]
+        if kernel.params[i].is_constexpr:
+            signature[name], constexprs[(i,)] = "constexpr", value
+        elif isinstance(value, torch.Tensor):
+            signature[name] = DTYPES[value.dtype]
+        elif isinstance(value, bool):
+            signature[name] = "i1"
+        elif isinstance(value, int):
+            signature[name] = "i32"
+        else:
+            signature[name] = "fp32"
+    stages: dict[str, float] = {}
+    add_stages = CUDABackend.add_stages
+
+    def timed_stages(self, table, options, language):
+        add_stages(self, table, options, language)
+        for key, stage in list(table.items()):
+
+            def timed(src, metadata, stage=stage, key=key):
+                start = time.perf_counter()
+                out = stage(src, metadata)
+                stages[key] = round(time.perf_counter() - start, 2)
+                return out
+
+            table[key] = timed
+
+    CUDABackend.add_stages = timed_stages
+    try:
+        start = time.perf_counter()
+        compiled = triton.compile(
+            ASTSource(fn=kernel, signature=signature, constexprs=constexprs),
+            target=GPUTarget("cuda", 90, 32),
+            options={"num_warps": kwargs.get("num_warps", 1)},
+        )
+        total = time.perf_counter() - start
+    finally:
+        CUDABackend.add_stages = add_stages
+    return {"seconds": round(total, 2), "stages": stages, "ptx_lines": compiled.asm["ptx"].count("\n")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="folder for soccar_compile_cpu.json")
+    parser.add_argument("--sizes", default="0v0,1v0,1v1,3v3", help="team sizes, BLUEvORANGE, comma-separated")
+    parser.add_argument(
+        "--block", type=int, default=32, help="lanes per program (the fused step's default: 32)"
+    )
+    args = parser.parse_args()
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="nitro_compile_")  # every kernel compiled cold
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    import triton
+
+    rows = []
+    for size in args.sizes.split(","):
+        blue, orange = (int(x) for x in size.split("v"))
+        for kernel, kwargs in captured_launches(blue, orange, args.block):
+            name = getattr(kernel, "fn", kernel).__name__
+            row = {"size": size, "kernel": name, **compile_for_sm90(kernel, kwargs)}
+            print(
+                f"{size:>4} {name:<22} {row['seconds']:7.1f} s  ttgir {row['stages'].get('ttgir', 0):6.1f} s",
+                flush=True,
+            )
+            rows.append(row)
+    result = {
+        "machine": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average_at_start": os.getloadavg(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "target": "cuda sm_90",
+        "block": args.block,
+        "kernels": rows,
+        "per_size_seconds": {
+            s: round(sum(r["seconds"] for r in rows if r["size"] == s), 1) for s in args.sizes.split(",")
+        },
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "soccar_compile_cpu.json").write_text(json.dumps(result, indent=1))
+    print("size  seconds (all stage kernels)")
+    for size, seconds in result["per_size_seconds"].items():
+        print(f"{size:>4}  {seconds}")
+
+
+if __name__ == "__main__":
+    main()
