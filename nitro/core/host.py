@@ -33,7 +33,7 @@ def eager_cpu(x: torch.Tensor) -> bool:
 def views(*xs: torch.Tensor) -> tuple:
     """Numpy views (no copy) of eager CPU tensors (``eager_cpu`` of the first); the tensors themselves
     otherwise."""
-    return tuple(x.numpy() for x in xs) if eager_cpu(xs[0]) else xs
+    return tuple(x.numpy() for x in xs) if eager_cpu(xs[0]) else xs  # sync-ok: CPU tensors, zero-copy views
 
 
 def tensors(*xs) -> tuple[torch.Tensor, ...]:

@@ -37,7 +37,7 @@ def _as_i32(x: int) -> int:
 def _mix(x: torch.Tensor) -> torch.Tensor:
     """lowbias32 over int32 bit patterns (multiplication wraps modulo 2^32)."""
     if host.eager_cpu(x):  # the same bits through numpy: a fifth of PyTorch's per-call cost (nitro.core.host)
-        return torch.from_numpy(_mix_words(x.numpy().view(np.uint32)).view(np.int32))
+        return torch.from_numpy(_mix_words(x.numpy().view(np.uint32)).view(np.int32))  # sync-ok: a CPU tensor
     x = x ^ ((x >> 16) & 0xFFFF)
     x = x * _M1
     x = x ^ ((x >> 15) & 0x1FFFF)
@@ -85,7 +85,8 @@ def split(key: torch.Tensor, n: int = 2) -> list[torch.Tensor]:
     if n == 0:
         return []
     if host.eager_cpu(key):
-        salted = key.numpy().view(np.uint32)[None] ^ _split_salts(n).reshape(n, *(1,) * key.dim())
+        words = key.numpy().view(np.uint32)  # sync-ok: a CPU tensor
+        salted = words[None] ^ _split_salts(n).reshape(n, *(1,) * key.dim())
         return list(torch.from_numpy(_mix_words(salted).view(np.int32)).unbind(0))
     salted = torch.stack([key ^ _mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)])
     return list(_mix(salted).unbind(0))
@@ -131,7 +132,7 @@ def uniform(key: torch.Tensor, shape: tuple[int, ...], low=0.0, high=1.0, dtype=
     """Uniform floats in [low, high) with 24 random bits each."""
     if (dtype == torch.float32 and tuple(key.shape) == tuple(shape) and isinstance(low, (int, float))
             and isinstance(high, (int, float)) and host.eager_cpu(key)):  # one word per key, in numpy
-        words = _mix_words(key.numpy().view(np.uint32) + _U_GOLDEN)
+        words = _mix_words(key.numpy().view(np.uint32) + _U_GOLDEN)  # sync-ok: a CPU tensor
         u = _unit(words).astype(np.float32) * np.float32(1.0 / (1 << 24))
         return torch.from_numpy(low + (high - low) * u)
     u = _unit(bits(key, shape)).to(dtype) * (1.0 / (1 << 24))

@@ -99,11 +99,12 @@ def evaluate(run: str | Path, episodes: int = 100, deterministic: bool = True, c
     r, lengths = returns.cpu(), lengths.cpu()  # sync-ok: the results, once, after the episodes
     path = checkpoint_path(run, checkpoint)
     meta = checkpoint_meta(path)
-    return {"episodes": episodes, "deterministic": deterministic, "mean_return": r.mean().item(),
-            "std_return": r.std().item() if episodes > 1 else 0.0, "min_return": r.min().item(),
-            "max_return": r.max().item(), "mean_length": lengths.float().mean().item(), "env": cfg.env.id,
+    # sync-ok below: r and lengths are host copies already
+    return {"episodes": episodes, "deterministic": deterministic, "mean_return": r.mean().item(),  # sync-ok
+            "std_return": r.std().item() if episodes > 1 else 0.0, "min_return": r.min().item(),  # sync-ok
+            "max_return": r.max().item(), "mean_length": lengths.float().mean().item(), "env": cfg.env.id,  # sync-ok
             "update": meta.get("update"), "global_step": meta.get("global_step"), "checkpoint": str(path),
-            "returns": r.tolist(), "lengths": lengths.tolist()}
+            "returns": r.tolist(), "lengths": lengths.tolist()}  # sync-ok
 
 
 Z95 = 1.959964
