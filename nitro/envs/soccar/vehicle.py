@@ -88,16 +88,10 @@ class GroundBody:
 
 
 @dataclasses.dataclass
-class Bodies:
+class Bodies(GroundBody):
     """What a wheel ray can hit besides the arena, per env [N, B, ...]: the C cars, then the ball, as
-    they are when the cars' pre-ticks start."""
+    they are when the cars' pre-ticks start (`GroundBody`'s fields, one per body)."""
 
-    pos: torch.Tensor
-    rot_mat: torch.Tensor
-    vel: torch.Tensor
-    ang_vel: torch.Tensor
-    inv_mass: torch.Tensor
-    inv_inertia_local: torch.Tensor
     responds: torch.Tensor
     """The body has contact response [N, B] bool: a demolished car does not, and a ray whose closest
     hit it is touches nothing (btDefaultVehicleRaycaster::castRay)."""

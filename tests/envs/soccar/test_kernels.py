@@ -185,6 +185,7 @@ def test_kernels_lower_for_the_gpu_with_compile_argument_types(mesh, monkeypatch
         "ray_cast_kernel",
         "box_contacts_kernel",
         "pre_tick_kernel",
+        "car_pairs_kernel",
         "collisions_kernel",
         "car_step_kernel",
         "ball_and_rules_kernel",

@@ -54,7 +54,7 @@ from nitro.envs.soccar.kernels import (
     wrap_triton,
 )
 from nitro.envs.soccar.kernels import car as car_kernels
-from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid, grid_args
+from nitro.envs.soccar.kernels.arena_mesh import ARENA_NAMES, arena_tensors, grid, grid_args
 from nitro.envs.soccar.kernels.ball import apply_damping, finish_physics_tick, physics_step, update_sleeping
 from nitro.envs.soccar.kernels.car import (
     CAR_WIDTH,
@@ -780,8 +780,6 @@ GAME_NAMES = ("tick_count", "game_ints")
 CAR_NAMES = ("rows", "contact_id", "tick_count_since_update", "ints")
 PAD_NAMES = ("pad_is_active", "pad_cooldown", "pad_prev_locked_car_id")
 TABLE_NAMES = ("car_table", "pad_table", "hitbox_table", "respawn_spawns", "kickoff_spawns")
-ARENA_NAMES = ("tri", "tri_bounds", "tri_mesh", "edge_angle", "edge_flags", "plane_normals", "plane_offsets",
-               "cell_start", "cell_tris")  # fmt: skip
 
 
 def ball_grid(world: World) -> ArenaMesh:
@@ -844,17 +842,7 @@ def launch_step_ticks_(
         int(ticks),
         [float(getattr(world.params, name)) for name in PARAM_NAMES],
         rules.seed_hash(world.game.seed),
-        [
-            flat_tris(mesh),
-            mesh.tri_bounds,
-            mesh.tri_mesh,
-            mesh.edge_angle,
-            mesh.edge_flags,
-            mesh.plane_normals,
-            mesh.plane_offsets,
-            mesh.cell_start,
-            mesh.cell_tris,
-        ],  # fmt: skip
+        arena_tensors(mesh),
         grid_args(mesh),
         world.game.blue,
         world.game.kickoff_after_goal,

@@ -38,3 +38,14 @@ def grid_args(mesh: ArenaMesh) -> list[float]:
 def flat_tris(mesh: ArenaMesh) -> torch.Tensor:
     """The triangles' vertices as [T, 9] (a view: tri_verts is contiguous)."""
     return mesh.tri_verts.reshape(-1, 9)
+
+
+ARENA_NAMES = ("tri", "tri_bounds", "tri_mesh", "edge_angle", "edge_flags", "plane_normals", "plane_offsets",
+               "cell_start", "cell_tris")  # fmt: skip
+"""The arena's tensors as the contact kernels take them (`arena_tensors`), their pointers named
+``{name}_ptr``."""
+
+
+def arena_tensors(mesh: ArenaMesh) -> list[torch.Tensor]:
+    """The mesh's tensors in `ARENA_NAMES` order."""
+    return [flat_tris(mesh)] + [getattr(mesh, name) for name in ARENA_NAMES[1:]]

@@ -23,7 +23,7 @@ from nitro.envs.soccar.contacts import (
     ContactManifolds,
 )
 from nitro.envs.soccar.kernels import jit, require_triton, tl, triton, triton_op, warps, wrap_triton
-from nitro.envs.soccar.kernels.arena_mesh import cell_candidates, flat_tris, grid, grid_args
+from nitro.envs.soccar.kernels.arena_mesh import arena_tensors, cell_candidates, grid, grid_args
 from nitro.envs.soccar.kernels.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.kernels.sphere_contacts import sphere_triangle_contact
 from nitro.envs.soccar.kernels.vec import add, cross, dot, load, load_uniform, scale, store, sub, where
@@ -455,15 +455,7 @@ def launch_sphere_manifolds(
         centers.contiguous(),
         float(radius),
         float(gap),
-        flat_tris(mesh),
-        mesh.tri_bounds,
-        mesh.tri_mesh,
-        mesh.edge_angle,
-        mesh.edge_flags,
-        mesh.plane_normals,
-        mesh.plane_offsets,
-        mesh.cell_start,
-        mesh.cell_tris,
+        *arena_tensors(mesh),
         grid_args(mesh),
     )
     return ContactManifolds(object=obj, count=count, offset=offset, point=point, normal=normal, depth=depth)
