@@ -18,6 +18,7 @@ Python scalars in ops (``torch.where(m, 0.0, x)``, ``x + 1``) are kernel argumen
 
 from __future__ import annotations
 
+import sys
 import traceback
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 ROOT = str(Path(__file__).resolve().parents[1])
 HERE = str(Path(__file__).resolve())
+PREFIXES = tuple({str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix)})
+"""Python's own installs: a virtual environment may sit inside the repository (CI's does), and its frames are not ours."""
 aten = torch.ops.aten
 DATA_DEPENDENT = {aten.nonzero.default, aten.masked_select.default, aten._unique2.default, aten.unique_dim.default,
                   aten.unique_consecutive.default, aten.repeat_interleave.Tensor}
@@ -37,7 +40,7 @@ HOST_READS = ("tolist", "cpu", "numpy")
 def _caller() -> str:
     """The innermost frame of this repository outside this file: where the op came from."""
     for frame in reversed(traceback.extract_stack()):
-        if frame.filename.startswith(ROOT) and frame.filename != HERE:
+        if frame.filename.startswith(ROOT) and not frame.filename.startswith(PREFIXES) and frame.filename != HERE:
             return f"{Path(frame.filename).relative_to(ROOT)}:{frame.lineno} {frame.line}"
     return "<outside the repository>"
 
