@@ -66,7 +66,11 @@ def plane_space(n: torch.Tensor) -> torch.Tensor:
 
 
 def solve_world_contact(
-    vel: torch.Tensor, ang_vel: torch.Tensor, manifolds: ContactManifolds, params: TickParams
+    vel: torch.Tensor,
+    ang_vel: torch.Tensor,
+    manifolds: ContactManifolds,
+    params: TickParams,
+    start: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """RocketSim's "special" ball-world contact, solved as Bullet's sequential-impulse solver does.
 
@@ -80,7 +84,8 @@ def solve_world_contact(
     impulse. Both rows iterate 10 times (Gauss-Seidel).
 
     ``vel`` is the damped velocity before gravity. Returns the velocity deltas (dv [N, 3] UU/s,
-    dw [N, 3] rad/s), zero where the ball touches nothing.
+    dw [N, 3] rad/s), zero where the ball touches nothing, or ``start``'s (dv, dw): the deltas the
+    iterations start from (the fused tick's car-ball solve, `car_contacts.solve_bodies`).
     """
     inv_mass = params.ball_inv_mass
     inv_inertia = params.ball_inv_inertia
@@ -126,8 +131,8 @@ def solve_world_contact(
     rhs_t = -(dot(tangent, vel_ext) + dot(torque_t, ang_vel)) * jac_t
     friction = params.ball_friction
 
-    dv = torch.zeros_like(vel)
-    dw = torch.zeros_like(ang_vel)
+    dv0, dw0 = (torch.zeros_like(vel), torch.zeros_like(ang_vel)) if start is None else start
+    dv, dw = dv0, dw0
     impulse_n = torch.zeros_like(rhs_n)
     impulse_t = torch.zeros_like(rhs_t)
     for _ in range(C.SOLVER_NUM_ITERATIONS):
@@ -146,15 +151,18 @@ def solve_world_contact(
         impulse_t = impulse_t + delta
         dv = dv + tangent * (inv_mass * delta)[:, None]
         dw = dw + ang_t * delta[:, None]
-    return torch.where(touching[:, None], dv, 0.0), torch.where(touching[:, None], dw, 0.0)
+    return torch.where(touching[:, None], dv, dv0), torch.where(touching[:, None], dw, dw0)
 
 
-def split_impulse_push(manifolds: ContactManifolds, params: TickParams) -> torch.Tensor:
+def split_impulse_push(
+    manifolds: ContactManifolds, params: TickParams, start: tuple[torch.Tensor, torch.Tensor] | None = None
+) -> torch.Tensor:
     """Penetration recovery: Bullet's split impulse over the held contact points [N, 3] UU/s.
 
     The averaged constraint never corrects position; the individual points (skipped by the velocity
     solve) still run Bullet's split-impulse pass, which moves the ball (position only) out by
-    erp2 = 0.8 of each penetration per tick. Points in the gap (depth >= 0) do not push.
+    erp2 = 0.8 of each penetration per tick. Points in the gap (depth >= 0) do not push. ``start``:
+    the (push, turn) the iterations start from (as `solve_world_contact`'s).
     """
     n = manifolds.count.shape[0]
     inv_mass = params.ball_inv_mass
@@ -173,8 +181,11 @@ def split_impulse_push(manifolds: ContactManifolds, params: TickParams) -> torch
     ang = torque * inv_inertia
     jac = 1.0 / (inv_mass + dot(normal, cross(ang, arm)))
     rhs = torch.where(active, -depth * params.erp2_over_dt * jac, 0.0)  # [N, P]
-    push = torch.zeros(n, 3, dtype=normal.dtype, device=normal.device)
-    turn = torch.zeros_like(push)
+    if start is None:
+        push = torch.zeros(n, 3, dtype=normal.dtype, device=normal.device)
+        turn = torch.zeros_like(push)
+    else:
+        push, turn = start
     applied = [torch.zeros_like(rhs[:, 0]) for _ in range(normal.shape[1])]
     for _ in range(C.SOLVER_NUM_ITERATIONS):
         for k in range(normal.shape[1]):  # resolveSplitPenetrationImpulse, point by point
@@ -203,14 +214,29 @@ def integrate(pos, vel, ang_vel, dv, dw, push, params: TickParams):
     return pos, vel, ang_vel
 
 
-def physics_step(ball: BallState, sleeping: torch.Tensor, mesh: ArenaMesh, params: TickParams) -> BallState:
-    """The ball's part of btDiscreteDynamicsWorld::stepSimulation (one substep of a tick)."""
+def physics_step(
+    ball: BallState,
+    sleeping: torch.Tensor,
+    mesh: ArenaMesh,
+    params: TickParams,
+    start: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+) -> BallState:
+    """The ball's part of btDiscreteDynamicsWorld::stepSimulation (one substep of a tick).
+
+    ``start``: (dv, dw, push, turn), UU/s and rad/s, the ball's deltas from the fused tick's car-ball
+    solve (`car_contacts.solve_bodies`), which its arena contact's iterations start from; a sleeping
+    ball takes them without gravity and without arena contacts, as Bullet integrates a ball a car
+    woke."""
     vel = apply_damping(ball.vel, params)
     manifolds = world_contacts(mesh, ball.pos, params)
-    dv, dw = solve_world_contact(vel, ball.ang_vel, manifolds, params)
-    push = split_impulse_push(manifolds, params)
+    dv, dw = solve_world_contact(vel, ball.ang_vel, manifolds, params, None if start is None else start[:2])
+    push = split_impulse_push(manifolds, params, None if start is None else start[2:])
     pos, vel, ang_vel = integrate(ball.pos, vel, ball.ang_vel, dv, dw, push, params)
     awake = ~sleeping[:, None]  # a sleeping ball is neither collided, solved nor integrated
+    if start is not None:  # ... unless a car moves it
+        woken = integrate(ball.pos, ball.vel, ball.ang_vel, *start[:3], dataclasses.replace(params, gravity_dv=0.0))
+        pos, vel, ang_vel = (torch.where(awake, a, b) for a, b in zip((pos, vel, ang_vel), woken))
+        return dataclasses.replace(ball, pos=pos, vel=vel, ang_vel=ang_vel)
     return dataclasses.replace(
         ball,
         pos=torch.where(awake, pos, ball.pos),

@@ -28,11 +28,13 @@ that differs from `car_world` and `dynamics_world`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 import torch
 
+from nitro.envs.soccar import ball as ball_mod
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body as rb
 from nitro.envs.soccar.arena_mesh import ArenaMesh, cell_candidates
@@ -42,9 +44,9 @@ from nitro.envs.soccar.contacts import (
     CAR_CAR_POINTS,
     PLANE_OBJECT_BASE,
     BodySolve,
-    CarBallHits,
+    CarBallContacts,
     CarBodyContacts,
-    CarCarTouches,
+    CarCarContacts,
     ContactRows,
     SphereContacts,
     car_pairs,
@@ -52,9 +54,10 @@ from nitro.envs.soccar.contacts import (
 from nitro.envs.soccar.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.manifolds import build_manifolds
 from nitro.envs.soccar.mutators import TickParams
-from nitro.envs.soccar.sequential_impulse import SolverBodies, solve_contacts
+from nitro.envs.soccar.sequential_impulse import SolverBodies, SolverResult, solve_contacts
 from nitro.envs.soccar.sphere_contacts import closest_point_triangle
-from nitro.envs.soccar.state import CarState
+from nitro.envs.soccar.dynamics_world import solver_bodies
+from nitro.envs.soccar.state import BallState, CarState, World
 from nitro.envs.soccar.vec import box_support, dot, gather_rows
 
 CAR_INV_MASS = float(np.float32(1.0) / np.float32(C.CAR_MASS_BT))
@@ -62,18 +65,21 @@ CAR_INV_MASS = float(np.float32(1.0) / np.float32(C.CAR_MASS_BT))
 
 
 
-def car_ball_hits(
+def car_ball_contacts(
     ball_pos: torch.Tensor, cars: CarState, car_params: CarParams, frozen: torch.Tensor, params: TickParams
-) -> CarBallHits:
-    """btSphereBoxCollisionAlgorithm::getSphereDistance of the ball against each car's hitbox.
+) -> CarBallContacts:
+    """btSphereBoxCollisionAlgorithm::getSphereDistance of the ball against each car's hitbox: the
+    contact RocketSim's callback receives (`CarBallContacts.hits`) and the solver's car-ball row.
 
     ``ball_pos`` [N, 3], cars [N, C] at the tick's start; ``frozen`` [N, C]: cars demolished at the
     tick's start. The contact point on the ball is the sphere's deepest point, pOnBox + n x depth.
+    Every point found is held (the sphere-box closed form has no refresh to drop it).
     """
     hitbox = car_params.hitbox
     inner, margin, offset = hitbox.inner, hitbox.margin, hitbox.offset  # BT [C, 3], [C], [C, 3]
     basis = cars.rot_mat  # [N, C, 3, 3]
-    origin = cars.pos * C.UU_TO_BT + torch.einsum("ncij,cj->nci", basis, offset)
+    car_pos = cars.pos * C.UU_TO_BT
+    origin = car_pos + torch.einsum("ncij,cj->nci", basis, offset)
     center = ball_pos[:, None] * C.UU_TO_BT  # [N, 1, 3]
     rel = torch.einsum("ncji,ncj->nci", basis, center - origin)  # invXform: basis^T (p - origin)
     closest = torch.maximum(torch.minimum(rel, inner), -inner)
@@ -97,20 +103,32 @@ def car_ball_hits(
     closest = torch.where(inside[..., None], torch.where(face_normal[face] != 0, face_normal[face] * inner, rel), closest)
     point_on_box = closest + normal * margin[:, None]
     depth = distance - intersection_dist
-    point_on_ball = torch.einsum("ncij,ncj->nci", basis, point_on_box) + origin
-    point_on_ball = point_on_ball + torch.einsum("ncij,ncj->nci", basis, normal) * depth[..., None]
-    return CarBallHits(is_hit=touching, relative_pos_on_ball=(point_on_ball - center) * C.BT_TO_UU)
+    point_on_car = torch.einsum("ncij,ncj->nci", basis, point_on_box) + origin
+    world_normal = torch.einsum("ncij,ncj->nci", basis, normal)  # from the car into the ball
+    point_on_ball = point_on_car + world_normal * depth[..., None]
+    return CarBallContacts(
+        has_manifold=touching,
+        touched=touching,
+        held=touching,
+        normal=-world_normal,
+        point_on_car=point_on_car,
+        point_on_ball=point_on_ball,
+        local_point_car=torch.einsum("ncji,ncj->nci", basis, point_on_car - car_pos),
+        local_point_ball=point_on_ball - center,  # the ball's frame taken as the identity
+        depth=depth,
+    )
 
 
-def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor) -> CarCarTouches:
-    """Contact points of every car pair (a < b) at the tick's start (see the module's note)."""
+def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor) -> CarCarContacts:
+    """Contact points of every car pair (a < b) at the tick's start (see the module's note), as
+    Bullet's box-box manifold (car b its body A), `CAR_CAR_POINTS` slots per pair: the normal from car
+    a into car b is the separating axis of the largest gap, every point's depth that gap, and each
+    point lies on both cars (where Bullet's pair lie the depth apart). ``added`` marks the points
+    (the callbacks' and the solver's alike; ``count`` is their number)."""
     n, num_cars = cars.pos.shape[:2]
     pairs = car_pairs(num_cars)
     device = cars.pos.device
     k = CAR_CAR_POINTS
-    if not pairs:
-        empty = torch.zeros(n, 0, k, 3, device=device)
-        return CarCarTouches(torch.zeros(n, 0, k, dtype=torch.bool, device=device), empty, empty.clone())
     hitbox = car_params.hitbox
     half = (hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU  # [C, 3] UU, the box with its margin
     center = cars.pos + torch.einsum("ncij,cj->nci", cars.rot_mat, hitbox.offset * C.BT_TO_UU)
@@ -118,8 +136,9 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
     points = []
     for a, b in pairs:
         ra, rb = cars.rot_mat[:, a], cars.rot_mat[:, b]
-        separation = _separation(center[:, a], ra, half[a], center[:, b], rb, half[b])
+        separation, axis = _separation(center[:, a], ra, half[a], center[:, b], rb, half[b])
         touching = (separation < 0) & ~frozen[:, a] & ~frozen[:, b]  # btBoxBoxDetector: overlap only
+        normal = torch.where((dot(axis, center[:, b] - center[:, a]) >= 0)[:, None], axis, -axis)
         # each box's deepest corner inside the other (a's first), or between the two deepest corners
         corners_a = center[:, a, None] + torch.einsum("nij,kj->nki", ra, signs * half[a])  # [N, 8, 3]
         corners_b = center[:, b, None] + torch.einsum("nij,kj->nki", rb, signs * half[b])
@@ -133,15 +152,35 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
         is_contact = touching[:, None] & (inside | (neither[:, None] & (torch.arange(k, device=device) == 0)))
         local_a = torch.einsum("nji,nkj->nki", ra, chosen - cars.pos[:, a, None])
         local_b = torch.einsum("nji,nkj->nki", rb, chosen - cars.pos[:, b, None])
-        points.append((is_contact, local_a, local_b))
-    is_contact, local_a, local_b = (torch.stack(x, 1) for x in zip(*points))
-    return CarCarTouches(is_contact=is_contact, local_point_a=local_a, local_point_b=local_b)
+        points.append((touching, is_contact, normal, separation, chosen, local_a, local_b))
+    if not points:
+        empty = torch.zeros(n, 0, k, 3, device=device)
+        flags = torch.zeros(n, 0, k, dtype=torch.bool, device=device)
+        points = [(flags[..., 0], flags, empty[:, :, 0], empty[..., 0, 0], empty, empty, empty)]
+        stack = lambda x: x[0]
+    else:
+        stack = lambda x: torch.stack(x, 1)
+    touching, is_contact, normal, separation, chosen, local_a, local_b = (stack(x) for x in zip(*points))
+    bt = C.UU_TO_BT
+    point = chosen * bt
+    return CarCarContacts(
+        pairs=torch.tensor(pairs, dtype=torch.int64, device=device).reshape(-1, 2),
+        has_manifold=touching,
+        added=is_contact,
+        count=is_contact.sum(-1),
+        normal=normal[:, :, None].expand(-1, -1, k, -1),
+        point_on_b=point,
+        point_on_a=point,
+        local_point_b=local_b * bt,
+        local_point_a=local_a * bt,
+        depth=(separation * bt)[..., None].expand(-1, -1, k),
+    )
 
 
-def _separation(ca, ra, ha, cb, rb, hb) -> torch.Tensor:
+def _separation(ca, ra, ha, cb, rb, hb) -> tuple[torch.Tensor, torch.Tensor]:
     """The largest gap between two oriented boxes over the 15 separating axes (negative: they
-    overlap by at least that much) [N]. ``c`` [N, 3] centres, ``r`` [N, 3, 3] axes as columns,
-    ``h`` [3] half extents."""
+    overlap by at least that much) [N], and its unit axis [N, 3] (the first of equal gaps). ``c``
+    [N, 3] centres, ``r`` [N, 3, 3] axes as columns, ``h`` [3] half extents."""
     axes = [ra[..., i] for i in range(3)] + [rb[..., i] for i in range(3)]
     for i in range(3):
         for j in range(3):
@@ -153,8 +192,9 @@ def _separation(ca, ra, ha, cb, rb, hb) -> torch.Tensor:
     distance = (axis * (cb - ca)[:, None]).sum(-1).abs()
     reach_a = (torch.einsum("nsk,nki->nsi", axis, ra).abs() * ha).sum(-1)
     reach_b = (torch.einsum("nsk,nki->nsi", axis, rb).abs() * hb).sum(-1)
-    gap = distance - reach_a - reach_b
-    return torch.where(usable, gap, -torch.inf).amax(-1)
+    gap = torch.where(usable, distance - reach_a - reach_b, -torch.inf)
+    best, which = gap.max(-1)
+    return best, axis.gather(1, which[:, None, None].expand(-1, 1, 3))[:, 0]
 
 
 def _inside_depth(points, center, rot, half) -> torch.Tensor:
@@ -243,14 +283,69 @@ def car_world_contacts(
     )
 
 
+def solve_bodies(
+    ball: BallState, sleeping: torch.Tensor, cars: CarState, ext_v: torch.Tensor, ext_w: torch.Tensor,
+    car_ball: CarBallContacts, car_car: CarCarContacts, world: World, params: TickParams,
+) -> SolverResult:
+    """Bullet's sequential-impulse solve of the contacts between bodies alone: each car's row with the
+    ball (car A, ball B; friction 2.0, restitution 0), then each pair's rows (car b A, car a B;
+    friction 0.09, restitution 0.1), in the island manager's order for one island (the ball's pairs,
+    then each car's): the split-impulse push, then 10 iterations of the normal rows and the friction
+    rows. ``ball``: at the tick's start (a sleeping ball is not damped and has no gravity); ``cars``
+    after their pre-tick, with their external impulses ``ext_v``, ``ext_w`` [N, C, 3]. Returns each
+    body's deltas, the ball's (body 0) and the cars' (1 + c) [N, 1 + C, 3], BT; the arena rows of
+    each body (`ball.physics_step`, `solve_car_world`) start from them."""
+    n, c = cars.pos.shape[:2]
+    device = cars.pos.device
+    awake = ~sleeping
+    ball_vel = torch.where(awake[:, None], ball_mod.apply_damping(ball.vel, params), ball.vel)
+    bodies = solver_bodies(ball_vel, ball.ang_vel, awake, cars, ext_v, ext_w, world, params)
+    pos_bt, center = cars.pos * C.UU_TO_BT_F32, ball.pos * C.UU_TO_BT_F32
+    cb, cc = car_ball, car_car
+    one = lambda x, like: torch.as_tensor(x, device=device).expand_as(like)
+    ball_rows = ContactRows(
+        body_a=one(1 + torch.arange(c, device=device), cb.held).to(torch.int64),
+        body_b=one(0, cb.held).to(torch.int64),
+        normal=cb.normal,
+        rel_pos_a=cb.point_on_car - pos_bt,
+        rel_pos_b=cb.point_on_ball - center[:, None],
+        depth=cb.depth,
+        friction=one(C.CARBALL_COLLISION_FRICTION, cb.depth).float(),
+        restitution=one(C.CARBALL_COLLISION_RESTITUTION, cb.depth).float(),
+        special=torch.zeros_like(cb.held),
+        active=cb.held,
+    )
+    k = cc.added.shape[2]
+    flat = lambda x: x.reshape(n, -1, *x.shape[3:])
+    each = lambda x: x[None, :, None].expand(n, -1, k).reshape(n, -1)
+    pos_a, pos_b = pos_bt[:, cc.pairs[:, 0], None], pos_bt[:, cc.pairs[:, 1], None]
+    pair_rows = ContactRows(
+        body_a=each(1 + cc.pairs[:, 1]),
+        body_b=each(1 + cc.pairs[:, 0]),
+        normal=flat(cc.normal),
+        rel_pos_a=flat(cc.point_on_b - pos_b),
+        rel_pos_b=flat(cc.point_on_a - pos_a),
+        depth=flat(cc.depth),
+        friction=torch.full_like(flat(cc.depth), C.CARCAR_COLLISION_FRICTION),
+        restitution=torch.full_like(flat(cc.depth), C.CARCAR_COLLISION_RESTITUTION),
+        special=torch.zeros_like(flat(cc.added)),
+        active=flat(cc.added),
+    )
+    rows = ContactRows(
+        **{f.name: torch.cat((getattr(ball_rows, f.name), getattr(pair_rows, f.name)), 1) for f in dataclasses.fields(ContactRows)}
+    )
+    return solve_contacts(rows, bodies, params, use_kernels=False)
+
+
 def solve_car_world(
     contacts: CarBodyContacts, cars: CarState, ext_v: torch.Tensor, ext_w: torch.Tensor, car_params: CarParams,
-    params: TickParams,
+    params: TickParams, start: SolverResult | None = None,
 ) -> BodySolve:
     """Bullet's sequential-impulse solve of each car's arena contacts alone (`sequential_impulse`:
     the split-impulse push, then 10 iterations of the normal rows and the friction rows; friction and
     restitution from the mutators' car_world_friction / car_world_restitution), the points in manifold
-    order. Car-ball and car-car rows are not part of it. Returns what `car.physics_step` takes."""
+    order, starting from ``start``'s deltas [N, C, 3] (`solve_bodies`' for the cars, BT; zeros when
+    None). Returns what `car.physics_step` takes."""
     n, c = cars.pos.shape[:2]
     m = contacts.manifolds
     b = n * c
@@ -275,7 +370,8 @@ def solve_car_world(
         vel=one(cars.vel * bt), ang_vel=one(cars.ang_vel), ext_v=one(ext_v * bt), ext_w=one(ext_w),
         inv_mass=torch.full((b, 1), CAR_INV_MASS, device=normal.device), inv_inertia=one(inv_inertia),
     )
-    solved = solve_contacts(rows, bodies, params, use_kernels=False)
+    first = None if start is None else SolverResult(*(one(x.reshape(b, 1, 3)) for x in (start.dv, start.dw, start.push, start.turn)))
+    solved = solve_contacts(rows, bodies, params, use_kernels=False, start=first)
     back = lambda x: x[:, 0].reshape(n, c, 3)
     return BodySolve(
         dv=back(solved.dv) * C.BT_TO_UU, dw=back(solved.dw), push_v=back(solved.push) * C.BT_TO_UU,

@@ -50,7 +50,7 @@ from nitro.envs.soccar.island_manager import (
     pair_positions,
     quicksort_positions,
 )
-from nitro.envs.soccar.mutators import TickParams
+from nitro.envs.soccar.mutators import TickParams, ball_mass_props
 from nitro.envs.soccar.rigid_body import Forces
 from nitro.envs.soccar.sequential_impulse import SolverBodies, compact_rows, solve_contacts
 from nitro.envs.soccar.state import BallState, CarState, World
@@ -58,19 +58,6 @@ from nitro.envs.soccar.vec import dot, mat_vec
 
 _f32 = C.f32
 CAR_INV_MASS = _f32(1 / _f32(C.CAR_MASS_BT))
-
-
-def ball_mass_props(params: TickParams) -> tuple[float, float, float]:
-    """The ball's btRigidBody in Bullet units: (inverse mass, inverse inertia, gravity impulse along
-    z per tick), float32 as Bullet computes them (setMassProps, setGravity, the solver body)."""
-    mass = _f32(1.0 / params.ball_inv_mass)
-    inv_mass = _f32(1 / mass)
-    radius = _f32(_f32(params.ball_radius) * C.UU_TO_BT_F32)
-    inertia = _f32(_f32(_f32(_f32(0.4) * mass) * radius) * radius)  # btSphereShape::calculateLocalInertia
-    gravity = _f32(_f32(params.gravity_z) * C.UU_TO_BT_F32)  # Arena: setGravity(gravity * UU_TO_BT)
-    weight = _f32(gravity * _f32(1 / inv_mass))  # btRigidBody::setGravity: acceleration / inverse mass
-    impulse = _f32(_f32(weight * inv_mass) * _f32(params.tick_time))
-    return inv_mass, _f32(1 / inertia), impulse
 
 
 def solver_bodies(ball_vel, ball_ang_vel, awake, cars: CarState, ext_v, ext_w, world: World, params) -> SolverBodies:

@@ -251,3 +251,16 @@ def ball_breaking_threshold(params: TickParams) -> float:
     """The ball's getContactBreakingThreshold, BT: its bounding sphere (radius + 0.08) times 0.02."""
     disc = ball_radius_bt(params) + 0.08  # a double literal, as in the source
     return C.f32(C.f32(disc) * C.CONTACT_BREAKING_THRESHOLD)
+
+
+def ball_mass_props(params: TickParams) -> tuple[float, float, float]:
+    """The ball's btRigidBody in Bullet units: (inverse mass, inverse inertia, gravity impulse along
+    z per tick), float32 as Bullet computes them (setMassProps, setGravity, the solver body)."""
+    mass = C.f32(1.0 / params.ball_inv_mass)
+    inv_mass = C.f32(1 / mass)
+    radius = C.f32(C.f32(params.ball_radius) * C.UU_TO_BT_F32)
+    inertia = C.f32(C.f32(C.f32(C.f32(0.4) * mass) * radius) * radius)  # btSphereShape::calculateLocalInertia
+    gravity = C.f32(C.f32(params.gravity_z) * C.UU_TO_BT_F32)  # Arena: setGravity(gravity * UU_TO_BT)
+    weight = C.f32(gravity * C.f32(1 / inv_mass))  # btRigidBody::setGravity: acceleration / inverse mass
+    impulse = C.f32(C.f32(weight * inv_mass) * C.f32(params.tick_time))
+    return inv_mass, C.f32(1 / inertia), impulse

@@ -200,27 +200,35 @@ def _row_delta(dv, dw, row: SolverRows, k: int, rhs):
 
 
 def solve_contacts(
-    rows: ContactRows, bodies: SolverBodies, params: TickParams, use_kernels: bool | None = None
+    rows: ContactRows,
+    bodies: SolverBodies,
+    params: TickParams,
+    use_kernels: bool | None = None,
+    start: SolverResult | None = None,
 ) -> SolverResult:
     """Bullet's solve of N envs' contact rows (in solve order, the averaged special rows last).
 
     Returns each body's velocity deltas and split-impulse push and turn velocities; bodies without
-    rows get zeros. On CUDA a Triton kernel (`kernels/sequential_impulse.py`, when Triton is
-    importable); ``use_kernels`` forces the kernel or this PyTorch reference.
+    rows get zeros, or ``start``'s: the deltas the sweeps start from (the fused tick's arena rows
+    start from its body-body solve, `car_contacts.solve_bodies`). On CUDA a Triton kernel
+    (`kernels/sequential_impulse.py`, when Triton is importable, without ``start``); ``use_kernels``
+    forces the kernel or this PyTorch reference.
     """
-    if kernels.use_kernels(bodies.vel, use_kernels):
+    if start is None and kernels.use_kernels(bodies.vel, use_kernels):
         return SolverResult(*solver_kernels.launch_solve_contacts(rows, bodies, params))
     n, b = bodies.inv_mass.shape
     zeros = torch.zeros(n, b + 1, 3, dtype=bodies.vel.dtype, device=bodies.vel.device)
+    pad = lambda x: torch.cat((x, zeros[:, :1]), 1)  # the static body last
+    initial = (zeros,) * 4 if start is None else tuple(pad(x) for x in (start.dv, start.dw, start.push, start.turn))
     result = lambda dv, dw, push, turn: SolverResult(dv[:, :b], dw[:, :b], push[:, :b], turn[:, :b])
     if eager_cpu(rows.active) and not bool(rows.active.any()):  # sync-ok: eager CPU only; no contacts
-        return result(zeros, zeros, zeros, zeros)
+        return result(*initial)
     normal_rows, push_rhs, friction_rows = setup_rows(rows, bodies, params)
     inv_mass = torch.cat((bodies.inv_mass, torch.zeros_like(bodies.inv_mass[:, :1])), 1)
     active, special = rows.active, rows.special
     count = rows.active.shape[1]
     # solveGroupCacheFriendlySplitImpulseIterations: rows without a penetration term are skipped
-    push, turn = zeros, zeros
+    dv, dw, push, turn = initial
     applied = torch.zeros_like(push_rhs)
     pushing = active & (push_rhs != 0)
     for _ in range(C.SOLVER_NUM_ITERATIONS):
@@ -233,7 +241,6 @@ def solve_contacts(
             applied[:, k] = torch.where(pushing[:, k], torch.where(below, 0.0, total), applied[:, k])
             push, turn = _apply(push, turn, normal_rows, k, inv_mass, delta)
     # solveSingleIteration: every normal row but the special points, then every friction row
-    dv, dw = zeros, zeros
     normal_applied = torch.zeros_like(push_rhs)
     friction_applied = torch.zeros_like(push_rhs)
     solving = active & ~special

@@ -15,7 +15,9 @@ import dataclasses
 import torch
 
 from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, rules
+from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.car import CarControls
+from nitro.envs.soccar.sequential_impulse import SolverResult
 from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
 
@@ -28,16 +30,22 @@ def stand_in_tick(state: GameState, controls: torch.Tensor, world: World) -> tup
     car_controls = CarControls.from_tensor(controls)
     cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, None, state.tick_count, params)
     pads = boost_pads.pre_tick_update(pads, params)
-    hits = car_contacts.car_ball_hits(state.ball.pos, cars, world.cars, frozen, params)
+    car_ball = car_contacts.car_ball_contacts(state.ball.pos, cars, world.cars, frozen, params)
+    hits = car_ball.hits()
     ball_state, cars = ball_hit.on_hit(
         state.ball, ball.apply_damping(state.ball.vel, params), cars, hits, state.tick_count, params
     )
-    touches = car_contacts.car_car_contacts(cars, world.cars, frozen)
-    cars, bumped_by, demoed_by = car_bump.on_car_car_collision(cars, touches, game, params)
-    ball_state = ball.physics_step(ball_state, sleeping, world.mesh, params)
+    car_car = car_contacts.car_car_contacts(cars, world.cars, frozen)
+    cars, bumped_by, demoed_by = car_bump.on_car_car_collision(cars, car_car.touches(), game, params)
     ext_v, ext_w = car.external_impulses(cars, forces, world.cars, params)
+    # the contacts between bodies solved alone, then each body's arena rows starting from their deltas
+    between = car_contacts.solve_bodies(state.ball, sleeping, cars, ext_v, ext_w, car_ball, car_car, world, params)
+    to_uu = (C.BT_TO_UU, 1.0, C.BT_TO_UU, 1.0)
+    ball_start = tuple(x[:, 0] * k for x, k in zip((between.dv, between.dw, between.push, between.turn), to_uu))
+    ball_state = ball.physics_step(ball_state, sleeping, world.mesh, params, start=ball_start)
     body = car_contacts.car_world_contacts(world.mesh, cars, world.cars, ~frozen)
-    solved = car_contacts.solve_car_world(body, cars, ext_v, ext_w, world.cars, params)
+    car_start = SolverResult(*(x[:, 1:] for x in (between.dv, between.dw, between.push, between.turn)))
+    solved = car_contacts.solve_car_world(body, cars, ext_v, ext_w, world.cars, params, start=car_start)
     moved = car.physics_step(dataclasses.replace(cars, is_demoed=frozen), ext_v, ext_w, solved, params)
     cars = dataclasses.replace(moved, is_demoed=cars.is_demoed)
     cars = car.finish_physics_tick(car.post_tick_update(cars, car_controls, params))
