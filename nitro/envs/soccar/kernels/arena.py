@@ -67,9 +67,10 @@ from nitro.envs.soccar.kernels.car import (
     pack_cars,
     unpack_cars_,
 )
-from nitro.envs.soccar.kernels.rigid_body import column
-from nitro.envs.soccar.kernels.vec import add, load, load_row, store, store_row, sub, where
-from nitro.envs.soccar.mutators import TickParams
+from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH
+from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
+from nitro.envs.soccar.kernels.vec import add, load, load_row, scale, store, store_row, sub, where
+from nitro.envs.soccar.mutators import TickParams, ball_mass_props
 from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
 FUSED_BLOCK = 32  # lanes per program of the stage kernels: one warp, so block-wide branches are warp-wide
@@ -82,6 +83,14 @@ BALL_GRID_RADIUS = 96.0
 CAR_CAR_POINTS = constexpr(_CAR_CAR_POINTS)
 BOOST_PAD_COUNT = constexpr(C.BOOST_PAD_COUNT)
 BALL_REST_Z = constexpr(C.BALL_REST_Z)
+BODY_SOLVE_WIDTH = constexpr(16)
+"""Floats per body in `body_solve`: the solve between bodies' (dv, dw, push, turn), BT, four spare."""
+CARBALL_FRICTION = constexpr(C.CARBALL_COLLISION_FRICTION)
+CARBALL_RESTITUTION = constexpr(C.CARBALL_COLLISION_RESTITUTION)
+CARCAR_FRICTION = constexpr(C.CARCAR_COLLISION_FRICTION)
+CARCAR_RESTITUTION = constexpr(C.CARCAR_COLLISION_RESTITUTION)
+UU_TO_BT = constexpr(C.UU_TO_BT)
+BT_TO_UU = constexpr(C.BT_TO_UU)
 HIT_INFO_AT = car_kernels.CAR_TUPLE_FLOATS
 """Where the ball hit info's floats start in a packed car row: right after `load_car`'s fields."""
 assert PACKED[PACKED.index("ball_hit_info_is_valid") :] == (
@@ -116,6 +125,8 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         if cars > 1:
             launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, args, block, maxnreg)
         launch(collisions_kernel, envs, 1, args, block, maxnreg)
+        # 5. the contacts between bodies solved alone (the arena rows start from their deltas)
+        launch(body_solve_kernel, envs, 1, args, block, maxnreg)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
         launch(car_step_kernel, envs, cars, args, block, maxnreg)
     # 1. and 5. the ball's sleeping and step; 3. and 7. the pads; 8. ball finish; 9. goals; 10.
@@ -269,15 +280,16 @@ def pre_tick_kernel(
 def collisions_kernel(
     pos_ptr, vel_ptr, velocity_impulse_cache_ptr, tick_count_ptr,
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, pair_contacts_ptr,
-    hitbox_table_ptr, n, ball_damping, ball_radius, ball_contact_gap, ball_hit_extra_force_scale, demo_mode, enable_team_demos,
-    bump_force_scale, bump_cooldown_time, respawn_delay,
-    NUM_CARS: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr,
+    body_rows_ptr, body_mask_ptr, hitbox_table_ptr, n, ball_damping, ball_radius, ball_contact_gap,
+    ball_hit_extra_force_scale, bump_cooldown_time, respawn_delay, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """Stage 5's contact callbacks, one env per lane, at the tick-start transforms: the car-ball hits
+    """Stage 5's car-ball contacts and the contact callbacks, one env per lane, at the tick-start
+    transforms: each car's contact with the ball (its solver row into `body_rows`), the car-ball hits
     (Ball::_OnHit: the ball's extra velocity into its cache, the hit infos), then the car-car bumps
-    and demolitions from `car_pairs_kernel`'s contact points. The touches and attackers go to
-    `car_tick`."""
+    and demolitions from `car_pairs_kernel`'s points and bump parts. The touches and attackers go to
+    `car_tick`; which of the env's body rows hold a point, to `body_mask` (bit k for row k)."""
     lane, live, _ = env_lanes(n, BLOCK)
+    rows: tl.constexpr = body_rows_of(NUM_CARS)
     pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
     velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
@@ -288,16 +300,22 @@ def collisions_kernel(
     ticks = ()
     touched = ()
     states = ()
+    mask = tl.zeros([BLOCK], tl.int64)
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
         car, ints, info = load_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
         )
         this_tick = load_car_tick(car_tick_ptr, row, live, BLOCK)
-        is_hit, relative_pos_on_ball = car_contacts.car_ball_hits(
+        is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
             pos, car[0], car[1], car_contacts.load_hitbox(hitbox_table_ptr, c), f32(ball_contact_gap),
             f32(ball_radius), this_tick[2],
         )  # fmt: skip
+        body_row = car_contacts.body_row(
+            normal, on_car, on_ball, depth, 1 + c, 0, CARBALL_FRICTION, CARBALL_RESTITUTION
+        )  # the car A, the ball B
+        store_row(body_rows_ptr, lane * rows + c, body_row, live & is_hit, BODY_ROW_WIDTH, BLOCK)
+        mask = mask | (is_hit.to(tl.int64) << c)
         added, info = ball_hit.on_hit(
             is_hit, relative_pos_on_ball, pos, damped_vel, car[0], car[2], column(car[1], 0), info, tick_count,
             f32(ball_hit_extra_force_scale),
@@ -311,12 +329,15 @@ def collisions_kernel(
         states = states + (car_bump.bump_state(car),)
     contacts = ()
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
-    for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points
-        contacts = contacts + (load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK),)
+    for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
+        contact = load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK)
+        contacts = contacts + (contact,)
+        for k in tl.static_range(CAR_CAR_POINTS):
+            mask = mask | (contact[0][k][0].to(tl.int64) << (NUM_CARS + pair * CAR_CAR_POINTS + k))
+    tl.store(body_mask_ptr + lane, mask, mask=live)
     states, bumped_by, demoed_by = car_bump.on_car_car_collision(
-        states, contacts, flag(demo_mode), flag(enable_team_demos), f32(bump_force_scale), f32(bump_cooldown_time),
-        f32(respawn_delay), BLUE, NUM_CARS, CAR_CAR_POINTS,
-    )  # fmt: skip
+        states, contacts, f32(bump_cooldown_time), f32(respawn_delay), NUM_CARS, CAR_CAR_POINTS
+    )
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
         car = car_bump.with_bump_state(cars[c], states[c])
@@ -339,8 +360,15 @@ def collisions_kernel(
 
 
 PAIR_WIDTH = constexpr(16)
-"""Floats per car pair in `pair_contacts`: its `CAR_CAR_POINTS` (2) points, each (is_contact, the
-point in car a's frame, in car b's), two spare."""
+"""Floats per car pair in `pair_contacts`, what the callbacks read: its `CAR_CAR_POINTS` (2) points,
+each (is_contact, its forward coordinate on car a, on car b), then `car_bump.pair_bumps`' two
+directions (a on b, b on a), each (approaching, is_demo, impulse)."""
+
+
+def body_rows_of(num_cars: int) -> int:
+    """Contact rows between bodies per env in `body_rows`: each car's with the ball, then each pair's
+    points."""
+    return num_cars + num_cars * (num_cars - 1) // 2 * _CAR_CAR_POINTS
 
 
 @jit
@@ -359,12 +387,16 @@ def pair_cars(pair, NUM_CARS: tl.constexpr):
 @jit
 def car_pairs_kernel(
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_tick_ptr, pair_contacts_ptr,
-    hitbox_table_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+    body_rows_ptr, hitbox_table_ptr, n, demo_mode, enable_team_demos, bump_force_scale,
+    NUM_CARS: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 5's collision detection between the cars, one car pair per lane (one pair per program, as
-    `car_lanes` runs one slot): each pair's stand-in contact points (`car_contacts.car_car_contacts`,
-    at the tick-start transforms; a frozen car takes no part) into `pair_contacts`."""
+    `car_lanes` runs one slot): each pair's stand-in contacts (`car_contacts.car_car_contacts`, at
+    the tick-start transforms; a frozen car takes no part): the points and both directions' bump parts
+    (`car_bump.pair_bumps`: they read nothing the callbacks change) into `pair_contacts`, the points'
+    solver rows (car b A, car a B) into `body_rows`."""
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
+    rows: tl.constexpr = body_rows_of(NUM_CARS)
     pair = tl.program_id(0) % pairs
     env = (tl.program_id(0) // pairs) * BLOCK + tl.arange(0, BLOCK)
     live = env < n
@@ -377,31 +409,117 @@ def car_pairs_kernel(
     )
     frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
     frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
-    first, second = car_contacts.car_car_contacts(
+    first, second, normal, separation = car_contacts.car_car_contacts(
         car_a[0], car_a[1], car_contacts.load_hitbox(hitbox_table_ptr, a), frozen_a,
         car_b[0], car_b[1], car_contacts.load_hitbox(hitbox_table_ptr, b), frozen_b,
     )  # fmt: skip
-    zero = car_a[0][0] * 0.0
-    values = (
-        (first[0].to(tl.float32),) + first[1] + first[2] + (second[0].to(tl.float32),) + second[1] + second[2]
-    )
-    store_row(pair_contacts_ptr, env * pairs + pair, values + (zero, zero), live, PAIR_WIDTH, BLOCK)
+    hit_ab, hit_ba = car_bump.pair_bumps(
+        car_bump.bump_state(car_a), car_bump.bump_state(car_b), (a < BLUE) == (b < BLUE), flag(demo_mode),
+        flag(enable_team_demos), f32(bump_force_scale),
+    )  # fmt: skip
+    values = ()
+    for point in tl.static_range(CAR_CAR_POINTS):
+        is_contact, local_a, local_b, at = (first, second)[point]
+        # the forward coordinates as the reference's callbacks read them (BT, back in UU)
+        values = values + (is_contact.to(tl.float32), (local_a[0] * UU_TO_BT) * BT_TO_UU, (local_b[0] * UU_TO_BT) * BT_TO_UU)
+        at = scale(at, UU_TO_BT)
+        row = car_contacts.body_row(
+            normal, sub(at, scale(car_b[0], UU_TO_BT)), sub(at, scale(car_a[0], UU_TO_BT)), separation * UU_TO_BT,
+            1 + b, 1 + a, CARCAR_FRICTION, CARCAR_RESTITUTION,
+        )  # fmt: skip
+        store_row(body_rows_ptr, env * rows + NUM_CARS + pair * CAR_CAR_POINTS + point, row, live & is_contact,
+                  BODY_ROW_WIDTH, BLOCK)  # fmt: skip
+    for hit in tl.static_range(2):
+        approaching, is_demo, impulse = (hit_ab, hit_ba)[hit]
+        values = values + (approaching.to(tl.float32), is_demo.to(tl.float32)) + impulse
+    store_row(pair_contacts_ptr, env * pairs + pair, values, live, PAIR_WIDTH, BLOCK)
 
 
 @jit
 def load_pair_contacts(pair_contacts_ptr, row, live, BLOCK: tl.constexpr):
-    """A pair's points from `pair_contacts`, as `car_contacts.car_car_contacts` returns them."""
+    """A pair's contacts from `pair_contacts`, as `car_bump.on_car_car_collision` takes them."""
     v = load_row(pair_contacts_ptr, row, live, PAIR_WIDTH, BLOCK)
     return (
-        (v[0] != 0, (v[1], v[2], v[3]), (v[4], v[5], v[6])),
-        (v[7] != 0, (v[8], v[9], v[10]), (v[11], v[12], v[13])),
+        ((v[0] != 0, v[1], v[2]), (v[3] != 0, v[4], v[5])),
+        (v[6] != 0, v[7] != 0, (v[8], v[9], v[10])),
+        (v[11] != 0, v[12] != 0, (v[13], v[14], v[15])),
     )
+
+
+@jit
+def body_solve_kernel(
+    pos_ptr, vel_ptr, ang_vel_ptr, car_rows_ptr, car_tick_ptr, car_table_ptr, hitbox_table_ptr, body_rows_ptr,
+    body_mask_ptr, body_solve_ptr, n, tick_time, gravity_z, ball_damping, ball_inv_mass_bt, ball_inv_inertia_bt,
+    ball_gravity_bt, NUM_CARS: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """The rest of stage 5's contacts between bodies, one env per lane: the rows `collisions_kernel` and
+    `car_pairs_kernel` filed, solved alone (`car_contacts.solve_bodies`: the ball body 0, the cars 1 + c,
+    as Bullet's solver bodies after predictUnconstraintMotion: the ball damped and with gravity unless
+    asleep, the cars with their pre-tick's forces). Each body's (dv, dw, push, turn) go to
+    `body_solve` (row env * (1 + NUM_CARS) + body, BT), where its arena rows start from them."""
+    lane, live, _ = env_lanes(n, BLOCK)
+    tick_time = f32(tick_time)
+    bodies: tl.constexpr = NUM_CARS + 1
+    vel = load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    ang_vel = load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    awake = ~update_sleeping(vel, ang_vel)
+    vel = where(awake, apply_damping(vel, f32(ball_damping)), vel)
+    zero = tl.zeros([BLOCK], tl.float32)
+    inertia = zero + f32(ball_inv_inertia_bt)
+    velocities = (scale(vel, UU_TO_BT),)
+    angular = (ang_vel,)
+    ext_vs = ((zero, zero, tl.where(awake, f32(ball_gravity_bt), 0.0)),)
+    ext_ws = ((zero, zero, zero),)
+    inv_masses = (zero + f32(ball_inv_mass_bt),)
+    inv_inertias = ((inertia, zero, zero, zero, inertia, zero, zero, zero, inertia),)
+    for c in tl.static_range(NUM_CARS):
+        row = lane * NUM_CARS + c
+        car = load_body(car_rows_ptr, row, live, BLOCK)
+        force, torque = load_car_tick(car_tick_ptr, row, live, BLOCK)[:2]
+        ext_v, ext_w = car_kernels.external_impulses(
+            car, force, torque, load_car_params(car_table_ptr, c)[0], tick_time, f32(gravity_z)
+        )
+        m = inv_inertia_world(car[1], car_contacts.load_inv_inertia(hitbox_table_ptr, c))
+        velocities = velocities + (scale(car[2], UU_TO_BT),)
+        angular = angular + (car[3],)
+        ext_vs = ext_vs + (scale(ext_v, UU_TO_BT),)
+        ext_ws = ext_ws + (ext_w,)
+        inv_masses = inv_masses + (zero + INV_MASS,)
+        inv_inertias = inv_inertias + (m[0] + m[1] + m[2],)
+    mask = tl.load(body_mask_ptr + lane, mask=live, other=0)
+    rows: tl.constexpr = body_rows_of(NUM_CARS)
+    dv, dw, push, turn = car_contacts.solve_bodies(
+        body_rows_ptr, lane * rows, live, mask, (velocities, angular, ext_vs, ext_ws, inv_masses, inv_inertias),
+        tick_time, rows, bodies, ITERATIONS, BLOCK,
+    )  # fmt: skip
+    for j in tl.static_range(bodies):
+        values = dv[j] + dw[j] + push[j] + turn[j] + (zero, zero, zero, zero)
+        store_row(body_solve_ptr, lane * bodies + j, values, live, BODY_SOLVE_WIDTH, BLOCK)
+
+
+@jit
+def load_body(rows_ptr, row, live, BLOCK: tl.constexpr):
+    """A car's (pos, rot_mat, vel, ang_vel) from its packed row (`kernels/car.pack_cars`' first columns)."""
+    v = load_row(rows_ptr, row, live, CAR_WIDTH, BLOCK)
+    return (
+        (v[0], v[1], v[2]),
+        ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])),
+        (v[12], v[13], v[14]),
+        (v[15], v[16], v[17]),
+    )
+
+
+@jit
+def load_body_solve(body_solve_ptr, row, live, BLOCK: tl.constexpr):
+    """A body's `body_solve` row: (dv, dw, push, turn), BT."""
+    v = load_row(body_solve_ptr, row, live, BODY_SOLVE_WIDTH, BLOCK)
+    return (v[0], v[1], v[2]), (v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])
 
 
 @jit
 def car_step_kernel(
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    controls_ptr, car_table_ptr, hitbox_table_ptr,
+    controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     n, tick_time, gravity_z, car_world_friction, car_world_restitution,
@@ -409,11 +527,13 @@ def car_step_kernel(
     EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """The rest of stage 5 for the cars, one car per lane: the body against the arena, solved alone
-    (`car_contacts.car_world_contacts`, `solve_car_world`), the solver's write-back and the
+    from the car's deltas of the solve between bodies (`body_solve`; `car_contacts.car_world_contacts`,
+    `solve_car_world`), the solver's write-back and the
     integration; then stage 6, Car::_PostTickUpdate and _FinishPhysicsTick. A car demolished by a
     callback runs to the step's end; one frozen at the tick's start is not simulated."""
-    row, live, _, slot = car_lanes(n, NUM_CARS, BLOCK)
+    row, live, env, slot = car_lanes(n, NUM_CARS, BLOCK)
     tick_time = f32(tick_time)
+    start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
     car, _, info = load_car_and_hit_info(
         car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
     )
@@ -433,7 +553,7 @@ def car_step_kernel(
     )  # fmt: skip
     solved = car_contacts.solve_car_world(
         body, car[1], car[2], car[3], ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_table_ptr, slot),
-        f32(car_world_friction), f32(car_world_restitution), tick_time, ITERATIONS, BLOCK,
+        f32(car_world_friction), f32(car_world_restitution), tick_time, start, ITERATIONS, BLOCK,
     )  # fmt: skip
     car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)
     car = car[:28] + (demoed,) + car[29:]
@@ -448,7 +568,7 @@ def car_step_kernel(
 def ball_and_rules_kernel(
     pos_ptr, vel_ptr, ang_vel_ptr, velocity_impulse_cache_ptr, tick_count_since_update_ptr, tick_count_ptr,
     game_ints_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr,
+    body_solve_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr,
     kickoff_spawns_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
@@ -463,7 +583,8 @@ def ball_and_rules_kernel(
 ):  # fmt: skip
     """The ball's part of each tick and the game around the physics, one env per lane, ``ticks`` ticks
     (the ball and the game in registers; with cars, one tick per launch, after `car_step_kernel`):
-    1. the ball's sleeping, 5. its contacts with the arena, solve and integration; 3. and 7. each
+    1. the ball's sleeping, 5. its contacts with the arena, solved from its deltas of the solve between
+    bodies (`body_solve`), and integration; 3. and 7. each
     pad's cooldown, the car it is locked to, the boost it gives; 8. the ball's finish; 9. goals;
     10. the tick count, scores and events; a kickoff after a goal when the game asks for one."""
     lane, live, env = env_lanes(n, BLOCK)
@@ -488,11 +609,16 @@ def ball_and_rules_kernel(
     k = 0
     while k < tl.cast(ticks, tl.int32):
         sleeping = update_sleeping(vel, ang_vel)  # 1.
+        zero = vel[0] * 0.0
+        start = ((zero, zero, zero), (zero, zero, zero), (zero, zero, zero), (zero, zero, zero))
+        if NUM_CARS > 0:  # the ball's deltas from the solve between bodies, in UU
+            dv, dw, push, turn = load_body_solve(body_solve_ptr, lane * (NUM_CARS + 1), live, BLOCK)
+            start = (scale(dv, BT_TO_UU), dw, scale(push, BT_TO_UU), turn)
         pos, vel, ang_vel = physics_step(  # 5. the ball against the arena
             pos, vel, ang_vel, live & (~sleeping), tick_time, f32(gravity_dv), f32(ball_damping), f32(ball_radius),
             f32(ball_contact_gap), f32(ball_inv_mass), f32(ball_inv_inertia), f32(ball_restitution),
             f32(ball_friction), f32(restitution_velocity_threshold), f32(friction_direction_epsilon_sq),
-            f32(erp2_over_dt), arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_CONTACTS, DEGENERATE_L2, SIMD_EPSILON,
+            f32(erp2_over_dt), arena, arena_grid, start, NUM_PLANES, PLANE_BASE, MAX_CONTACTS, DEGENERATE_L2, SIMD_EPSILON,
             MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, PUSH_POINTS, BLOCK,
         )  # fmt: skip
         cars = ()
@@ -748,6 +874,10 @@ def step_ticks_op(
         "pair_contacts_ptr": torch.empty(
             envs * (num_cars * (num_cars - 1) // 2), PAIR_WIDTH.value, device=controls.device
         ),
+        "body_rows_ptr": torch.empty(envs * body_rows_of(num_cars), BODY_ROW_WIDTH.value, device=controls.device),
+        "body_mask_ptr": torch.empty(envs, dtype=torch.int64, device=controls.device),
+        "body_solve_ptr": torch.empty(envs * (num_cars + 1), BODY_SOLVE_WIDTH.value, device=controls.device),
+        **dict(zip(("ball_inv_mass_bt", "ball_inv_inertia_bt", "ball_gravity_bt"), ball_mass_props(TickParams(*params)))),
         "controls_ptr": controls,
         "hashed_seed": hashed_seed,
         **dict(zip(PARAM_NAMES, params)),

@@ -86,12 +86,14 @@ def solve_world_contact(
     ball_friction,
     restitution_velocity_threshold,
     friction_direction_epsilon_sq,
+    start,
     ITERATIONS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     """RocketSim's "special" ball-world contact (the mean normal and lever arm over the held points),
-    solved as Bullet's sequential-impulse solver does: the velocity deltas (dv, dw), zero where the
-    ball touches nothing. ``vel`` is the damped velocity before gravity."""
+    solved as Bullet's sequential-impulse solver does: the velocity deltas (dv, dw), ``start``'s (dv,
+    dw) where the ball touches nothing (the iterations start from them: the car-ball solve's, or
+    zeros). ``vel`` is the damped velocity before gravity."""
     count, offset, normals = manifolds[1], manifolds[2], manifolds[4]  # held points: [slot * 4 + i]
     inv_mass = ball_inv_mass
     inv_inertia = ball_inv_inertia
@@ -137,8 +139,9 @@ def solve_world_contact(
     rhs_t = -(dot(tangent, vel_ext) + dot(torque_t, ang_vel)) * jac_t
     friction = ball_friction
 
-    dv = (zero, zero, zero)
-    dw = (zero, zero, zero)
+    dv0, dw0 = start
+    dv = dv0
+    dw = dw0
     if tl.max(touching.to(tl.int32), axis=0) > 0:
         impulse_n = zero
         impulse_t = zero
@@ -158,8 +161,8 @@ def solve_world_contact(
             impulse_t += delta
             dv = add(dv, scale(tangent, inv_mass * delta))
             dw = add(dw, scale(ang_t, delta))
-        dv = where(touching, dv, (0.0, 0.0, 0.0))
-        dw = where(touching, dw, (0.0, 0.0, 0.0))
+        dv = where(touching, dv, dv0)
+        dw = where(touching, dw, dw0)
     return dv, dw
 
 
@@ -169,6 +172,7 @@ def split_impulse_push(
     ball_inv_mass,
     ball_inv_inertia,
     erp2_over_dt,
+    start,
     ITERATIONS: tl.constexpr,
     PUSH_POINTS: tl.constexpr,
     BLOCK: tl.constexpr,
@@ -180,12 +184,11 @@ def split_impulse_push(
     inv_mass = ball_inv_mass
     inv_inertia = ball_inv_inertia
     zero = tl.zeros([BLOCK], tl.float32)
-    push = (zero, zero, zero)
+    push, turn = start  # (push, turn) the iterations start from (the car-ball solve's)
     penetrating = tl.zeros([BLOCK], tl.int32)
     for k in tl.static_range(16):
         penetrating += (((k % 4) < count[k // 4]) & (depth[k] < 0)).to(tl.int32)
     if tl.max(penetrating, axis=0) > 0:
-        turn = (zero, zero, zero)
         rank = tl.zeros([BLOCK], tl.int32)
         active = ()
         used = ()
@@ -244,6 +247,7 @@ def physics_step(
     erp2_over_dt,
     arena,
     grid,
+    start,
     NUM_PLANES: tl.constexpr,
     PLANE_BASE: tl.constexpr,
     MAX_CONTACTS: tl.constexpr,
@@ -256,7 +260,9 @@ def physics_step(
     BLOCK: tl.constexpr,
 ):
     """The ball's part of btDiscreteDynamicsWorld::stepSimulation; a sleeping ball (not ``awake``) is
-    neither collided, solved nor integrated."""
+    neither collided nor solved, and is integrated without gravity (it moves only by ``start``).
+    ``start``: (dv, dw, push, turn), UU/s and rad/s, what the iterations start from (the fused
+    tick's car-ball solve, `kernels/car_contacts.solve_bodies`; zeros for the ball alone)."""
     manifolds = world_contacts(
         ball_pos,
         awake,
@@ -285,14 +291,17 @@ def physics_step(
         ball_friction,
         restitution_velocity_threshold,
         friction_direction_epsilon_sq,
+        (start[0], start[1]),
         ITERATIONS,
         BLOCK,
     )
     push = split_impulse_push(
-        manifolds, ball_inv_mass, ball_inv_inertia, erp2_over_dt, ITERATIONS, PUSH_POINTS, BLOCK
-    )
+        manifolds, ball_inv_mass, ball_inv_inertia, erp2_over_dt, (start[2], start[3]), ITERATIONS, PUSH_POINTS,
+        BLOCK,
+    )  # fmt: skip
     pos, vel, ang_vel = integrate(ball_pos, vel, ball_ang_vel, dv, dw, push, tick_time, gravity_dv)
-    return where(awake, pos, ball_pos), where(awake, vel, ball_vel), where(awake, ang_vel, ball_ang_vel)
+    woken = integrate(ball_pos, ball_vel, ball_ang_vel, start[0], start[1], start[2], tick_time, 0.0)
+    return where(awake, pos, woken[0]), where(awake, vel, woken[1]), where(awake, ang_vel, woken[2])
 
 
 @jit

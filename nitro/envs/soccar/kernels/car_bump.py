@@ -3,7 +3,12 @@
 What the rule reads and writes of each car travels as its bump state, the tuple (pos, vel, rot_mat,
 is_on_ground, is_supersonic, car_contact_id, car_contact_cooldown_timer, is_demoed,
 demo_respawn_timer, velocity_impulse_cache) (`bump_state` / `with_bump_state` move it in and out
-of the kernels' car tuple); a pair's contacts are `kernels/car_contacts.car_car_contacts`' points.
+of the kernels' car tuple). What one direction of a pair would do (`bump`) reads only positions,
+velocities, rotations, `is_on_ground` and `is_supersonic`, which no callback changes, so the fused
+tick computes it per pair lane (`pair_bumps`, in `car_pairs_kernel`) beside the pair's contact
+points, and the env lane walks only the callbacks' chain (`on_car_car_collision`). A pair's contacts
+are then (its points, each (is_contact, forward coordinate on car a, on car b), bump a on b, bump b
+on a), each bump (approaching, is_demo, impulse).
 """
 
 from __future__ import annotations
@@ -72,6 +77,19 @@ def bump(state, other, team_ok, demo_mode):
 
 
 @jit
+def pair_bumps(state_a, state_b, same_team, demo_mode, enable_team_demos, bump_force_scale):
+    """Both directions of a pair's `bump` (a on b, then b on a), each (approaching, is_demo, the
+    victim's impulse with the force scale applied)."""
+    team_ok = tl.where(same_team, enable_team_demos != 0, True)
+    ab = bump(state_a, state_b, team_ok, demo_mode)
+    ba = bump(state_b, state_a, team_ok, demo_mode)
+    return (
+        (ab[0], ab[1], add(ab[2], scale(ab[3], bump_force_scale))),
+        (ba[0], ba[1], add(ba[2], scale(ba[3], bump_force_scale))),
+    )
+
+
+@jit
 def _set(values, index: tl.constexpr, value, N: tl.constexpr):
     """``values`` (a tuple of N) with entry ``index`` replaced by ``value``."""
     out = ()
@@ -85,20 +103,21 @@ def _set(values, index: tl.constexpr, value, N: tl.constexpr):
 
 @jit
 def _one_way(
-    states, bumped_by, demoed_by, live, hit, local_point, bump_force_scale, bump_cooldown_time, respawn_delay,
+    states, bumped_by, demoed_by, live, hit, forward, bump_cooldown_time, respawn_delay,
     bumper: tl.constexpr, victim: tl.constexpr, NUM_CARS: tl.constexpr,
 ):  # fmt: skip
-    """One direction of one callback, ``bumper`` on ``victim``: the cooldown, the bumper's front, the
-    demolition or the bump; ``live`` turns false once either car is demolished (the call returns)."""
+    """One direction of one callback, ``bumper`` on ``victim``: the cooldown, the bumper's front (the
+    point's ``forward`` coordinate on the bumper), the demolition or the bump; ``live`` turns false once
+    either car is demolished (the call returns)."""
     live = live & (~states[bumper][7]) & (~states[victim][7])
     s = states[bumper]
     v = states[victim]
     in_cooldown = (s[5] == victim + 1) & (s[6] > 0)
-    with_bumper = local_point[0] > BUMP_MIN_FORWARD_DIST
+    with_bumper = forward > BUMP_MIN_FORWARD_DIST
     fires = live & (~in_cooldown) & hit[0] & with_bumper
     demo = fires & hit[1]
     pushed = fires & (~hit[1])
-    impulse = add(hit[2], scale(hit[3], bump_force_scale))
+    impulse = hit[2]
     v = (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] | demo, tl.where(demo, respawn_delay, v[8]),
          where(pushed, add(v[9], impulse), v[9]))  # fmt: skip
     states = _set(states, victim, v, NUM_CARS)
@@ -113,13 +132,12 @@ def _one_way(
 
 @jit
 def on_car_car_collision(
-    states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
-    BLUE: tl.constexpr, NUM_CARS: tl.constexpr, POINTS: tl.constexpr,
+    states, contacts, bump_cooldown_time, respawn_delay, NUM_CARS: tl.constexpr, POINTS: tl.constexpr,
 ):  # fmt: skip
     """Arena::_BtCallback_OnCarCarCollision for every contact point of the tick, pair by pair (a < b)
-    and point by point, car b on car a first. ``states``: each car's bump state (blue cars first, BLUE of them);
-    ``contacts``: each pair's points. Returns the states and each car's bumper and demolisher of
-    this tick (index, -1 for none)."""
+    and point by point, car b on car a first. ``states``: each car's bump state; ``contacts``: each
+    pair's (points, bump a on b, bump b on a) (see the module's note). Returns the states and each
+    car's bumper and demolisher of this tick (index, -1 for none)."""
     bumped_by = ()
     demoed_by = ()
     for c in tl.static_range(NUM_CARS):
@@ -127,21 +145,15 @@ def on_car_car_collision(
         demoed_by = demoed_by + (states[c][5] * 0 - 1,)
     for a in tl.static_range(NUM_CARS):
         for b in tl.static_range(a + 1, NUM_CARS):
-            if (a < BLUE) == (b < BLUE):
-                team_ok = enable_team_demos != 0  # teammates
-            else:
-                team_ok = enable_team_demos == enable_team_demos
-            hit_ab = bump(states[a], states[b], team_ok, demo_mode)
-            hit_ba = bump(states[b], states[a], team_ok, demo_mode)
-            pair = contacts[a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)]  # `contacts.car_pairs` order
+            points, hit_ab, hit_ba = contacts[a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)]  # `car_pairs` order
             for k in tl.static_range(POINTS):  # car b (the manifold's body A) on car a first
-                live = pair[k][0]
+                live = points[k][0]
                 states, bumped_by, demoed_by, live = _one_way(
-                    states, bumped_by, demoed_by, live, hit_ba, pair[k][2], bump_force_scale,
-                    bump_cooldown_time, respawn_delay, b, a, NUM_CARS,
+                    states, bumped_by, demoed_by, live, hit_ba, points[k][2], bump_cooldown_time, respawn_delay,
+                    b, a, NUM_CARS,
                 )  # fmt: skip
                 states, bumped_by, demoed_by, live = _one_way(
-                    states, bumped_by, demoed_by, live, hit_ab, pair[k][1], bump_force_scale,
-                    bump_cooldown_time, respawn_delay, a, b, NUM_CARS,
+                    states, bumped_by, demoed_by, live, hit_ab, points[k][1], bump_cooldown_time, respawn_delay,
+                    a, b, NUM_CARS,
                 )  # fmt: skip
     return states, bumped_by, demoed_by

@@ -21,7 +21,7 @@ from nitro.envs.soccar.kernels.manifolds import add_manifold_point, fill4, fill1
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec
 from nitro.envs.soccar.kernels.sequential_impulse import setup_rows, simd_dot3
 from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
-from nitro.envs.soccar.kernels.vec import add, cross, dot, load, load_uniform, neg, scale, sub, where
+from nitro.envs.soccar.kernels.vec import add, cross, dot, load, load_row, load_uniform, neg, scale, sub, where
 from nitro.envs.soccar.vec import BOX_SUPPORT_TIE as _BOX_SUPPORT_TIE
 
 UU_TO_BT = constexpr(C.UU_TO_BT)
@@ -63,11 +63,15 @@ def load_inv_inertia(hitbox_table_ptr, car):
 
 
 @jit
-def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_contact_gap, ball_radius, frozen):
-    """btSphereBoxCollisionAlgorithm::getSphereDistance of the ball against one car's hitbox:
-    (is_hit, the contact point on the ball relative to its centre, UU)."""
+def car_ball_contacts(ball_pos, car_pos, rot_mat, hitbox, ball_contact_gap, ball_radius, frozen):
+    """btSphereBoxCollisionAlgorithm::getSphereDistance of the ball against one car's hitbox
+    (`car_contacts.car_ball_contacts`): (touched, the contact point on the ball relative to its
+    centre in UU (the hit's relPos), and the solver's row in BT: the normal from the ball into the
+    car, the point on the car from the car's origin, the point on the ball from its centre, the
+    depth)."""
     inner, margin, offset, car_threshold = hitbox
-    origin = add(scale(car_pos, UU_TO_BT), mat_vec(rot_mat, offset))
+    car_bt = scale(car_pos, UU_TO_BT)
+    origin = add(car_bt, mat_vec(rot_mat, offset))
     center = scale(ball_pos, UU_TO_BT)
     d = sub(center, origin)
     rel = (dot(column(rot_mat, 0), d), dot(column(rot_mat, 1), d), dot(column(rot_mat, 2), d))
@@ -110,9 +114,11 @@ def car_ball_hits(ball_pos, car_pos, rot_mat, hitbox, ball_contact_gap, ball_rad
     closest = where(inside, face_point, closest)
     point_on_box = add(closest, scale(normal, margin))
     depth = distance - intersection_dist
-    point_on_ball = add(mat_vec(rot_mat, point_on_box), origin)
-    point_on_ball = add(point_on_ball, scale(mat_vec(rot_mat, normal), depth))
-    return touching, scale(sub(point_on_ball, center), BT_TO_UU)
+    point_on_car = add(mat_vec(rot_mat, point_on_box), origin)
+    world_normal = mat_vec(rot_mat, normal)  # from the car into the ball
+    point_on_ball = add(point_on_car, scale(world_normal, depth))
+    on_ball = sub(point_on_ball, center)
+    return touching, scale(on_ball, BT_TO_UU), neg(world_normal), sub(point_on_car, car_bt), on_ball, depth
 
 
 @jit
@@ -131,8 +137,10 @@ def _box(car_pos, rot_mat, hitbox):
 
 @jit
 def _separation(ca, ra, ha, cb, rb, hb):
-    """The largest gap between two oriented boxes over the 15 separating axes (the reference's)."""
+    """The largest gap between two oriented boxes over the 15 separating axes and its unit axis, the
+    first of equal gaps (the reference's)."""
     best = ca[0] * 0.0 + NEG_INF
+    best_axis = (best * 0.0, best * 0.0, best * 0.0 + 1.0)
     for s in tl.static_range(15):
         if s < 3:
             axis = column(ra, s)
@@ -152,8 +160,10 @@ def _separation(ca, ra, ha, cb, rb, hb):
             dot(axis, column(rb, 2))
         ) * hb[2]
         gap = distance - reach_a - reach_b
-        best = tl.where(usable, tl.maximum(best, gap), best)
-    return best
+        better = usable & (gap > best)
+        best = tl.where(better, gap, best)
+        best_axis = where(better, axis, best_axis)
+    return best, best_axis
 
 
 @jit
@@ -176,11 +186,14 @@ def _inside_depth(point, center, rot, half):
 
 @jit
 def car_car_contacts(pos_a, rot_a, hitbox_a, frozen_a, pos_b, rot_b, hitbox_b, frozen_b):
-    """One car pair's contact points (see `car_contacts.car_car_contacts`): two tuples of
-    (is_contact, local_point_a, local_point_b), UU: car a's deepest corner inside b, then b's inside a."""
+    """One car pair's contacts (see `car_contacts.car_car_contacts`): two points, each (is_contact,
+    local_point_a, local_point_b, the point in the world), UU: car a's deepest corner inside b, then
+    b's inside a; then the normal from car a into car b and the separation (UU), every point's depth."""
     ca, ha = _box(pos_a, rot_a, hitbox_a)
     cb, hb = _box(pos_b, rot_b, hitbox_b)
-    touching = (_separation(ca, rot_a, ha, cb, rot_b, hb) < 0) & (~frozen_a) & (~frozen_b)
+    separation, axis = _separation(ca, rot_a, ha, cb, rot_b, hb)
+    touching = (separation < 0) & (~frozen_a) & (~frozen_b)
+    normal = where(dot(axis, sub(cb, ca)) >= 0, axis, neg(axis))
     depth_a, corner_a = _deepest_corner(ca, rot_a, ha, cb, rot_b, hb)
     depth_b, corner_b = _deepest_corner(cb, rot_b, hb, ca, rot_a, ha)
     inside_a = depth_a >= 0
@@ -188,8 +201,10 @@ def car_car_contacts(pos_a, rot_a, hitbox_a, frozen_a, pos_b, rot_b, hitbox_b, f
     neither = (~inside_a) & (~inside_b)
     first = where(neither, scale(add(corner_a, corner_b), 0.5), corner_a)
     return (
-        (touching & (inside_a | neither), _local(first, pos_a, rot_a), _local(first, pos_b, rot_b)),
-        (touching & inside_b, _local(corner_b, pos_a, rot_a), _local(corner_b, pos_b, rot_b)),
+        (touching & (inside_a | neither), _local(first, pos_a, rot_a), _local(first, pos_b, rot_b), first),
+        (touching & inside_b, _local(corner_b, pos_a, rot_a), _local(corner_b, pos_b, rot_b), corner_b),
+        normal,
+        separation,
     )
 
 
@@ -317,11 +332,12 @@ def car_world_contacts(
 @jit
 def solve_car_world(
     contacts, rot_mat, vel, ang_vel, ext_v, ext_w, inv_inertia_local, car_world_friction, car_world_restitution,
-    tick_time, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
+    tick_time, start, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """`car_contacts.solve_car_world` for one car (``inv_inertia_local``: `load_inv_inertia`'s, BT): Bullet's solve of its arena points alone (split
     impulse, then the normal and friction rows), in registers, the rows set up again where each
-    sweep reads them. Returns the `BodySolve` tuple (dv, dw, push_v, push_w UU and rad/s,
+    sweep reads them, starting from ``start``'s (dv, dw, push, turn) (BT: `solve_bodies`' for the car).
+    Returns the `BodySolve` tuple (dv, dw, push_v, push_w UU and rad/s,
     has_world_contact, world_contact_normal)."""
     manifolds, has_contact, contact_normal = contacts
     count, offset, normal, depth = manifolds[1], manifolds[2], manifolds[4], manifolds[5]
@@ -337,7 +353,7 @@ def solve_car_world(
     for k in tl.static_range(16):
         held = held + ((k % 4) < count[k // 4],)
         used = used + (tl.max(held[k].to(tl.int32), axis=0) > 0,)
-    dv, dw, push, turn = zero3, zero3, zero3, zero3
+    dv, dw, push, turn = start
     if tl.max(has_contact.to(tl.int32), axis=0) > 0:
         applied = fill16(zero)
         for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
@@ -400,3 +416,179 @@ def solve_car_world(
                     dv = add(dv, scale(scale(tangent, INV_MASS), delta))
                     dw = add(dw, scale(f_angular, delta))
     return scale(dv, BT_TO_UU), dw, scale(push, BT_TO_UU), turn, has_contact, contact_normal
+
+
+# --- The contacts between bodies, solved alone ----------------------------------------------------
+BODY_ROW_WIDTH = constexpr(16)
+"""Floats per contact row between bodies in `body_rows` (env-major, `solve_bodies`' order: each car's
+with the ball, then each pair's points): the normal from B into A (3), the point on A from A's
+origin (3), the point on B from B's (3), the depth, body A, body B (the ball 0, car c 1 + c), the
+friction, the restitution, two spare; BT."""
+
+
+@jit
+def body_row(normal, rel_a, rel_b, depth, body_a, body_b, friction, restitution):
+    """A `body_rows` row's values."""
+    zero = depth * 0.0
+    ids = (zero + body_a, zero + body_b, zero + friction, zero + restitution, zero, zero)
+    return normal + rel_a + rel_b + (depth,) + ids
+
+
+@jit
+def _pick(values, index, N: tl.constexpr):
+    """values[index] for a per-lane index, over a static tuple of N per-lane values."""
+    out = values[0]
+    for j in tl.static_range(1, N):
+        out = tl.where(index == j, values[j], out)
+    return out
+
+
+@jit
+def _pick3(vectors, index, N: tl.constexpr):
+    out = vectors[0]
+    for j in tl.static_range(1, N):
+        out = where(index == j, vectors[j], out)
+    return out
+
+
+@jit
+def _pick9(matrices, index, N: tl.constexpr):
+    out = matrices[0]
+    for j in tl.static_range(1, N):
+        chosen = ()
+        for i in tl.static_range(9):
+            chosen = chosen + (tl.where(index == j, matrices[j][i], out[i]),)
+        out = chosen
+    return out
+
+
+@jit
+def _put(values, index, value, N: tl.constexpr):
+    """``values`` with entry ``index`` (per lane) replaced by ``value``."""
+    out = ()
+    for j in tl.static_range(N):
+        out = out + (tl.where(index == j, value, values[j]),)
+    return out
+
+
+@jit
+def _put3(vectors, index, value, N: tl.constexpr):
+    out = ()
+    for j in tl.static_range(N):
+        out = out + (where(index == j, value, vectors[j]),)
+    return out
+
+
+@jit
+def _body(bodies, index, N: tl.constexpr):
+    """Solver body ``index`` (per lane) of ``bodies`` = (vel, ang_vel, ext_v, ext_w, inv_mass,
+    inv_inertia), each a tuple over the N bodies, as `setup_rows` takes one."""
+    vel, ang_vel, ext_v, ext_w, inv_mass, inv_inertia = bodies
+    return (
+        _pick3(vel, index, N), _pick3(ang_vel, index, N), _pick3(ext_v, index, N), _pick3(ext_w, index, N),
+        _pick(inv_mass, index, N), _pick9(inv_inertia, index, N),
+    )  # fmt: skip
+
+
+@jit
+def _impulse(state, a, b, row, rhs, applied, lower, upper, on, inv_mass_a, inv_mass_b, N: tl.constexpr):
+    """One row's impulse on the bodies' (linear, angular) deltas ``state`` (tuples over the N bodies),
+    as `sequential_impulse`'s rows: the limits clamp, body A then body B take it. Returns the state
+    and the new applied impulse."""
+    lin, ang = state
+    n_, torque_a, angular_a, normal_b, torque_b, angular_b, jac = row[0], row[1], row[2], row[3], row[4], row[5], row[6]
+    lin_a, ang_a = _pick3(lin, a, N), _pick3(ang, a, N)
+    lin_b, ang_b = _pick3(lin, b, N), _pick3(ang, b, N)
+    d1 = simd_dot3(n_, lin_a) + simd_dot3(torque_a, ang_a)
+    d2 = simd_dot3(normal_b, lin_b) + simd_dot3(torque_b, ang_b)
+    delta = (rhs - d1 * jac) - d2 * jac
+    total = applied + delta
+    below = total < lower
+    delta = tl.where(below, lower - applied, delta)
+    new = tl.where(below, lower, total)
+    under = total < upper
+    delta = tl.where(under, delta, upper - applied)
+    new = tl.where(under, new, upper)
+    delta = tl.where(on, delta, 0.0)
+    lin = _put3(lin, a, add(lin_a, scale(scale(n_, inv_mass_a), delta)), N)
+    ang = _put3(ang, a, add(ang_a, scale(angular_a, delta)), N)
+    lin_b, ang_b = _pick3(lin, b, N), _pick3(ang, b, N)
+    lin = _put3(lin, b, add(lin_b, scale(scale(normal_b, inv_mass_b), delta)), N)
+    ang = _put3(ang, b, add(ang_b, scale(angular_b, delta)), N)
+    return (lin, ang), tl.where(on, new, applied)
+
+
+@jit
+def _row(body_rows_ptr, row_index, on, bodies, tick_time, N: tl.constexpr, BLOCK: tl.constexpr):
+    """Row ``row_index`` of `body_rows` set up (`setup_rows`): (bodies a and b, the normal row, its
+    push rhs, the friction row, the friction coefficient)."""
+    r = load_row(body_rows_ptr, row_index, on, BODY_ROW_WIDTH, BLOCK)
+    a = r[10].to(tl.int32)
+    b = r[11].to(tl.int32)
+    normal = where(on, (r[0], r[1], r[2]), (0.0, 0.0, 1.0))
+    no_static = r[10] < 0  # false: both bodies move
+    row, push_rhs, friction_row = setup_rows(
+        normal, (r[3], r[4], r[5]), (r[6], r[7], r[8]), r[9], r[12], r[13], no_static, _body(bodies, a, N),
+        _body(bodies, b, N), 1.0 / tick_time, SOLVER_ERP2, RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
+    )  # fmt: skip
+    return a, b, row, push_rhs, friction_row, r[12]
+
+
+@jit
+def solve_bodies(
+    body_rows_ptr, first_row, live, mask, bodies, tick_time,
+    NUM_ROWS: tl.constexpr, NUM_BODIES: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`car_contacts.solve_bodies` for one env per lane: Bullet's sequential impulse over the env's
+    NUM_ROWS rows of `body_rows` (from ``first_row``; bit k of ``mask`` marks row k held), the split
+    impulse first, then 10 iterations of the normal rows and the friction rows. ``bodies``: (vel,
+    ang_vel, ext_v, ext_w, inv_mass, inv_inertia), each a tuple over the NUM_BODIES bodies, BT. The
+    rows are runtime loops (the code is one row's, whatever the team size), each row read and set
+    up again where a sweep meets it, and skipped where no lane of the block holds it; the bodies'
+    deltas and the rows' impulses stay in registers. Returns (dv, dw, push, turn), each a tuple over
+    the bodies."""
+    zero = tl.zeros([BLOCK], tl.float32)
+    zero3 = (zero, zero, zero)
+    velocity = ()
+    for j in tl.static_range(NUM_BODIES):
+        velocity = velocity + (zero3,)
+    dv, dw, push, turn = velocity, velocity, velocity, velocity
+    applied = ()
+    for k in tl.static_range(NUM_ROWS):
+        applied = applied + (zero,)
+    if tl.max((live & (mask != 0)).to(tl.int32), axis=0) > 0:
+        pushed = applied
+        for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
+            for k in range(NUM_ROWS):
+                on = live & (((mask >> k) & 1) != 0)
+                if tl.max(on.to(tl.int32), axis=0) > 0:
+                    a, b, row, push_rhs, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
+                    (push, turn), new = _impulse(
+                        (push, turn), a, b, row, push_rhs, _pick(pushed, k, NUM_ROWS), 0.0, 1e30, on & (push_rhs != 0),
+                        _pick(bodies[4], a, NUM_BODIES), _pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
+                    )  # fmt: skip
+                    pushed = _put(pushed, k, new, NUM_ROWS)
+        normal_applied = applied
+        friction_applied = applied
+        for sweep in range(ITERATIONS):  # every normal row, then every friction row
+            for k in range(NUM_ROWS):
+                on = live & (((mask >> k) & 1) != 0)
+                if tl.max(on.to(tl.int32), axis=0) > 0:
+                    a, b, row, _, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
+                    (dv, dw), new = _impulse(
+                        (dv, dw), a, b, row, row[7], _pick(normal_applied, k, NUM_ROWS), 0.0, 1e30, on,
+                        _pick(bodies[4], a, NUM_BODIES), _pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
+                    )  # fmt: skip
+                    normal_applied = _put(normal_applied, k, new, NUM_ROWS)
+            for k in range(NUM_ROWS):
+                on = live & (((mask >> k) & 1) != 0)
+                if tl.max(on.to(tl.int32), axis=0) > 0:
+                    a, b, _, _, f_row, friction = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
+                    held = _pick(normal_applied, k, NUM_ROWS)
+                    limit = friction * held
+                    (dv, dw), new = _impulse(
+                        (dv, dw), a, b, f_row, f_row[7], _pick(friction_applied, k, NUM_ROWS), -limit, limit,
+                        on & (held > 0), _pick(bodies[4], a, NUM_BODIES), _pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
+                    )  # fmt: skip
+                    friction_applied = _put(friction_applied, k, new, NUM_ROWS)
+    return dv, dw, push, turn

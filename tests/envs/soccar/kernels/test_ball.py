@@ -102,6 +102,7 @@ def solver_kernel(
     vel = load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     ang_vel = load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     manifolds = load_manifolds(obj_ptr, count_ptr, offset_ptr, normal_ptr, depth_ptr, lane, live)
+    zero = (vel[0] * 0.0, vel[0] * 0.0, vel[0] * 0.0)
     dv, dw = twin.solve_world_contact(
         vel,
         ang_vel,
@@ -113,11 +114,12 @@ def solver_kernel(
         ball_friction,
         restitution_velocity_threshold,
         friction_direction_epsilon_sq,
+        (zero, zero),
         ITERATIONS,
         BLOCK,
     )
     push = twin.split_impulse_push(
-        manifolds, ball_inv_mass, ball_inv_inertia, erp2_over_dt, ITERATIONS, PUSH_POINTS, BLOCK
+        manifolds, ball_inv_mass, ball_inv_inertia, erp2_over_dt, (zero, zero), ITERATIONS, PUSH_POINTS, BLOCK
     )
     store(dv_out + lane * 3, dv, live)
     store(dw_out + lane * 3, dw, live)
