@@ -44,7 +44,7 @@ def hits_kernel(
         rot = rot + (load(rot_ptr + row * 9 + 6, live, (0.0, 0.0, 1.0)),)
         vel = load(vel_ptr + row * 3, live, (0.0, 0.0, 0.0))
         frozen = tl.load(frozen_ptr + row, mask=live, other=0) != 0
-        is_hit, rel = contacts_twin.car_ball_hits(
+        is_hit, rel, _, _, _, _ = contacts_twin.car_ball_contacts(
             ball_pos, pos, rot, contacts_twin.load_hitbox(hitbox_ptr, c), ball_contact_gap, ball_radius, frozen
         )
         info = (
@@ -76,7 +76,7 @@ def test_ball_hits_match_the_reference(num_cars):
     params = car_params(num_cars)
     tick = torch.randint(0, 60, (n,), generator=torch.Generator().manual_seed(3)).to(DEVICE)
     frozen = cars.is_demoed
-    hits = car_contacts.car_ball_hits(ball.pos, cars, params, frozen, PARAMS)
+    hits = car_contacts.car_ball_contacts(ball.pos, cars, params, frozen, PARAMS).hits()
     ball_vel = ball.vel * PARAMS.ball_damping
     expected_ball, expected = reference.on_hit(ball, ball_vel, cars, hits, tick, PARAMS)
 

@@ -9,6 +9,7 @@ import torch
 
 from nitro.envs.soccar import car_bump as reference
 from nitro.envs.soccar import car_contacts
+from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.contacts import CAR_CAR_POINTS, car_pairs
 from nitro.envs.soccar.kernels import car_bump as twin
 from nitro.envs.soccar.kernels import car_contacts as contacts_twin
@@ -16,7 +17,7 @@ from nitro.envs.soccar.kernels.vec import load, store
 from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 from nitro.envs.soccar.rules import game_config
 from tests.envs.soccar.kernels.game_states import car_params, flat, random_game
-from tests.envs.soccar.kernels.twins import BLOCK, DEVICE, REL_TOL, assert_close, assert_same, programs, runnable
+from tests.envs.soccar.kernels.twins import BLOCK, DEVICE, NORMAL_TOL, REL_TOL, assert_close, assert_same, programs, runnable
 
 triton = pytest.importorskip("triton")
 tl = triton.language
@@ -57,21 +58,31 @@ def bump_kernel(
         for b in tl.static_range(a + 1, NUM_CARS):
             sa = states[a]
             sb = states[b]
-            points = contacts_twin.car_car_contacts(
+            first, second, normal, separation = contacts_twin.car_car_contacts(
                 sa[0], sa[2], contacts_twin.load_hitbox(hitbox_ptr, a), sa[7],
                 sb[0], sb[2], contacts_twin.load_hitbox(hitbox_ptr, b), sb[7],
             )  # fmt: skip
-            contacts = contacts + (points,)
+            points = (first, second)
+            pair = a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)  # `contacts.car_pairs` order
+            forward = ()
             for k in tl.static_range(POINTS):
-                pair = a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)  # `contacts.car_pairs` order
-                base = points_ptr + ((lane * (NUM_CARS * (NUM_CARS - 1) // 2) + pair) * POINTS + k) * 7
+                base = points_ptr + ((lane * (NUM_CARS * (NUM_CARS - 1) // 2) + pair) * POINTS + k) * 14
                 tl.store(base, points[k][0].to(tl.float32), mask=live)
                 store(base + 1, points[k][1], live)
                 store(base + 4, points[k][2], live)
+                store(base + 7, points[k][3], live)
+                store(base + 10, normal, live)
+                tl.store(base + 13, separation, mask=live)
+                to_bt = 0.02  # the forward coordinates as the reference's callbacks read them (BT, back in UU)
+                forward = forward + ((points[k][0], (points[k][1][0] * to_bt) * 50.0, (points[k][2][0] * to_bt) * 50.0),)
+            hit_ab, hit_ba = twin.pair_bumps(
+                sa, sb, (a < BLUE) == (b < BLUE), demo_mode, enable_team_demos,
+                bump_force_scale,
+            )  # fmt: skip
+            contacts = contacts + ((forward, hit_ab, hit_ba),)
     states, bumped_by, demoed_by = twin.on_car_car_collision(
-        states, contacts, demo_mode, enable_team_demos, bump_force_scale, bump_cooldown_time, respawn_delay,
-        BLUE, NUM_CARS, POINTS,
-    )  # fmt: skip
+        states, contacts, bump_cooldown_time, respawn_delay, NUM_CARS, POINTS
+    )
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
         s = states[c]
@@ -102,14 +113,15 @@ def test_bumps_match_the_reference(blue, orange, mutators):
     tick = TickParams.from_mutators(mutators, float(torch.tensor(1 / 120, dtype=torch.float32)))
     game = game_config(blue, orange, 0, False, torch.device(DEVICE))
     frozen = cars.is_demoed
-    contacts = car_contacts.car_car_contacts(cars, params, frozen)
+    found = car_contacts.car_car_contacts(cars, params, frozen)
+    contacts = found.touches()
     expected, expected_bumped, expected_demoed = reference.on_car_car_collision(cars, contacts, game, tick)
 
     fields = ("pos", "vel", "rot_mat", "is_on_ground", "is_supersonic", "car_contact_id", "car_contact_cooldown_timer",
               "is_demoed", "demo_respawn_timer", "velocity_impulse_cache")  # fmt: skip
     buffers = [flat(getattr(cars, f).clone()) for f in fields]
     pairs = len(car_pairs(num_cars))
-    points = torch.zeros(n, pairs, CAR_CAR_POINTS, 7, device=DEVICE)
+    points = torch.zeros(n, pairs, CAR_CAR_POINTS, 14, device=DEVICE)
     bumped = torch.zeros(n, num_cars, dtype=torch.int32, device=DEVICE)
     demoed_by = torch.zeros_like(bumped)
     bump_kernel[programs(n)](
@@ -122,6 +134,10 @@ def test_bumps_match_the_reference(blue, orange, mutators):
     held = contacts.is_contact & same[:, None, None]
     assert_close(points[..., 1:4][held], contacts.local_point_a[held], atol=LOCAL_TOL)
     assert_close(points[..., 4:7][held], contacts.local_point_b[held], atol=LOCAL_TOL)
+    # the solver's rows: the point (on both cars), the normal from car a into car b, the depth
+    assert_close(points[..., 7:10][held] * C.UU_TO_BT, found.point_on_b[held], atol=LOCAL_TOL * C.UU_TO_BT)
+    assert_close(points[..., 10:13][held], found.normal[held], atol=NORMAL_TOL)
+    assert_close(points[..., 13][held] * C.UU_TO_BT, found.depth[held], atol=LOCAL_TOL * C.UU_TO_BT)
     assert_same(bumped, expected_bumped)
     assert_same(demoed_by, expected_demoed)
     assert bool((expected_bumped >= 0).any() or (expected_demoed >= 0).any())

@@ -19,6 +19,7 @@ from nitro.envs.soccar.kernels.arena import ball_grid
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid, grid_args
 from nitro.envs.soccar.kernels.manifolds import point_at
 from nitro.envs.soccar.kernels.vec import load, store
+from nitro.envs.soccar.sequential_impulse import SolverResult
 from tests.envs.soccar.kernels.kernel_checks import random_rotations
 from tests.envs.soccar.kernels.twins import (
     BLOCK,
@@ -52,7 +53,7 @@ def car_world_kernel(
     pos_ptr, rot_ptr, vel_ptr, ang_vel_ptr, ext_v_ptr, ext_w_ptr, alive_ptr, hitbox_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-    manifold_ptr, solve_ptr, n, friction, restitution, tick_time,
+    start_ptr, manifold_ptr, solve_ptr, n, friction, restitution, tick_time,
     NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr,
     ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
@@ -85,7 +86,10 @@ def car_world_kernel(
     solved = twin.solve_car_world(
         contacts, rot, load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)),
         load(ext_v_ptr + lane * 3, live, (0.0, 0.0, 0.0)), load(ext_w_ptr + lane * 3, live, (0.0, 0.0, 0.0)),
-        inv_inertia_local, friction, restitution, tick_time, ITERATIONS, BLOCK,
+        inv_inertia_local, friction, restitution, tick_time,
+        (load(start_ptr + lane * 12, live, (0.0, 0.0, 0.0)), load(start_ptr + lane * 12 + 3, live, (0.0, 0.0, 0.0)),
+         load(start_ptr + lane * 12 + 6, live, (0.0, 0.0, 0.0)), load(start_ptr + lane * 12 + 9, live, (0.0, 0.0, 0.0))),
+        ITERATIONS, BLOCK,
     )  # fmt: skip
     for i in tl.static_range(4):
         store(solve_ptr + lane * 12 + 3 * i, solved[i], live)
@@ -133,6 +137,9 @@ def test_car_world_stage(preset):
     ext_v = torch.randn(ENVS, 3, generator=g) * 10
     ext_w = torch.randn(ENVS, 3, generator=g) * 0.05
     alive = torch.rand(ENVS, generator=g) > 0.1
+    # the deltas a solve between bodies left (BT: ~UU/s / 50, rad/s), half of the cars without any
+    start = torch.randn(ENVS, 4, 3, generator=g) * torch.tensor([2.0, 0.5, 2.0, 0.5])[:, None]
+    start = start * (torch.rand(ENVS, 1, 1, generator=g) < 0.5)
     cars = arena.cars
     cars.pos, cars.rot_mat, cars.vel, cars.ang_vel = (
         pos[:, None],
@@ -142,8 +149,9 @@ def test_car_world_stage(preset):
     )
     expected = reference.car_world_contacts(world.mesh, cars, world.cars, alive[:, None])
     expected_solve = reference.solve_car_world(
-        expected, cars, ext_v[:, None], ext_w[:, None], world.cars, params
-    )
+        expected, cars, ext_v[:, None], ext_w[:, None], world.cars, params,
+        start=SolverResult(*(start[:, None, i] for i in range(4))),
+    )  # fmt: skip
     mesh = ball_grid(world).to(DEVICE)
     manifold_out = torch.zeros(ENVS, 128, device=DEVICE)
     solve_out = torch.zeros(ENVS, 12, device=DEVICE)
@@ -152,7 +160,7 @@ def test_car_world_stage(preset):
         d(pos), d(rot), d(vel), d(ang_vel), d(ext_v), d(ext_w), d(alive.to(torch.int8)),
         d(twin.hitbox_table(world.cars)), flat_tris(mesh), mesh.tri_bounds, mesh.tri_mesh, mesh.edge_angle,
         mesh.edge_flags, mesh.plane_normals, mesh.plane_offsets, mesh.cell_start, mesh.cell_tris, *grid_args(mesh),
-        manifold_out, solve_out, ENVS, params.car_world_friction, params.car_world_restitution, params.tick_time,
+        d(start), manifold_out, solve_out, ENVS, params.car_world_friction, params.car_world_restitution, params.tick_time,
         NUM_PLANES=4, PLANE_BASE=PLANE_OBJECT_BASE, MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
         EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD, ITERATIONS=C.SOLVER_NUM_ITERATIONS, BLOCK=BLOCK,
     )  # fmt: skip
