@@ -134,12 +134,13 @@ class Arena:
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
     K-tick step in five Triton stage kernels per tick, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
-    the state tensors in place). The fused kernel approximates the tick in arenas with cars: a car
-    body's contacts with the arena come from separating axes (the planes' exactly as Bullet's) and are
-    solved for the car alone; it has no contact solve between bodies (cars pass through the ball and
-    each other), its wheel rays see the arena alone, and it fires the hits, bumps and demolitions
-    from stand-in contacts (`car_contacts`), not Bullet's (docs/SOCCAR.md); ball-only arenas are the
-    same tick in every mode.
+    the state tensors in place). The fused kernel approximates the tick in arenas with cars: the
+    contacts between bodies (the car-ball sphere-box closed form, the car pairs' separating axes with
+    their deepest corners: `car_contacts`) are solved alone, then each body's arena contacts (a car
+    body's from separating axes, the planes' exactly as Bullet's) starting from their deltas, where
+    Bullet solves every row together; its wheel rays see the arena alone, and it fires the hits, bumps
+    and demolitions from those same contacts (docs/SOCCAR.md); ball-only arenas are the same tick in
+    every mode.
     """
 
     def __init__(

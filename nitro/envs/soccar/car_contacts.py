@@ -1,17 +1,18 @@
-"""The fused kernel's stand-in for the car-ball and car-car contacts, and its car body against the
-arena: their reference twin.
+"""The fused kernel's contacts between bodies and its car body against the arena, and their solves:
+their reference twin.
 
-The fused kernel (`kernels/arena.py`) has no collision detection or solve between bodies; it fires
-RocketSim's callbacks from these approximate contacts, and this module is the PyTorch twin of
-`kernels/car_contacts.py` that its tests compare against. The reference tick does not use it: its
-touches come from Bullet's real contacts (`dynamics_world`, `car_ball`, `car_car`).
+The fused kernel (`kernels/arena.py`) replaces Bullet's car-ball and car-car detection with these
+cheaper contacts, fires RocketSim's callbacks from them and solves them (`solve_bodies`); this module
+is the PyTorch twin of `kernels/car_contacts.py` that its tests compare against. The reference tick
+does not use it: its contacts are Bullet's (`dynamics_world`, `car_ball`, `car_car`).
 
-Both return what RocketSim's contact-added callbacks receive (`contacts.CarBallHits`,
-`contacts.CarCarTouches`), from the car bodies' hitboxes (btBoxShape in a btCompoundShape, at the
-hitbox offset), the ball's sphere and the manifolds' contact breaking thresholds, at the tick's
-starting poses. Cars demolished at the tick's start touch nothing.
+Both detectors return Bullet's manifolds' fields (`contacts.CarBallContacts`,
+`contacts.CarCarContacts`, whose `hits` / `touches` are what RocketSim's contact-added callbacks
+receive), from the car bodies' hitboxes (btBoxShape in a btCompoundShape, at the hitbox offset), the
+ball's sphere and the manifolds' contact breaking thresholds, at the tick's starting poses. Cars
+demolished at the tick's start touch nothing.
 
-`car_ball_hits` is the sphere-box distance in closed form (in Bullet units, with the box's margin):
+`car_ball_contacts` is the sphere-box distance in closed form (in Bullet units, with the box's margin):
 the point Bullet's GJK converges on, so a touch mostly comes on the tick RocketSim finds it, but the
 ball's frame is taken as the identity. `car_car_contacts` replaces btBoxBoxDetector: separating axes
 decide the contact (the boxes, margins included, overlap: btBoxBoxDetector reports nothing for a
@@ -20,10 +21,15 @@ has a corner inside, one point between the two deepest corners), where Bullet cl
 face against the reference face. The bump rule reads only which cars touch and how far forward on the
 bumper each point lies.
 
-`car_world_contacts` and `solve_car_world` are the fused kernel's car body against the arena: Bullet's
-pipeline (planes' deepest corner, manifolds, edge smoothing, the sequential impulse) with separating
-axes in place of GJK/EPA for the mesh triangles, each car solved alone (docs/SOCCAR.md says where
-that differs from `car_world` and `dynamics_world`).
+The solver's car-car rows take the separating axis of the largest gap (from car a into car b) as
+the normal and that gap as every point's depth.
+
+`solve_bodies` solves the rows between bodies alone (Bullet's sequential impulse, the rows in the
+island manager's order for one island). `car_world_contacts` and `solve_car_world` are the fused
+kernel's car body against the arena: Bullet's pipeline (planes' deepest corner, manifolds, edge
+smoothing, the sequential impulse) with separating axes in place of GJK/EPA for the mesh triangles,
+each car's arena rows solved alone from its deltas of `solve_bodies` (docs/SOCCAR.md says where that
+differs from `car_world` and `dynamics_world`'s one joint solve).
 """
 
 from __future__ import annotations

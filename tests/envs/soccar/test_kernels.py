@@ -187,6 +187,7 @@ def test_kernels_lower_for_the_gpu_with_compile_argument_types(mesh, monkeypatch
         "pre_tick_kernel",
         "car_pairs_kernel",
         "collisions_kernel",
+        "body_solve_kernel",
         "car_step_kernel",
         "ball_and_rules_kernel",
     }

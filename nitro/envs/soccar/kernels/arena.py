@@ -1,16 +1,23 @@
 """The fused step: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks` in Triton, each tick
-five stage kernels in Arena::Step order (`tick`), one thread per lane:
+six stage kernels in Arena::Step order (`tick`), one thread per lane:
 
 - `pre_tick_kernel`, one car per lane: a demolished car's countdown and respawn, Car::_PreTickUpdate;
-- `car_pairs_kernel`, one car pair per lane: the stand-in contact points between the cars;
-- `collisions_kernel`, one env per lane: the contact callbacks, car-ball hits and car-car bumps;
-- `car_step_kernel`, one car per lane: the body against the arena, its solve, integration, post-tick;
-- `ball_and_rules_kernel`, one env per lane: the ball's step, the pads, goals, events and kickoffs.
+- `car_pairs_kernel`, one car pair per lane: the stand-in contacts between the cars, their solver
+  rows and the pair's bump parts (what the bump rule reads of the two cars);
+- `collisions_kernel`, one env per lane: the car-ball contacts and their rows, then the contact
+  callbacks, car-ball hits and the chain of car-car bumps;
+- `body_solve_kernel`, one env per lane: the rows between bodies solved alone (the sequential impulse
+  of `sequential_impulse.py`), each body's deltas into `body_solve`;
+- `car_step_kernel`, one car per lane: the body against the arena, its solve (from the car's
+  deltas), integration, post-tick;
+- `ball_and_rules_kernel`, one env per lane: the ball's step (its arena solve from its deltas), the
+  pads, goals, events and kickoffs.
 
 Each calls the stages of `kernels/ball.py`, `kernels/car.py` and the game rules (`kernels/rules.py`,
 `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) as the reference tick does. The cars
 travel between the kernels as their packed rows (`kernels/car.pack_cars`), `car_tick` (the forces,
-frozen flags and callback results one kernel hands the next) and `pair_contacts`; an env kernel walks its cars with
+frozen flags and callback results one kernel hands the next), `pair_contacts`, `body_rows`,
+`body_mask` and `body_solve`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block). Ball-only
 arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
 (One kernel with every car unrolled did not compile: Triton's coalesce pass grows with the number of
@@ -18,14 +25,14 @@ memory operations times the square of the kernel's size, 600 s of a CPU for one 
 
 What differs from the reference tick: each car body meets the arena in Bullet's step through
 `car_contacts.car_world_contacts` (separating axes for the mesh triangles, the deepest corner for the
-planes, as `car_world.plane_contacts`) and is solved alone by `car_contacts.solve_car_world`, where the
-reference runs Bullet's GJK/EPA and the joint solve; there is no collision response between bodies
-(`dynamics_world`'s car-ball and car-car rows): the ball meets the arena alone, a car passes through
-the ball and other cars. The callbacks fire from the stand-in contacts of `kernels/car_contacts.py`
-(the car-ball distance in closed form, the car pairs' deepest corners), not Bullet's: the ball gets
-the extra hit impulse without the contact's own response, and bumps and demolitions come from the
-stand-in's points. The wheels' rays see the arena alone (the reference's also land on the other cars
-and the ball). Its PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
+planes, as `car_world.plane_contacts`) and is solved by `car_contacts.solve_car_world`, where the
+reference runs Bullet's GJK/EPA; the contacts between bodies come from `kernels/car_contacts.py` (the
+car-ball distance in closed form, the car pairs' separating axes and deepest corners, where the
+reference runs GJK and btBoxBoxDetector), and Bullet's one joint solve of every row is split in two:
+the rows between bodies solved alone (`solve_bodies`), then each body's arena rows starting from
+their deltas (docs/SOCCAR.md measures what that costs). The callbacks fire from the same contacts.
+The wheels' rays see the arena alone (the reference's also land on the other cars and the ball). Its
+PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
 """
 
 from __future__ import annotations
@@ -289,7 +296,7 @@ def collisions_kernel(
     and demolitions from `car_pairs_kernel`'s points and bump parts. The touches and attackers go to
     `car_tick`; which of the env's body rows hold a point, to `body_mask` (bit k for row k)."""
     lane, live, _ = env_lanes(n, BLOCK)
-    rows: tl.constexpr = body_rows_of(NUM_CARS)
+    rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
     velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
@@ -396,7 +403,7 @@ def car_pairs_kernel(
     (`car_bump.pair_bumps`: they read nothing the callbacks change) into `pair_contacts`, the points'
     solver rows (car b A, car a B) into `body_rows`."""
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
-    rows: tl.constexpr = body_rows_of(NUM_CARS)
+    rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     pair = tl.program_id(0) % pairs
     env = (tl.program_id(0) // pairs) * BLOCK + tl.arange(0, BLOCK)
     live = env < n
@@ -487,7 +494,7 @@ def body_solve_kernel(
         inv_masses = inv_masses + (zero + INV_MASS,)
         inv_inertias = inv_inertias + (m[0] + m[1] + m[2],)
     mask = tl.load(body_mask_ptr + lane, mask=live, other=0)
-    rows: tl.constexpr = body_rows_of(NUM_CARS)
+    rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     dv, dw, push, turn = car_contacts.solve_bodies(
         body_rows_ptr, lane * rows, live, mask, (velocities, angular, ext_vs, ext_ws, inv_masses, inv_inertias),
         tick_time, rows, bodies, ITERATIONS, BLOCK,

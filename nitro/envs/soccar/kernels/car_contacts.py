@@ -554,7 +554,7 @@ def solve_bodies(
         velocity = velocity + (zero3,)
     dv, dw, push, turn = velocity, velocity, velocity, velocity
     applied = ()
-    for k in tl.static_range(NUM_ROWS):
+    for i in tl.static_range(NUM_ROWS):
         applied = applied + (zero,)
     if tl.max((live & (mask != 0)).to(tl.int32), axis=0) > 0:
         pushed = applied

@@ -103,8 +103,10 @@ class SoccarParams:
     physics: str = "eager"
     """How the ticks run: "eager" (the PyTorch tick, `arena.step_ticks`) or "fused" (each held action's
     ticks in Triton stage kernels, `kernels.arena.launch_step_ticks_`; CUDA, or the CPU under
-    TRITON_INTERPRET=1). The fused tick solves each car body against the arena alone and has no
-    contact response between bodies (docs/SOCCAR.md)."""
+    TRITON_INTERPRET=1). The fused tick solves the contacts between bodies (car-ball, car-car) alone,
+    then each body's arena contacts starting from their result, where the eager tick solves them
+    all together; its car-car points and car-arena points are cheaper stand-ins for Bullet's
+    (docs/SOCCAR.md, docs/FIDELITY.md "The fused path's contacts between bodies")."""
     meshes: str | None = None
     """Folder of the soccar collision meshes (None: look where `nitro.envs.soccar.find_soccar_meshes` does)."""
 

@@ -1,10 +1,11 @@
 """The fused kernel's tick in PyTorch: the reference of `kernels/arena.py` as it approximates a tick.
 
 `arena.tick` runs Bullet's joint step (`dynamics_world`): the car bodies collide with the arena, the
-ball and each other, and RocketSim's callbacks fire on those contacts. The fused kernel has no
-collision detection or solve between bodies: its ball meets the arena alone (`ball.physics_step`),
-each car body meets the arena alone (`car_contacts.car_world_contacts` and `solve_car_world`), and
-its callbacks fire on the stand-in contacts of `car_contacts`. `stand_in_tick` is that pipeline from the
+ball and each other, every row is solved together, and RocketSim's callbacks fire on those contacts.
+The fused kernel detects the contacts between bodies with the cheaper `car_contacts` (and fires the
+callbacks from them), solves them alone (`car_contacts.solve_bodies`), then the ball's arena contact
+(`ball.physics_step`) and each car body's (`car_contacts.car_world_contacts` and `solve_car_world`)
+starting from those deltas. `stand_in_tick` is that pipeline from the
 same stage functions, in Arena::Step order, for the whole-game twin tests (`test_game.py`).
 """
 
