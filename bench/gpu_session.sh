@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One device call: GPU tests, CartPole raw stepping (ours and gymnax), PPO throughput and time to solve;
-# other stages on request (league, skullking, skullking-checks, skullking-ppo, skullking-learn: ~8 min each).
+# other stages on request (league, skullking, skullking-checks, skullking-ppo, skullking-learn: ~8 min each;
+# soccar-cars, soccar-game, soccar-rl: ~4-5 min each, their first fused launches compile the stage kernels;
+# soccar-learn: ~9 min; soccar stages need the meshes: carry .meshes and export NITRO_MESHES).
 # Usage (on the GPU machine, from the repository root): bash bench/gpu_session.sh OUTDIR [stages...]
 set -u
 OUT=${1:?usage: gpu_session.sh OUTDIR [stages]}; shift
@@ -40,6 +42,11 @@ for s in $STAGES; do
                       timeout 250 python3 bench/skullking_gpu.py ppo --out "$OUT" ;;
     skullking-learn)  timeout 250 python3 bench/skullking_gpu.py learn --variant flat --out "$OUT"
                       timeout 250 python3 bench/skullking_gpu.py learn --variant hierarchical --out "$OUT" ;;
+    soccar-cars)  timeout 290 python3 bench/soccar_cars_gpu.py --out "$OUT/soccar" --budget 270 ;;
+    soccar-game)  timeout 290 python3 -m pytest -q -m gpu tests/envs/soccar -p no:cacheprovider --tb=short 2>&1 | tail -20
+                  timeout 290 python3 bench/soccar_game_gpu.py --out "$OUT/soccar" --budget 270 ;;
+    soccar-rl)    timeout 260 python3 bench/soccar_rl_gpu.py --out "$OUT/soccar" --budget 240 ;;
+    soccar-learn) timeout 590 python3 bench/soccar_learn_gpu.py --out "$OUT/soccar_learn" --budget 420 --limit 570 ;;
     *) echo "unknown stage $s" ;;
   esac
 done

@@ -19,9 +19,16 @@ from nitro.core.env import autoreset_step
 MODES = ("eager", "compile", "graph")
 
 
+CPU_OPTIONS = {"cpp.simdlen": 1}
+"""Inductor's C++ code without SIMD loops: vectorized, the compiled Skull King step corrupts the heap
+(glibc aborts with "malloc(): unaligned tcache chunk detected" on its first call; PyTorch 2.13 on x86,
+where the same step through ``backend="aot_eager"`` or scalar C++ equals eager stepping). Only CPU code
+reads it; compiled CPU steps are for checking the fast path, not for speed."""
+
+
 def compile(fn: Callable, **kwargs: Any) -> Callable:
     """``torch.compile`` with the settings our step functions need (static shapes, one graph)."""
-    return torch.compile(fn, fullgraph=True, dynamic=False, **kwargs)
+    return torch.compile(fn, fullgraph=True, dynamic=False, options=CPU_OPTIONS, **kwargs)
 
 
 class Loop:

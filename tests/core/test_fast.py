@@ -85,7 +85,8 @@ def _dynamo_only(fn, **kwargs):
 
 
 @pytest.mark.parametrize("env_id,params", [("CartPole-v1", {}), ("Pendulum-v1", {}),
-                                           ("SkullKing-v0", {"checked": False})])  # a masked multi-agent env
+                                           ("SkullKing-v0", {}),  # a masked multi-agent env, its checks traced
+                                           ("SkullKing-v0", {"checked": False})])
 def test_compiled_handle_steps_as_the_eager_one(env_id, params, monkeypatch):
     monkeypatch.setattr(fast, "compile", _dynamo_only)
     torch._dynamo.reset()
@@ -105,6 +106,22 @@ def test_compiled_handle_steps_as_the_eager_one(env_id, params, monkeypatch):
     bad = torch.full_like(actions, 10**6) if not actions.dtype.is_floating_point else actions * float("nan")
     with pytest.raises(ValueError, match="actions"):
         compiled.step(bad)  # actions are checked as in eager mode
+
+
+def test_inductor_compiled_skull_king_steps_as_the_eager_one():
+    """Inductor's C++ code for the Skull King step (gathers, masks, concatenated bool planes, a checked
+    mode's device assert): vectorized, it corrupted the heap on its first call (fast.CPU_OPTIONS); now every
+    result equals eager stepping's over 12 steps (integer and boolean state: no rounding to allow)."""
+    torch._dynamo.reset()
+    eager = nitro.make("SkullKing-v0", num_envs=16, device="cpu", seed=3)
+    compiled = nitro.make("SkullKing-v0", num_envs=16, device="cpu", seed=3, mode="compile")
+    assert torch.equal(eager.reset()[0], compiled.reset()[0])
+    for i in range(12):
+        actions = eager.sample_actions()
+        assert torch.equal(actions, compiled.sample_actions())
+        e, c = eager.step(actions), compiled.step(actions)
+        for a, b in zip((*e[:4], e[4]["final_obs"]), (*c[:4], c[4]["final_obs"])):
+            assert torch.equal(a, b), i
 
 
 def test_handle_modes_resolve_per_device():

@@ -133,13 +133,14 @@ def play_order(params: SkullKingParams, leader: torch.Tensor, round_leader: torc
 def deal(params: SkullKingParams, key: torch.Tensor, round_index: torch.Tensor) -> torch.Tensor:
     """Shuffle the whole deck and deal ``hand_size`` cards to each hand: ``location`` [N, 74] int8.
 
-    The deck is ordered by a random 32-bit word per card (cards outside the game sort last), the first
-    H * d cards go to the hands, d each, and the rest stay in the DECK."""
+    The deck is ordered by a random 30-bit word per card (cards outside the game sort last; equal words by
+    card id, so eager, compiled and CUDA sorts deal alike), the first H * d cards go to the hands, d each,
+    and the rest stay in the DECK."""
     num_envs, device = key.shape[0], key.device
     in_game = game_tables(params, device).in_deck
     words = rng.bits(key, (num_envs, cards.NUM_CARDS))
     words = torch.where(in_game, (words >> 1) & 0x3FFFFFFF, 0x7FFFFFFF)  # non-negative, out-of-game last
-    shuffled = torch.argsort(words, dim=-1)
+    shuffled = torch.argsort(words, dim=-1, stable=True)  # equal words (1 in ~400k deals) in card order on every path
     places = torch.arange(cards.NUM_CARDS, dtype=torch.int32, device=device).expand(num_envs, -1)
     rank = torch.scatter(torch.empty_like(places), -1, shuffled, places)
     d = hand_size(params, round_index).unsqueeze(-1)

@@ -14,6 +14,7 @@ from nitro.envs.skullking import cards
 from nitro.envs.skullking.env import SkullKing
 from nitro.envs.skullking.observation import SEAT_FEATURES, layout
 from nitro.envs.skullking.params import SkullKingParams
+from nitro.envs.skullking import state
 from nitro.envs.skullking.state import OVER
 
 CPU = torch.device("cpu")
@@ -195,3 +196,17 @@ def test_max_decisions_bounds_every_window(params):
         assert env.max_decisions(window) < window or window <= 4
         if window == 32:
             assert most >= env.max_decisions(window) // 2  # not vacuous: the games come near it
+
+
+def test_equal_deck_words_deal_in_card_order(monkeypatch):
+    """The deal sorts a random 30-bit word per card; two equal words (about once in 400k deals) go in card-id
+    order, so eager, compiled and CUDA sorts deal the same hands. With every word equal the deck stays in
+    card-id order: round 3 of four players gives cards 0-2 of the game to seat 0, 3-5 to seat 1, ..."""
+    p = SkullKingParams()
+    monkeypatch.setattr(state.rng, "bits", lambda key, shape: torch.zeros(shape, dtype=torch.int32))
+    location = state.deal(p, rng.env_keys(rng.key(0), 2), torch.tensor([2, 2]))
+    in_game = torch.nonzero(state.game_tables(p, CPU).in_deck).flatten()
+    want = torch.full((74,), state.OUT, dtype=torch.int8)
+    want[in_game] = state.DECK
+    want[in_game[:12]] = torch.arange(4, dtype=torch.int8).repeat_interleave(3)
+    assert torch.equal(location, want.expand(2, -1))
