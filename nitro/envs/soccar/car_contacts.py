@@ -376,7 +376,7 @@ def solve_car_world(
         vel=one(cars.vel * bt), ang_vel=one(cars.ang_vel), ext_v=one(ext_v * bt), ext_w=one(ext_w),
         inv_mass=torch.full((b, 1), CAR_INV_MASS, device=normal.device), inv_inertia=one(inv_inertia),
     )
-    first = None if start is None else SolverResult(*(one(x.reshape(b, 1, 3)) for x in (start.dv, start.dw, start.push, start.turn)))
+    first = None if start is None else SolverResult(*(one(x) for x in (start.dv, start.dw, start.push, start.turn)))
     solved = solve_contacts(rows, bodies, params, use_kernels=False, start=first)
     back = lambda x: x[:, 0].reshape(n, c, 3)
     return BodySolve(
