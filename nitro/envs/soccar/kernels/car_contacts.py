@@ -19,7 +19,7 @@ from nitro.envs.soccar.kernels.box_contacts import box_radius, box_triangle_sepa
 from nitro.envs.soccar.kernels.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.kernels.manifolds import add_manifold_point, fill4, fill16, point_at
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec
-from nitro.envs.soccar.kernels.sequential_impulse import setup_rows, simd_dot3
+from nitro.envs.soccar.kernels.sequential_impulse import row_impulse, setup_rows, simd_dot3
 from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.kernels.vec import add, cross, dot, load, load_row, load_uniform, neg, scale, sub, where
 from nitro.envs.soccar.vec import BOX_SUPPORT_TIE as _BOX_SUPPORT_TIE
@@ -496,20 +496,10 @@ def _impulse(state, a, b, row, rhs, applied, lower, upper, on, inv_mass_a, inv_m
     as `sequential_impulse`'s rows: the limits clamp, body A then body B take it. Returns the state
     and the new applied impulse."""
     lin, ang = state
-    n_, torque_a, angular_a, normal_b, torque_b, angular_b, jac = row[0], row[1], row[2], row[3], row[4], row[5], row[6]
+    n_, angular_a, normal_b, angular_b = row[0], row[2], row[3], row[5]
     lin_a, ang_a = _pick3(lin, a, N), _pick3(ang, a, N)
     lin_b, ang_b = _pick3(lin, b, N), _pick3(ang, b, N)
-    d1 = simd_dot3(n_, lin_a) + simd_dot3(torque_a, ang_a)
-    d2 = simd_dot3(normal_b, lin_b) + simd_dot3(torque_b, ang_b)
-    delta = (rhs - d1 * jac) - d2 * jac
-    total = applied + delta
-    below = total < lower
-    delta = tl.where(below, lower - applied, delta)
-    new = tl.where(below, lower, total)
-    under = total < upper
-    delta = tl.where(under, delta, upper - applied)
-    new = tl.where(under, new, upper)
-    delta = tl.where(on, delta, 0.0)
+    delta, new = row_impulse(row, rhs, applied, lower, upper, on, lin_a, ang_a, lin_b, ang_b)
     lin = _put3(lin, a, add(lin_a, scale(scale(n_, inv_mass_a), delta)), N)
     ang = _put3(ang, a, add(ang_a, scale(angular_a, delta)), N)
     lin_b, ang_b = _pick3(lin, b, N), _pick3(ang, b, N)

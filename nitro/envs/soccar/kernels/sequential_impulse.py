@@ -151,16 +151,11 @@ def _load_row(ptr, mask):
 
 
 @jit
-def _resolve(state_ptr, row, rhs, applied, lower, upper, on, body_a, body_b, inv_mass_a, inv_mass_b, mask, OFFSET: tl.constexpr):
-    """One row's impulse (the SSE2 rows: the limits clamp, then both bodies take it). ``state_ptr``
-    [lane] points at the lane's bodies' (dv, dw, push, turn) table; ``OFFSET`` picks (dv, dw) or
-    (push, turn). Returns the new applied impulse."""
-    n_, torque_a, angular_a, normal_b, torque_b, angular_b, jac, _ = row
-    pa = state_ptr + body_a * 12 + OFFSET
-    pb = state_ptr + body_b * 12 + OFFSET
-    zero = (0.0, 0.0, 0.0)
-    lin_a, ang_a = load(pa, mask, zero), load(pa + 3, mask, zero)
-    lin_b, ang_b = load(pb, mask, zero), load(pb + 3, mask, zero)
+def row_impulse(row, rhs, applied, lower, upper, on, lin_a, ang_a, lin_b, ang_b):
+    """A row's impulse on bodies A and B with these (linear, angular) deltas, as the SSE2 rows compute
+    it: (the impulse to apply, 0 where the row is off; the row's new applied impulse, clamped to its
+    limits)."""
+    n_, torque_a, normal_b, torque_b, jac = row[0], row[1], row[3], row[4], row[6]
     d1 = simd_dot3(n_, lin_a) + simd_dot3(torque_a, ang_a)
     d2 = simd_dot3(normal_b, lin_b) + simd_dot3(torque_b, ang_b)
     delta = (rhs - d1 * jac) - d2 * jac
@@ -171,7 +166,21 @@ def _resolve(state_ptr, row, rhs, applied, lower, upper, on, body_a, body_b, inv
     under = total < upper
     delta = tl.where(under, delta, upper - applied)
     new = tl.where(under, new, upper)
-    delta = tl.where(on, delta, 0.0)
+    return tl.where(on, delta, 0.0), new
+
+
+@jit
+def _resolve(state_ptr, row, rhs, applied, lower, upper, on, body_a, body_b, inv_mass_a, inv_mass_b, mask, OFFSET: tl.constexpr):
+    """One row's impulse (the SSE2 rows: the limits clamp, then both bodies take it). ``state_ptr``
+    [lane] points at the lane's bodies' (dv, dw, push, turn) table; ``OFFSET`` picks (dv, dw) or
+    (push, turn). Returns the new applied impulse."""
+    n_, _, angular_a, normal_b, _, angular_b, _, _ = row
+    pa = state_ptr + body_a * 12 + OFFSET
+    pb = state_ptr + body_b * 12 + OFFSET
+    zero = (0.0, 0.0, 0.0)
+    lin_a, ang_a = load(pa, mask, zero), load(pa + 3, mask, zero)
+    lin_b, ang_b = load(pb, mask, zero), load(pb + 3, mask, zero)
+    delta, new = row_impulse(row, rhs, applied, lower, upper, on, lin_a, ang_a, lin_b, ang_b)
     store(pa, add(lin_a, scale(scale(n_, inv_mass_a), delta)), mask)
     store(pa + 3, add(ang_a, scale(angular_a, delta)), mask)
     # the arena's body is a spare slot, which takes zeros
