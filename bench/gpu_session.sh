@@ -2,7 +2,8 @@
 # One device call: GPU tests, CartPole raw stepping (ours and gymnax), PPO throughput and time to solve;
 # other stages on request (league, skullking, skullking-checks, skullking-ppo, skullking-learn: ~8 min each;
 # soccar-cars, soccar-game, soccar-rl: ~4-5 min each, their first fused launches compile the stage kernels;
-# soccar-learn: ~9 min; soccar stages need the meshes: carry .meshes and export NITRO_MESHES).
+# soccar-learn: ~9 min; soccar stages need the meshes: carry .meshes and export NITRO_MESHES; soccar-warm
+# compiles the fused step's kernels in parallel into TRITON_CACHE_DIR, set it to keep them for later stages).
 # Usage (on the GPU machine, from the repository root): bash bench/gpu_session.sh OUTDIR [stages...]
 set -u
 OUT=${1:?usage: gpu_session.sh OUTDIR [stages]}; shift
@@ -42,6 +43,14 @@ for s in $STAGES; do
                       timeout 250 python3 bench/skullking_gpu.py ppo --out "$OUT" ;;
     skullking-learn)  timeout 250 python3 bench/skullking_gpu.py learn --variant flat --out "$OUT"
                       timeout 250 python3 bench/skullking_gpu.py learn --variant hierarchical --out "$OUT" ;;
+    soccar-warm)  # every stage kernel of every team size compiled at once into TRITON_CACHE_DIR (reused by later stages)
+                  timeout 300 python3 bench/soccar_warm.py "$OUT/soccar" --sizes 1v0,1v1,2v2,3v3 --jobs 12 &
+                  timeout 300 python3 bench/soccar_warm.py "$OUT/soccar_block64" --sizes 1v0 --blocks 64 --jobs 4; wait ;;
+    soccar-speed) timeout 200 python3 bench/soccar_cars_gpu.py --out "$OUT/soccar" --budget 180 --only cars_fused \
+                    --fused-configs 32,64
+                  timeout 230 python3 bench/soccar_game_gpu.py --out "$OUT/soccar" --budget 210 --only game_fused,game_checks ;;
+    soccar-tests) timeout 300 python3 -m pytest -q -n 16 -p no:cacheprovider tests/envs/soccar/kernels \
+                    tests/envs/soccar/test_kernels.py --tb=short 2>&1 | tail -30 ;;
     soccar-cars)  timeout 290 python3 bench/soccar_cars_gpu.py --out "$OUT/soccar" --budget 270 ;;
     soccar-game)  timeout 290 python3 -m pytest -q -m gpu tests/envs/soccar -p no:cacheprovider --tb=short 2>&1 | tail -20
                   timeout 290 python3 bench/soccar_game_gpu.py --out "$OUT/soccar" --budget 270 ;;

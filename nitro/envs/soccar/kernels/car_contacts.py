@@ -553,10 +553,11 @@ def solve_bodies(
                 on = live & (((mask >> k) & 1) != 0)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
                     a, b, row, push_rhs, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
-                    (push, turn), new = _impulse(
+                    moved, new = _impulse(
                         (push, turn), a, b, row, push_rhs, _pick(pushed, k, NUM_ROWS), 0.0, 1e30, on & (push_rhs != 0),
                         _pick(bodies[4], a, NUM_BODIES), _pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
+                    push, turn = moved
                     pushed = _put(pushed, k, new, NUM_ROWS)
         normal_applied = applied
         friction_applied = applied
@@ -565,10 +566,11 @@ def solve_bodies(
                 on = live & (((mask >> k) & 1) != 0)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
                     a, b, row, _, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
-                    (dv, dw), new = _impulse(
+                    moved, new = _impulse(
                         (dv, dw), a, b, row, row[7], _pick(normal_applied, k, NUM_ROWS), 0.0, 1e30, on,
                         _pick(bodies[4], a, NUM_BODIES), _pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
+                    dv, dw = moved
                     normal_applied = _put(normal_applied, k, new, NUM_ROWS)
             for k in range(NUM_ROWS):
                 on = live & (((mask >> k) & 1) != 0)
@@ -576,9 +578,10 @@ def solve_bodies(
                     a, b, _, _, f_row, friction = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
                     held = _pick(normal_applied, k, NUM_ROWS)
                     limit = friction * held
-                    (dv, dw), new = _impulse(
+                    moved, new = _impulse(
                         (dv, dw), a, b, f_row, f_row[7], _pick(friction_applied, k, NUM_ROWS), -limit, limit,
                         on & (held > 0), _pick(bodies[4], a, NUM_BODIES), _pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
+                    dv, dw = moved
                     friction_applied = _put(friction_applied, k, new, NUM_ROWS)
     return dv, dw, push, turn

@@ -1,0 +1,127 @@
+"""Compile the fused soccar step's stage kernels for the GPU at hand, every kernel in its own process
+at once, into the Triton cache (TRITON_CACHE_DIR), and time each compile.
+
+    python bench/soccar_warm.py OUT [--sizes 1v0,1v1,2v2,3v3] [--blocks 32] [--envs 4096] [--jobs 16]
+
+The fused step compiles its stage kernels one after another at its first launch; a user pays their
+sum once per machine (the cache keeps them). A benchmark run pays it before any number comes out, so
+it warms the cache first with this script: each (team size, envs per program, stage kernel) is one
+process that builds the arena on the GPU, catches the launches of one fused step and compiles only its
+kernel (`JITFunction.warmup`: compiled, not run), with the same arguments, hence the same cache key,
+as the step's own launches at any env count divisible by 16. Writes OUT/soccar_warm.json: each
+kernel's compile seconds, their sum per size (a cold first step's compile) and this run's wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def stage_kernels(cars: int) -> list[str]:
+    """The stage kernels a fused tick of ``cars`` cars launches, in `kernels/arena.tick`'s order."""
+    if not cars:
+        return ["ball_and_rules_kernel"]
+    pairs = ["car_pairs_kernel"] if cars > 1 else []
+    return ["pre_tick_kernel", *pairs, "collisions_kernel", "body_solve_kernel", "car_step_kernel",
+            "ball_and_rules_kernel"]  # fmt: skip
+
+
+def warm_one(size: str, block: int, kernel_name: str, envs: int, device: str) -> dict:
+    """Compile ``kernel_name`` of a ``size`` arena's fused step (``block`` envs per program)."""
+    import torch
+
+    from nitro.envs.soccar import Arena, ArenaEvents
+    from nitro.envs.soccar.kernels import arena as arena_kernels
+
+    blue, orange = (int(x) for x in size.split("v"))
+    seconds = []
+
+    class WarmOnly:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __getitem__(self, grid):
+            def launch(**kwargs):
+                if self.kernel.fn.__name__ == kernel_name and not seconds:
+                    start = time.perf_counter()
+                    self.kernel.warmup(grid=grid, **kwargs)
+                    seconds.append(time.perf_counter() - start)
+
+            return launch
+
+    arena = Arena(envs, blue=blue, orange=orange, device=device)
+    cars = blue + orange
+    saved = arena_kernels.wrap_triton
+    arena_kernels.wrap_triton = WarmOnly
+    try:
+        arena_kernels.launch_step_ticks_(
+            arena.state, ArenaEvents.none(envs, cars, device), torch.zeros(envs, cars, 8, device=device),
+            arena.world, 1, block=block,
+        )  # fmt: skip
+    finally:
+        arena_kernels.wrap_triton = saved
+    if not seconds:
+        raise RuntimeError(f"{kernel_name} was not launched by a {size} step: stage_kernels is out of date")
+    return {"size": size, "block": block, "kernel": kernel_name, "seconds": round(seconds[0], 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="folder for soccar_warm.json")
+    parser.add_argument("--sizes", default="1v0,1v1,2v2,3v3", help="team sizes, BLUEvORANGE, comma-separated")
+    parser.add_argument("--blocks", default="32", help="envs per program, comma-separated (the step's default: 32)")
+    parser.add_argument("--envs", type=int, default=4096, help="envs of the arenas (a multiple of 16, as the timed sizes)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes compiling at once")
+    parser.add_argument("--device", default="cuda", help="the GPU to compile for")
+    args = parser.parse_args()
+    if args.envs % 16:
+        parser.error(f"--envs must be a multiple of 16 (Triton specializes on it), got {args.envs}")
+    jobs = [
+        (size, int(block), kernel, args.envs, args.device)
+        for size in args.sizes.split(",")
+        for block in args.blocks.split(",")
+        for kernel in stage_kernels(sum(int(x) for x in size.split("v")))
+    ]
+    start = time.perf_counter()
+    rows, errors = [], []
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(warm_one, *job): job for job in jobs}
+        for future, job in futures.items():
+            try:
+                rows.append(future.result())
+                print(f"{rows[-1]['size']:>4} block {rows[-1]['block']:>3} {rows[-1]['kernel']:<22} "
+                      f"{rows[-1]['seconds']:7.1f} s", flush=True)  # fmt: skip
+            except Exception as error:  # noqa: BLE001 - one kernel's failure is reported with the others
+                errors.append({"job": job[:3], "error": f"{type(error).__name__}: {error}"[:2000]})
+                print(f"FAILED {job[:3]}: {errors[-1]['error']}", flush=True)
+    wall = time.perf_counter() - start
+    import torch
+    import triton
+
+    sums: dict[str, float] = {}
+    for row in rows:
+        key = f"{row['size']} block {row['block']}"
+        sums[key] = round(sums.get(key, 0.0) + row["seconds"], 1)
+    result = {
+        "device": torch.cuda.get_device_name() if args.device == "cuda" else args.device,
+        "torch": torch.__version__, "triton": triton.__version__, "cpus": os.cpu_count(), "jobs": args.jobs,
+        "envs": args.envs, "kernels": rows, "compile_seconds_per_size": sums, "wall_seconds": round(wall, 1),
+        "errors": errors, "cache": os.environ.get("TRITON_CACHE_DIR", "Triton's default"),
+    }  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "soccar_warm.json").write_text(json.dumps(result, indent=1))
+    print(f"compile seconds per size (a cold first step): {sums}; wall {wall:.0f} s with {args.jobs} jobs")
+
+
+if __name__ == "__main__":
+    main()
