@@ -8,7 +8,7 @@ sum once per machine (the cache keeps them). A benchmark run pays it before any 
 it warms the cache first with this script: each (team size, envs per program, stage kernel) is one
 process that builds the arena on the GPU, catches the launches of one fused step and compiles only its
 kernel (`JITFunction.warmup`: compiled, not run), with the same arguments, hence the same cache key,
-as the step's own launches at any env count divisible by 16. Writes OUT/soccar_warm.json: each
+as the step's own launches at any env count, seed and tick count (`kernels.UNSPECIALIZED`). Writes OUT/soccar_warm.json: each
 kernel's compile seconds, their sum per size (a cold first step's compile) and this run's wall time.
 """
 
@@ -36,7 +36,7 @@ def stage_kernels(cars: int) -> list[str]:
             "ball_and_rules_kernel"]  # fmt: skip
 
 
-def warm_one(size: str, block: int, kernel_name: str, envs: int, device: str) -> dict:
+def warm_one(size: str, block: int, kernel_name: str, envs: int, device: str, kickoff_after_goal: bool) -> dict:
     """Compile ``kernel_name`` of a ``size`` arena's fused step (``block`` envs per program)."""
     import torch
 
@@ -59,7 +59,7 @@ def warm_one(size: str, block: int, kernel_name: str, envs: int, device: str) ->
 
             return launch
 
-    arena = Arena(envs, blue=blue, orange=orange, device=device)
+    arena = Arena(envs, blue=blue, orange=orange, device=device, kickoff_after_goal=kickoff_after_goal)
     cars = blue + orange
     saved = arena_kernels.wrap_triton
     arena_kernels.wrap_triton = WarmOnly
@@ -80,14 +80,13 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="folder for soccar_warm.json")
     parser.add_argument("--sizes", default="1v0,1v1,2v2,3v3", help="team sizes, BLUEvORANGE, comma-separated")
     parser.add_argument("--blocks", default="32", help="envs per program, comma-separated (the step's default: 32)")
-    parser.add_argument("--envs", type=int, default=4096, help="envs of the arenas (a multiple of 16, as the timed sizes)")
+    parser.add_argument("--envs", type=int, default=4096, help="envs of the arenas (any count compiles the same)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes compiling at once")
     parser.add_argument("--device", default="cuda", help="the GPU to compile for")
+    parser.add_argument("--kickoff-after-goal", action="store_true", help="the arenas' kickoff_after_goal (a constexpr)")
     args = parser.parse_args()
-    if args.envs % 16:
-        parser.error(f"--envs must be a multiple of 16 (Triton specializes on it), got {args.envs}")
     jobs = [
-        (size, int(block), kernel, args.envs, args.device)
+        (size, int(block), kernel, args.envs, args.device, args.kickoff_after_goal)
         for size in args.sizes.split(",")
         for block in args.blocks.split(",")
         for kernel in stage_kernels(sum(int(x) for x in size.split("v")))

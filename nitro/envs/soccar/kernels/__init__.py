@@ -21,6 +21,8 @@ still import (the decorators below are stand-ins) and `require_triton` says what
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 try:  # Triton comes with CUDA builds of PyTorch; CPU installs use the PyTorch reference instead.
@@ -33,9 +35,9 @@ try:  # Triton comes with CUDA builds of PyTorch; CPU installs use the PyTorch r
 except ImportError:  # pragma: no cover - exercised on CPU-only installs
     triton = tl = wrap_triton = None
 
-    def jit(fn):
+    def jit(fn=None, **options):
         """Stand-in for ``triton.jit`` without Triton: the function is kept, never launched."""
-        return fn
+        return fn if fn is not None else (lambda fn: fn)
 
     class constexpr:  # named as the Triton class it stands in for
         """Stand-in for ``tl.constexpr`` without Triton: holds the value as ``.value``, as Triton's does
@@ -50,6 +52,18 @@ except ImportError:  # pragma: no cover - exercised on CPU-only installs
     def triton_op(name, mutates_args):
         """Stand-in for ``torch.library.triton_op`` without Triton: nothing is registered."""
         return lambda fn: fn
+
+
+UNSPECIALIZED = ("n", "ticks", "hashed_seed")
+"""Integer arguments the fused step's stage kernels are not specialized on (Triton would compile a
+kernel again when such a value becomes 1 or stops being a multiple of 16): one compile per team size,
+whatever the env count, seed or ticks per launch. None of them sizes a memory access."""
+
+
+def stage_jit(fn):
+    """``jit`` for a stage kernel of the fused step: not specialized on `UNSPECIALIZED`."""
+    names = inspect.signature(fn).parameters
+    return jit(do_not_specialize=[name for name in UNSPECIALIZED if name in names])(fn)
 
 
 def available() -> bool:

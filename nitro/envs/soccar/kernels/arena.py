@@ -54,6 +54,7 @@ from nitro.envs.soccar.kernels import (
     jit,
     require_triton,
     rules,
+    stage_jit,
     tl,
     triton,
     triton_op,
@@ -240,7 +241,7 @@ def arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_p
     return arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
 
 
-@jit
+@stage_jit
 def pre_tick_kernel(
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
     tick_count_ptr, controls_ptr, car_table_ptr, respawn_spawns_ptr,
@@ -283,7 +284,7 @@ def pre_tick_kernel(
     )
 
 
-@jit
+@stage_jit
 def collisions_kernel(
     pos_ptr, vel_ptr, velocity_impulse_cache_ptr, tick_count_ptr,
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, pair_contacts_ptr,
@@ -391,7 +392,7 @@ def pair_cars(pair, NUM_CARS: tl.constexpr):
     return a, b
 
 
-@jit
+@stage_jit
 def car_pairs_kernel(
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_tick_ptr, pair_contacts_ptr,
     body_rows_ptr, hitbox_table_ptr, n, demo_mode, enable_team_demos, bump_force_scale,
@@ -453,7 +454,7 @@ def load_pair_contacts(pair_contacts_ptr, row, live, BLOCK: tl.constexpr):
     )
 
 
-@jit
+@stage_jit
 def body_solve_kernel(
     pos_ptr, vel_ptr, ang_vel_ptr, car_rows_ptr, car_tick_ptr, car_table_ptr, hitbox_table_ptr, body_rows_ptr,
     body_mask_ptr, body_solve_ptr, n, tick_time, gravity_z, ball_damping, ball_inv_mass_bt, ball_inv_inertia_bt,
@@ -523,7 +524,7 @@ def load_body_solve(body_solve_ptr, row, live, BLOCK: tl.constexpr):
     return (v[0], v[1], v[2]), (v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])
 
 
-@jit
+@stage_jit
 def car_step_kernel(
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
     controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr,
@@ -571,7 +572,7 @@ def car_step_kernel(
     )
 
 
-@jit
+@stage_jit
 def ball_and_rules_kernel(
     pos_ptr, vel_ptr, ang_vel_ptr, velocity_impulse_cache_ptr, tick_count_since_update_ptr, tick_count_ptr,
     game_ints_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,

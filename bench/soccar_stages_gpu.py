@@ -1,0 +1,135 @@
+"""Where the fused soccar step's time goes on one GPU: each stage kernel's time per tick (CUDA events
+around every launch of `kernels/arena.tick`), with its registers and spills per thread, per team size.
+
+    python bench/soccar_stages_gpu.py --out OUT [--sizes 1v0,1v1,2v2,3v3] [--envs 1048576] [--block 32]
+
+The arenas are the speed benchmarks' (`soccar_cars_gpu.car_arena` for 1v0, `soccar_game_gpu.game_arena`
+otherwise) stepped 8 ticks per call with their random controls, 3 calls of warm-up, then ``--calls``
+timed ones; each kernel's median milliseconds per tick and share of the tick. The timed calls run
+with an event pair around every launch, so their sum is slightly above a plain step's time, which is
+also given. Writes OUT/soccar_stages.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
+
+import soccar_cars_gpu as cars_bench  # noqa: E402
+import soccar_game_gpu as game_bench  # noqa: E402
+import soccar_gpu as common  # noqa: E402
+
+TICKS = 8
+
+
+def kernel_registers(kernel) -> dict:
+    """Registers and spills per thread of ``kernel``'s compiled variants on the current device."""
+    import torch
+
+    caches = getattr(kernel, "device_caches", {}).get(torch.cuda.current_device())
+    compiled = list(caches[0].values()) if caches else []
+    return [{"registers": c.n_regs, "spills": c.n_spills, "shared_bytes": c.metadata.shared} for c in compiled]
+
+
+def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
+    import torch
+
+    from nitro.envs.soccar.kernels import arena as arena_kernels
+    from nitro.envs.soccar.state import ArenaEvents
+
+    blue, orange = (int(x) for x in size.split("v"))
+    cars = blue + orange
+    if orange == 0:
+        arena = cars_bench.car_arena(envs, "eager", meshes)
+    else:
+        arena = game_bench.game_arena(envs, blue, orange, "eager", meshes)
+    events = ArenaEvents.none(envs, cars, arena.device)
+    pool = game_bench.control_pool(envs, cars, 1, arena.device)
+    plain = arena_kernels.launch
+    timings: list[tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
+
+    def timed_launch(kernel, *args, **kwargs):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        plain(kernel, *args, **kwargs)
+        end.record()
+        timings.append((kernel.fn.__name__, start, end))
+
+    def step(i: int) -> None:
+        arena_kernels.launch_step_ticks_(arena.state, events, pool[i % len(pool)], arena.world, TICKS, block=block)
+
+    for i in range(3):
+        step(i)
+    step_times = []
+    for i in range(calls):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        step(i)
+        end.record()
+        end.synchronize()
+        step_times.append(start.elapsed_time(end) / TICKS)
+    per_call: list[dict[str, float]] = []
+    arena_kernels.launch = timed_launch
+    try:
+        for i in range(calls):
+            timings.clear()
+            step(i)
+            torch.cuda.synchronize()
+            totals: dict[str, float] = {}
+            for name, start, end in timings:
+                totals[name] = totals.get(name, 0.0) + start.elapsed_time(end) / TICKS
+            per_call.append(totals)
+    finally:
+        arena_kernels.launch = plain
+    kernels = {}
+    for name in per_call[0]:
+        ms = statistics.median(c[name] for c in per_call)
+        kernels[name] = {"ms_per_tick": ms, "registers": kernel_registers(getattr(arena_kernels, name))}
+    total = sum(k["ms_per_tick"] for k in kernels.values())
+    for k in kernels.values():
+        k["share"] = k["ms_per_tick"] / total
+    step_ms = statistics.median(step_times)
+    return {
+        "size": size, "envs": envs, "block": block, "ticks_per_call": TICKS, "calls": calls,
+        "step_ms_per_tick": step_ms, "env_ticks_per_s": envs / (step_ms / 1e3),
+        "car_ticks_per_s": envs * cars / (step_ms / 1e3), "kernels": kernels,
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, type=Path, help="folder for soccar_stages.json")
+    parser.add_argument("--sizes", default="1v0,1v1,2v2,3v3", help="team sizes, BLUEvORANGE, comma-separated")
+    parser.add_argument("--envs", type=int, default=1 << 20, help="envs per arena batch")
+    parser.add_argument("--block", type=int, default=32, help="envs per program")
+    parser.add_argument("--calls", type=int, default=5, help="timed calls of 8 ticks")
+    parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
+    args = parser.parse_args()
+    import torch
+    import triton
+
+    common.DEVICE = "cuda"
+    rows = []
+    for size in args.sizes.split(","):
+        row = profile(size, args.envs, args.block, args.calls, args.meshes)
+        rows.append(row)
+        print(f"{size} at {args.envs} envs: {row['step_ms_per_tick']:.3f} ms per tick, "
+              f"{row['env_ticks_per_s']:.3g} env-ticks/s, {row['car_ticks_per_s']:.3g} car-ticks/s", flush=True)  # fmt: skip
+        for name, k in sorted(row["kernels"].items(), key=lambda kv: -kv[1]["ms_per_tick"]):
+            print(f"  {name:<24} {k['ms_per_tick']:8.3f} ms  {100 * k['share']:5.1f}%  {k['registers']}", flush=True)
+        torch.cuda.empty_cache()
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+              "results": rows}  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "soccar_stages.json").write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
