@@ -44,8 +44,7 @@ for s in $STAGES; do
     skullking-learn)  timeout 250 python3 bench/skullking_gpu.py learn --variant flat --out "$OUT"
                       timeout 250 python3 bench/skullking_gpu.py learn --variant hierarchical --out "$OUT" ;;
     soccar-warm)  # every stage kernel of every team size compiled at once into TRITON_CACHE_DIR (reused by later stages)
-                  # (1v0 as the cars benchmark builds it, the games with a kickoff after each goal: a constexpr)
-                  timeout 300 python3 bench/soccar_warm.py "$OUT/soccar" --sizes 1v1,2v2,3v3 --kickoff-after-goal --jobs 12 &
+                  timeout 300 python3 bench/soccar_warm.py "$OUT/soccar" --sizes 1v1,2v2,3v3 --jobs 12 &
                   timeout 300 python3 bench/soccar_warm.py "$OUT/soccar_1v0" --sizes 1v0 --blocks 32,64 --jobs 6; wait ;;
     soccar-stages) timeout 200 python3 bench/soccar_stages_gpu.py --out "$OUT/soccar" ;;
     soccar-speed) timeout 200 python3 bench/soccar_cars_gpu.py --out "$OUT/soccar" --budget 180 --only cars_fused \

@@ -34,8 +34,8 @@ def kernel_registers(kernel) -> dict:
     import torch
 
     caches = getattr(kernel, "device_caches", {}).get(torch.cuda.current_device())
-    compiled = list(caches[0].values()) if caches else []
-    return [{"registers": c.n_regs, "spills": c.n_spills, "shared_bytes": c.metadata.shared} for c in compiled]
+    return [{"registers": c.n_regs, "spills": c.n_spills, "shared_bytes": c.metadata.shared, "key": str(key)}
+            for key, c in (caches[0].items() if caches else ())]  # fmt: skip
 
 
 def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
@@ -123,7 +123,8 @@ def main() -> None:
         print(f"{size} at {args.envs} envs: {row['step_ms_per_tick']:.3f} ms per tick, "
               f"{row['env_ticks_per_s']:.3g} env-ticks/s, {row['car_ticks_per_s']:.3g} car-ticks/s", flush=True)  # fmt: skip
         for name, k in sorted(row["kernels"].items(), key=lambda kv: -kv[1]["ms_per_tick"]):
-            print(f"  {name:<24} {k['ms_per_tick']:8.3f} ms  {100 * k['share']:5.1f}%  {k['registers']}", flush=True)
+            regs = [(r["registers"], r["spills"]) for r in k["registers"]]
+            print(f"  {name:<24} {k['ms_per_tick']:8.3f} ms  {100 * k['share']:5.1f}%  (registers, spills) {regs}", flush=True)
         torch.cuda.empty_cache()
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
               "results": rows}  # fmt: skip

@@ -24,6 +24,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 
@@ -36,11 +37,16 @@ def stage_kernels(cars: int) -> list[str]:
             "ball_and_rules_kernel"]  # fmt: skip
 
 
-def warm_one(size: str, block: int, kernel_name: str, envs: int, device: str, kickoff_after_goal: bool) -> dict:
-    """Compile ``kernel_name`` of a ``size`` arena's fused step (``block`` envs per program)."""
+def warm_one(size: str, block: int, kernel_name: str, envs: int) -> dict:
+    """Compile ``kernel_name`` of a ``size`` arena's fused step (``block`` envs per program), the arena
+    built as the speed benchmarks build theirs (`soccar_cars_gpu.car_arena` for 1v0, else
+    `soccar_game_gpu.game_arena`)."""
     import torch
 
-    from nitro.envs.soccar import Arena, ArenaEvents
+    import soccar_cars_gpu as cars_bench
+    import soccar_game_gpu as game_bench
+    import soccar_gpu as common
+    from nitro.envs.soccar import ArenaEvents
     from nitro.envs.soccar.kernels import arena as arena_kernels
 
     blue, orange = (int(x) for x in size.split("v"))
@@ -59,8 +65,12 @@ def warm_one(size: str, block: int, kernel_name: str, envs: int, device: str, ki
 
             return launch
 
-    arena = Arena(envs, blue=blue, orange=orange, device=device, kickoff_after_goal=kickoff_after_goal)
-    cars = blue + orange
+    common.DEVICE = "cuda"
+    if orange:
+        arena = game_bench.game_arena(envs, blue, orange, "eager", None)
+    else:
+        arena = cars_bench.car_arena(envs, "eager", None)
+    cars, device = blue + orange, arena.device
     saved = arena_kernels.wrap_triton
     arena_kernels.wrap_triton = WarmOnly
     try:
@@ -72,7 +82,9 @@ def warm_one(size: str, block: int, kernel_name: str, envs: int, device: str, ki
         arena_kernels.wrap_triton = saved
     if not seconds:
         raise RuntimeError(f"{kernel_name} was not launched by a {size} step: stage_kernels is out of date")
-    return {"size": size, "block": block, "kernel": kernel_name, "seconds": round(seconds[0], 2)}
+    caches = getattr(arena_kernels, kernel_name).device_caches[torch.cuda.current_device()][0]
+    return {"size": size, "block": block, "kernel": kernel_name, "seconds": round(seconds[0], 2),
+            "keys": [str(key) for key in caches]}  # fmt: skip
 
 
 def main() -> None:
@@ -82,11 +94,9 @@ def main() -> None:
     parser.add_argument("--blocks", default="32", help="envs per program, comma-separated (the step's default: 32)")
     parser.add_argument("--envs", type=int, default=4096, help="envs of the arenas (any count compiles the same)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes compiling at once")
-    parser.add_argument("--device", default="cuda", help="the GPU to compile for")
-    parser.add_argument("--kickoff-after-goal", action="store_true", help="the arenas' kickoff_after_goal (a constexpr)")
     args = parser.parse_args()
     jobs = [
-        (size, int(block), kernel, args.envs, args.device, args.kickoff_after_goal)
+        (size, int(block), kernel, args.envs)
         for size in args.sizes.split(",")
         for block in args.blocks.split(",")
         for kernel in stage_kernels(sum(int(x) for x in size.split("v")))
@@ -112,7 +122,7 @@ def main() -> None:
         key = f"{row['size']} block {row['block']}"
         sums[key] = round(sums.get(key, 0.0) + row["seconds"], 1)
     result = {
-        "device": torch.cuda.get_device_name() if args.device == "cuda" else args.device,
+        "device": torch.cuda.get_device_name(),
         "torch": torch.__version__, "triton": triton.__version__, "cpus": os.cpu_count(), "jobs": args.jobs,
         "envs": args.envs, "kernels": rows, "compile_seconds_per_size": sums, "wall_seconds": round(wall, 1),
         "errors": errors, "cache": os.environ.get("TRITON_CACHE_DIR", "Triton's default"),

@@ -62,8 +62,8 @@ whatever the env count, seed or ticks per launch. None of them sizes a memory ac
 
 def stage_jit(fn):
     """``jit`` for a stage kernel of the fused step: not specialized on `UNSPECIALIZED`."""
-    names = inspect.signature(fn).parameters
-    return jit(do_not_specialize=[name for name in UNSPECIALIZED if name in names])(fn)
+    names = [name for name in UNSPECIALIZED if name in inspect.signature(fn).parameters]
+    return jit(do_not_specialize=names, do_not_specialize_on_alignment=names)(fn)
 
 
 def available() -> bool:
