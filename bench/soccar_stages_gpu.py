@@ -117,19 +117,19 @@ def main() -> None:
 
     common.DEVICE = "cuda"
     rows = []
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+              "results": rows}  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
     for size in args.sizes.split(","):
         row = profile(size, args.envs, args.block, args.calls, args.meshes)
         rows.append(row)
+        (args.out / "soccar_stages.json").write_text(json.dumps(result, indent=1))  # each size as it comes
         print(f"{size} at {args.envs} envs: {row['step_ms_per_tick']:.3f} ms per tick, "
               f"{row['env_ticks_per_s']:.3g} env-ticks/s, {row['car_ticks_per_s']:.3g} car-ticks/s", flush=True)  # fmt: skip
         for name, k in sorted(row["kernels"].items(), key=lambda kv: -kv[1]["ms_per_tick"]):
             regs = [(r["registers"], r["spills"]) for r in k["registers"]]
             print(f"  {name:<24} {k['ms_per_tick']:8.3f} ms  {100 * k['share']:5.1f}%  (registers, spills) {regs}", flush=True)
         torch.cuda.empty_cache()
-    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-              "results": rows}  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "soccar_stages.json").write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
