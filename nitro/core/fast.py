@@ -195,12 +195,12 @@ class HandleSteps:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for _ in range(2):
+            for _ in range(2):  # each run from the same buffers: the actions are legal in that state only
                 out = body()
+                tree.copy_(self.state, saved[0])
+                self.keys.copy_(saved[1])
+                self.actions.copy_(saved[2])
         torch.cuda.current_stream().wait_stream(side)
-        tree.copy_(self.state, saved[0])
-        self.keys.copy_(saved[1])
-        self.actions.copy_(saved[2])
         return out
 
     def _capture(self, body) -> torch.cuda.CUDAGraph:
