@@ -42,6 +42,9 @@ ATOL = {
     "pos": 2e-3,  # UU: positions up to ~5,000 UU (an ulp is 4.9e-4), integration adds three terms
     "vel": 2e-3,  # UU/s: impulses summed in another order by an ulp of a ~2,000 UU/s velocity
     "rot_mat": 2e-6,  # a rotation's entries: the quaternion round trip, a few ulps of 1
+    # mass x UU/s, up to ~1e5 (an ulp 0.008); on a GPU also the depth it is proportional to (a difference
+    # of ~20-UU lengths, an ulp 1.9e-6 UU) moves by FMA ulps, times mass / (4 dt) = 5,400: 16 ulps, 0.16
+    "extra_pushback": 0.05 if DEVICE == "cpu" else 0.16,
 }
 """Absolute tolerances beside `REL_TOL` (relative, ~170 ulps) for the car's float outputs; 1e-5
 otherwise (timers, unit vectors, frictions: values of order 1)."""

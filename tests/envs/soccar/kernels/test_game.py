@@ -19,7 +19,7 @@ from nitro.envs.soccar.state import ArenaEvents, CarState
 from tests.envs.soccar.kernels.car_states import assert_cars_close
 from tests.envs.soccar.kernels.game_states import random_game
 from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
-from tests.envs.soccar.kernels.twins import DEVICE, assert_close, runnable
+from tests.envs.soccar.kernels.twins import DEVICE, assert_close, assert_same, runnable
 
 pytest.importorskip("triton")
 pytestmark = runnable
@@ -89,8 +89,8 @@ def test_fused_games(blue, orange):
             setattr(events_seen, name, getattr(events_seen, name) | ((value >= 0) if value.dtype != torch.bool else value))
     for name in ("tick_count", "blue_score", "orange_score", "scored_last_tick", "kickoff_count"):
         assert torch.equal(getattr(fused, name).cpu(), getattr(expected, name).cpu()), name
-    for name in ("is_active", "cooldown", "prev_locked_car_id"):
-        assert torch.equal(getattr(fused.pads, name).cpu(), getattr(expected.pads, name).cpu()), name
+    for name in ("is_active", "cooldown", "prev_locked_car_id"):  # a pad's radius is a threshold: GPU ties
+        assert_same(getattr(fused.pads, name), getattr(expected.pads, name))
     assert_close(fused.ball.pos, expected.ball.pos, atol=BALL_TOL)
     assert_close(fused.ball.vel, expected.ball.vel, atol=BALL_TOL, rtol=2e-5)
     # every car field but the vehicle's hidden wheel state, which the car twins check (test_car,
