@@ -110,6 +110,29 @@ def test_kernels_match_reference_interpreted(tmp_path):
     assert runs[1].returncode == 0 and "ok" in whole_out.split(), whole_out[-3000:]
 
 
+# --- CPU: source the oldest supported Triton parses ------------------------------------------------
+
+
+def test_kernels_use_no_nested_assignment_targets():
+    """Triton 3.6 (CUDA 13 builds of PyTorch 2.11) fails to hash a kernel whose body assigns to a nested
+    tuple (``(a, b), c = ...``): its dependency finder adds the inner tuple to a set. Kernels unpack in
+    two steps instead."""
+    import ast
+
+    nested = []
+    for path in sorted((ROOT / "nitro/envs/soccar/kernels").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, (ast.Tuple, ast.List)) and any(
+                    isinstance(e, (ast.Tuple, ast.List, ast.Starred)) for e in target.elts
+                ):
+                    nested.append(f"{path.name}:{node.lineno}")
+    assert not nested, f"nested assignment targets (unpack in two steps): {nested}"
+
+
 # --- CPU: lowering for the GPU with torch.compile's argument types ---------------------------------
 
 
