@@ -979,7 +979,7 @@ def launch_step_ticks_(
         _tables(world, mesh),
         int(ticks),
         [float(getattr(world.params, name)) for name in PARAM_NAMES],
-        rules.seed_hash(world.game.seed),
+        rules.seed_word(world.game.seed),
         arena_tensors(mesh),
         grid_args(mesh),
         world.game.blue,

@@ -44,6 +44,14 @@ def seed_hash(seed: int) -> int:
     return x ^ (x >> 16)
 
 
+def seed_word(seed: int) -> int:
+    """`seed_hash` as a signed int32 (the same 32 bits), the kernels' ``hashed_seed`` argument: Triton
+    types an int at or above 2^31 as u32, a second compile; the streams use only the low 32 bits of
+    ``env + hashed_seed``, the same either way."""
+    x = seed_hash(seed)
+    return x - (1 << 32) if x >= 1 << 31 else x
+
+
 # --- Each env's random streams ------------------------------------------------------------------
 
 
@@ -60,7 +68,7 @@ def hash32(x):
 @jit
 def random_u32(hashed_seed, env, stream, counter):
     """The ``counter``-th draw of stream ``stream`` of env ``env`` (`rules.random_u32`); ``hashed_seed``
-    is `seed_hash` of the arena's seed, ``env`` and ``counter`` int64 (taken mod 2^32)."""
+    is `seed_word` of the arena's seed, ``env`` and ``counter`` int64 (taken mod 2^32)."""
     h = hash32((env + hashed_seed).to(tl.uint32))
     h = hash32(h ^ tl.cast(stream, tl.uint32))
     return hash32(h ^ counter.to(tl.uint32))

@@ -38,15 +38,16 @@ def streams_kernel(env_ptr, counter_ptr, hash_ptr, draw_ptr, order_ptr, spot_ptr
         tl.store(spot_ptr + lane * 3 + c, twin.respawn_spot(hashed_seed, env, counter, c), mask=live)
 
 
-def test_streams_match_the_reference():
-    n, seed = 200, 123456789
+@pytest.mark.parametrize("seed", [123456789, 11])  # hashes above and below 2^31 (`seed_word` < 0 and >= 0)
+def test_streams_match_the_reference(seed):
+    n = 200
     g = torch.Generator().manual_seed(0)
     env = torch.randint(0, 2**20, (n,), generator=g).to(DEVICE)
     counter = torch.randint(-1, 2**33, (n,), generator=g).to(DEVICE)
     hashed, draw = torch.zeros(n, dtype=torch.int64, device=DEVICE), torch.zeros(n, dtype=torch.int64, device=DEVICE)
     order = torch.zeros(n, 5, dtype=torch.int32, device=DEVICE)
     spot = torch.zeros(n, 3, dtype=torch.int32, device=DEVICE)
-    streams_kernel[programs(n)](env, counter, hashed, draw, order, spot, n, twin.seed_hash(seed), BLOCK=BLOCK)
+    streams_kernel[programs(n)](env, counter, hashed, draw, order, spot, n, twin.seed_word(seed), BLOCK=BLOCK)
     assert torch.equal(hashed, reference.hash32(counter))
     assert torch.equal(draw, reference.random_u32(seed, env, 7, counter))
     assert twin.seed_hash(seed) == int(reference.hash32(torch.tensor(seed)))
@@ -88,7 +89,7 @@ def test_demolished_cars_respawn_as_the_reference():
     ints = [getattr(cars, name).clone() for name in INT_FIELDS[:2]]
     ticks = torch.stack([getattr(cars, name) for name in INT_FIELDS[2:]], -1).reshape(-1, 2).contiguous()
     demo_kernel[programs(n)](
-        rows, *ints, ticks, tick, twin.spawn_rows(arena.world.game.respawn_spawns), n, twin.seed_hash(77),
+        rows, *ints, ticks, tick, twin.spawn_rows(arena.world.game.respawn_spawns), n, twin.seed_word(77),
         arena.world.params.tick_time, arena.world.params.car_spawn_boost_amount, BLUE=blue, NUM_CARS=3, BLOCK=BLOCK,
     )  # fmt: skip
     unpack_cars_(rows, cars)
