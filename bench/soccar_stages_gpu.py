@@ -29,7 +29,7 @@ import soccar_gpu as common  # noqa: E402
 TICKS = 8
 
 
-def kernel_registers(kernel) -> dict:
+def kernel_registers(kernel) -> list[dict]:
     """Registers and spills per thread of ``kernel``'s compiled variants on the current device."""
     import torch
 

@@ -8,8 +8,9 @@ sum once per machine (the cache keeps them). A benchmark run pays it before any 
 it warms the cache first with this script: each (team size, envs per program, stage kernel) is one
 process that builds the arena on the GPU, catches the launches of one fused step and compiles only its
 kernel (`JITFunction.warmup`: compiled, not run), with the same arguments, hence the same cache key,
-as the step's own launches at any env count, seed and tick count (`kernels.UNSPECIALIZED`). Writes OUT/soccar_warm.json: each
-kernel's compile seconds, their sum per size (a cold first step's compile) and this run's wall time.
+as the step's own launches at any env count, seed and tick count (`kernels.UNSPECIALIZED`). Writes
+OUT/soccar_warm.json: each kernel's compile seconds and cache keys, their sum per size (a cold first
+step's compile) and this run's wall time.
 """
 
 from __future__ import annotations
