@@ -68,7 +68,7 @@ from nitro.envs.soccar.kernels.car import (
     unpack_cars_,
 )
 from nitro.envs.soccar.kernels.rigid_body import column
-from nitro.envs.soccar.kernels.vec import add, load, load_row, store, store_row, sub, where
+from nitro.envs.soccar.kernels.vec import add, load, load_columns, load_row, store, store_row, sub, where
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
@@ -82,6 +82,7 @@ BALL_GRID_RADIUS = 96.0
 CAR_CAR_POINTS = constexpr(_CAR_CAR_POINTS)
 BOOST_PAD_COUNT = constexpr(C.BOOST_PAD_COUNT)
 BALL_REST_Z = constexpr(C.BALL_REST_Z)
+UU_TO_BT = constexpr(C.UU_TO_BT)
 HIT_INFO_AT = car_kernels.CAR_TUPLE_FLOATS
 """Where the ball hit info's floats start in a packed car row: right after `load_car`'s fields."""
 assert PACKED[PACKED.index("ball_hit_info_is_valid") :] == (
@@ -108,10 +109,17 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
     kernel a launch over the lanes it needs (one per car or car pair, one slot per program; or one
     per env, its cars walked by static loops); they hand each other the cars' packed rows,
     `car_tick` and `pair_contacts`. ``args``: every kernel argument by name (`step_ticks_op`);
-    ``envs`` envs of ``cars`` cars each."""
+    ``envs`` envs of ``cars`` cars each.
+
+    The pre-tick stage reads the cars' rows as the tick starts (``car_rows_ptr``) and writes them to the
+    spare buffer (``car_spare_rows_ptr``), which the later stages then update in place: the buffers
+    swap in ``args`` every tick (no copy; one extra buffer of the cars' rows)."""
     if cars:
-        # 2. a demolished car's countdown and respawn, the cars' pre-tick
-        launch(pre_tick_kernel, envs, cars, args, block, maxnreg)
+        # 2. a demolished car's countdown and respawn, the cars' pre-tick, whose wheel rays meet the
+        #    other cars and the ball as they stand now
+        start, args["car_rows_ptr"] = args["car_rows_ptr"], args["car_spare_rows_ptr"]
+        args["car_spare_rows_ptr"] = start
+        launch(pre_tick_kernel, envs, cars, {**args, "car_start_rows_ptr": start}, block, maxnreg)
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps)
         if cars > 1:
             launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, args, block, maxnreg)
@@ -224,23 +232,42 @@ def arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_p
 
 @jit
 def pre_tick_kernel(
-    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    tick_count_ptr, controls_ptr, car_table_ptr, respawn_spawns_ptr,
+    car_start_rows_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
+    tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
+    pos_ptr, vel_ptr, ang_vel_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-    n, hashed_seed, tick_time, car_spawn_boost_amount, jump_immediate_force, jump_accel, boost_used_per_second,
-    boost_accel_ground, boost_accel_air, unlimited_flips, unlimited_double_jumps, flip_z_damp_factor,
+    n, hashed_seed, tick_time, ball_radius, ball_inv_mass, ball_inv_inertia, car_spawn_boost_amount,
+    jump_immediate_force, jump_accel, boost_used_per_second, boost_accel_ground, boost_accel_air, unlimited_flips,
+    unlimited_double_jumps, flip_z_damp_factor,
     NUM_CARS: tl.constexpr, BLUE: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 2, one car per lane: a demolished car's countdown and respawn (`rules.update_demo`), then
     Car::_PreTickUpdate (suspension, controls, jump, flip, air control, boost). Its forces and torques
-    go to `car_tick`, beside whether Bullet skips its body this tick (demolished at the tick's start)."""
+    go to `car_tick`, beside whether Bullet skips its body this tick (demolished at the tick's start).
+    The cars' rows as the tick starts are read from ``car_start_rows`` (the car's own, and the other
+    cars' for its wheel rays, `vehicle.Bodies`), the updated ones written to ``car_rows``: two buffers,
+    because each lane writes the row another lane's wheels read (`tick` swaps them every tick)."""
     row, live, env, slot = car_lanes(n, NUM_CARS, BLOCK)
     tick_time = f32(tick_time)
     tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
     car, ints, info = load_car_and_hit_info(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
+        car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
     )
+    # the wheels' other bodies: the cars' tick-start rows and the ball (`vehicle.Bodies`), whose
+    # rotation is the identity (RocketSim never turns it: noBallRot; a fresh or kicked-off ball's is the
+    # identity and `Arena.set_ball` does not set it)
+    zero = tl.zeros([BLOCK], tl.float32)
+    ball = (
+        load_columns(pos_ptr, env, live, 3, 3, 4, BLOCK),
+        ((zero + 1.0, zero, zero), (zero, zero + 1.0, zero), (zero, zero, zero + 1.0)),
+        load_columns(vel_ptr, env, live, 3, 3, 4, BLOCK),
+        load_columns(ang_vel_ptr, env, live, 3, 3, 4, BLOCK),
+        f32(ball_inv_mass),
+        f32(ball_inv_inertia),
+        f32(ball_radius) * UU_TO_BT,
+    )
+    bodies = (car_start_rows_ptr, env * NUM_CARS, slot, hitbox_table_ptr, car_table_ptr, ball)
     frozen = car[28]
     car, info = rules.update_demo(
         car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount), live,
@@ -253,7 +280,7 @@ def pre_tick_kernel(
         f32(boost_accel_air), f32(unlimited_flips), f32(unlimited_double_jumps), f32(flip_z_damp_factor), live,
         arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                  plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
-        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), NUM_PLANES, BLOCK,
+        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), bodies, NUM_CARS, NUM_PLANES, BLOCK,
     )  # fmt: skip
     store_car_and_hit_info(
         car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
@@ -744,6 +771,7 @@ def step_ticks_op(
         **{f"car_{name}_ptr": x for name, x in zip(CAR_NAMES, cars)},
         **{f"{name}_ptr": x for name, x in zip(PAD_NAMES, pads)},
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
+        "car_spare_rows_ptr": torch.empty_like(cars[0]),  # `tick`'s second buffer of the cars' rows
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
         "pair_contacts_ptr": torch.empty(
             envs * (num_cars * (num_cars - 1) // 2), PAIR_WIDTH.value, device=controls.device
@@ -773,6 +801,8 @@ def step_ticks_op(
     args["ticks"] = 1
     for _ in range(ticks):
         tick(args, envs, num_cars, block, maxnreg)
+    if ticks % 2:  # the last tick left the rows in the spare buffer
+        cars[0].copy_(args["car_rows_ptr"])
 
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")

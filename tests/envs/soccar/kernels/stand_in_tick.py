@@ -4,7 +4,8 @@
 ball and each other, and RocketSim's callbacks fire on those contacts. The fused kernel has no
 collision detection or solve between bodies: its ball meets the arena alone (`ball.physics_step`),
 each car body meets the arena alone (`car_contacts.car_world_contacts` and `solve_car_world`), and
-its callbacks fire on the stand-in contacts of `car_contacts`. `stand_in_tick` is that pipeline from the
+its callbacks fire on the stand-in contacts of `car_contacts`. Its wheels, as the reference's, meet the
+arena, the other cars and the ball (`vehicle.Bodies`). `stand_in_tick` is that pipeline from the
 same stage functions, in Arena::Step order, for the whole-game twin tests (`test_game.py`).
 """
 
@@ -14,7 +15,7 @@ import dataclasses
 
 import torch
 
-from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, rules
+from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, rules, vehicle
 from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
@@ -24,9 +25,10 @@ def stand_in_tick(state: GameState, controls: torch.Tensor, world: World) -> tup
     params, cars, pads, game = world.params, state.cars, state.pads, world.game
     sleeping = ball.update_sleeping(state.ball)
     frozen = cars.is_demoed
+    bodies = vehicle.Bodies.of(cars, state.ball, world.cars, params)
     cars = rules.update_demo(cars, state.tick_count, world)
     car_controls = CarControls.from_tensor(controls)
-    cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, None, state.tick_count, params)
+    cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, bodies, state.tick_count, params)
     pads = boost_pads.pre_tick_update(pads, params)
     hits = car_contacts.car_ball_hits(state.ball.pos, cars, world.cars, frozen, params)
     ball_state, cars = ball_hit.on_hit(
