@@ -68,7 +68,8 @@ from nitro.envs.soccar.kernels.car import (
     unpack_cars_,
 )
 from nitro.envs.soccar.kernels.rigid_body import column
-from nitro.envs.soccar.kernels.vec import add, load, load_columns, load_row, store, store_row, sub, where
+from nitro.envs.soccar.kernels.vec import add, load, load_row, store, store_row, sub, where
+from nitro.envs.soccar.kernels.vehicle import bodies_of
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
@@ -82,7 +83,6 @@ BALL_GRID_RADIUS = 96.0
 CAR_CAR_POINTS = constexpr(_CAR_CAR_POINTS)
 BOOST_PAD_COUNT = constexpr(C.BOOST_PAD_COUNT)
 BALL_REST_Z = constexpr(C.BALL_REST_Z)
-UU_TO_BT = constexpr(C.UU_TO_BT)
 HIT_INFO_AT = car_kernels.CAR_TUPLE_FLOATS
 """Where the ball hit info's floats start in a packed car row: right after `load_car`'s fields."""
 assert PACKED[PACKED.index("ball_hit_info_is_valid") :] == (
@@ -254,20 +254,10 @@ def pre_tick_kernel(
     car, ints, info = load_car_and_hit_info(
         car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
     )
-    # the wheels' other bodies: the cars' tick-start rows and the ball (`vehicle.Bodies`), whose
-    # rotation is the identity (RocketSim never turns it: noBallRot; a fresh or kicked-off ball's is the
-    # identity and `Arena.set_ball` does not set it)
-    zero = tl.zeros([BLOCK], tl.float32)
-    ball = (
-        load_columns(pos_ptr, env, live, 3, 3, 4, BLOCK),
-        ((zero + 1.0, zero, zero), (zero, zero + 1.0, zero), (zero, zero, zero + 1.0)),
-        load_columns(vel_ptr, env, live, 3, 3, 4, BLOCK),
-        load_columns(ang_vel_ptr, env, live, 3, 3, 4, BLOCK),
-        f32(ball_inv_mass),
-        f32(ball_inv_inertia),
-        f32(ball_radius) * UU_TO_BT,
-    )
-    bodies = (car_start_rows_ptr, env * NUM_CARS, slot, hitbox_table_ptr, car_table_ptr, ball)
+    bodies = bodies_of(  # the wheels' other bodies: the cars' tick-start rows and the ball
+        car_start_rows_ptr, pos_ptr, vel_ptr, ang_vel_ptr, env, slot, live, hitbox_table_ptr, car_table_ptr,
+        f32(ball_radius), f32(ball_inv_mass), f32(ball_inv_inertia), NUM_CARS, BLOCK,
+    )  # fmt: skip
     frozen = car[28]
     car, info = rules.update_demo(
         car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount), live,

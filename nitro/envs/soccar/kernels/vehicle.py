@@ -170,6 +170,29 @@ def put_vec(vectors, w, vector):
 
 
 @jit
+def bodies_of(
+    rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, env, slot, live, hitbox_table_ptr, car_table_ptr,
+    ball_radius, ball_inv_mass, ball_inv_inertia, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`Bodies.of`: what the wheel rays of car ``slot`` of env ``env`` can hit besides the arena, as
+    `ray_cast_bodies` reads it: the cars' packed rows at ``rows_ptr`` (as they stand when the cars'
+    pre-ticks start) and the env's ball, loaded here (pos, vel, ang_vel: [N, 3] arrays), its rotation
+    the identity (RocketSim never turns the ball: noBallRot; a fresh or kicked-off ball's is the
+    identity and `Arena.set_ball` does not set it)."""
+    zero = tl.zeros([BLOCK], tl.float32)
+    ball = (
+        load_columns(ball_pos_ptr, env, live, 3, 3, 4, BLOCK),
+        ((zero + 1.0, zero, zero), (zero, zero + 1.0, zero), (zero, zero, zero + 1.0)),
+        load_columns(ball_vel_ptr, env, live, 3, 3, 4, BLOCK),
+        load_columns(ball_ang_vel_ptr, env, live, 3, 3, 4, BLOCK),
+        ball_inv_mass,
+        ball_inv_inertia,
+        ball_radius * UU_TO_BT,
+    )
+    return rows_ptr, env * NUM_CARS, slot, hitbox_table_ptr, car_table_ptr, ball
+
+
+@jit
 def where_ground(c, a, b):
     """A `vehicle.GroundBody` tuple: ``a`` where ``c``, else ``b``."""
     return (

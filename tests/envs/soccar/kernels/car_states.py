@@ -21,12 +21,14 @@ import pytest
 import torch
 
 from nitro.envs.soccar import rigid_body as rb
+from nitro.envs.soccar import vehicle
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.kernels.arena import ball_grid
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid_args
 from nitro.envs.soccar.kernels.car import pack_cars, unpack_cars_
-from nitro.envs.soccar.state import CarState
+from nitro.envs.soccar.kernels.car_contacts import hitbox_table
+from nitro.envs.soccar.state import BallState, CarState
 from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same
 from tests.parity.car_harness import STATE_FIELDS, make_rollouts
 
@@ -190,6 +192,31 @@ def arena_args(sample: Sample) -> dict:
     }
 
 
+def bodies_args(cars: CarState, ball: BallState, sample: Sample) -> dict:
+    """What `kernels/vehicle.bodies_of` reads of cars [N, C, ...] and their envs' ball, as keywords of
+    the test kernels: the cars' packed rows, the ball's vectors, the hitbox table and the ball's
+    parameters (the kernels take the car table on their own)."""
+    p, config = sample.arena.world.params, sample.arena.world.cars
+    return {
+        "bodies_rows_ptr": pack_cars(cars).to(DEVICE),
+        "ball_pos_ptr": ball.pos.contiguous().to(DEVICE),
+        "ball_vel_ptr": ball.vel.contiguous().to(DEVICE),
+        "ball_ang_vel_ptr": ball.ang_vel.contiguous().to(DEVICE),
+        "hitbox_table_ptr": hitbox_table(config).to(DEVICE),
+        "ball_radius": p.ball_radius,
+        "ball_inv_mass": p.ball_inv_mass,
+        "ball_inv_inertia": p.ball_inv_inertia,
+    }
+
+
+def sample_bodies(sample: Sample, cars: CarState | None = None) -> tuple[BallState, vehicle.Bodies]:
+    """A ball at rest at the centre for each of the sample's envs (`BallState.rest`: the cars driving
+    near it put their wheels on it) and `vehicle.Bodies` of it and ``cars`` (default: the sample's)."""
+    ball = BallState.rest(len(sample.cars.pos), torch.device("cpu"))
+    world = sample.arena.world
+    return ball, vehicle.Bodies.of(sample.cars if cars is None else cars, ball, world.cars, world.params)
+
+
 def random_forces(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Forces and torques [n, 1, 3] already accumulated before a stage (mass x UU/s^2, x UU)."""
     g = torch.Generator().manual_seed(seed)
@@ -210,36 +237,66 @@ def field_ptrs(base, offsets_ptr, n, COUNT: tl.constexpr):
 
 WHEEL_FIELDS = (
     "hard_point", "axle", "is_in_contact", "contact_point", "contact_normal", "suspension_length",
-    "suspension_relative_velocity", "clipped_inv_contact_dot_suspension", "impulse",
+    "suspension_relative_velocity", "clipped_inv_contact_dot_suspension", "impulse", "on_world",
 )  # fmt: skip
-"""The `vehicle.Wheels` fields of the kernels' wheels tuple, in its order (the fused path's rays see
-the arena alone: it has no ``on_world`` or ``ground``)."""
+"""The `vehicle.Wheels` fields of the kernels' wheels tuple, in its order, but the last (``ground``)."""
+GROUND_FIELDS = ("pos", "rot_mat", "vel", "ang_vel", "inv_mass", "inv_inertia_local")
+"""`vehicle.GroundBody`'s fields, in the order of the kernels' ground tuples."""
+WHEEL_BUFFERS = tl.constexpr(len(WHEEL_FIELDS) + len(GROUND_FIELDS))
+"""The fields `pack_wheels` packs (and `load_wheels` reads)."""
+
+
+def pack_wheels(wheels, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`vehicle.Wheels` [n, 1, 4, ...] as `pack` packs them: `WHEEL_FIELDS`, then the ground's fields."""
+    fields = {name: getattr(wheels, name) for name in WHEEL_FIELDS}
+    fields |= {f"ground.{name}": getattr(wheels.ground, name) for name in GROUND_FIELDS}
+    return pack(fields, n)
+
+
+@triton.jit
+def load_vector(ptr, base, live):
+    return (
+        tl.load(ptr + base, mask=live, other=0.0),
+        tl.load(ptr + base + 1, mask=live, other=0.0),
+        tl.load(ptr + base + 2, mask=live, other=0.0),
+    )
 
 
 @triton.jit
 def load_wheels(ptrs, row, live):
-    """`vehicle.Wheels` packed in its field order as the kernels' wheels tuple: (hard_point, axle,
-    is_in_contact, contact_point, contact_normal, suspension_length, suspension_relative_velocity,
-    clipped_inv_contact_dot_suspension, impulse), per-wheel 4-tuples."""
+    """`pack_wheels`' buffer as the kernels' wheels tuple: (hard_point, axle, is_in_contact,
+    contact_point, contact_normal, suspension_length, suspension_relative_velocity,
+    clipped_inv_contact_dot_suspension, impulse, on_world), per-wheel 4-tuples, and ground, a 4-tuple
+    of (pos, rot_mat, vel, ang_vel, inv_mass, inv_inertia_local)."""
     wheels = ()
-    for f in tl.static_range(9):
+    for f in tl.static_range(10):
         per_wheel = ()
         for i in tl.static_range(4):
-            if f == 2:
+            if f == 2 or f == 9:
                 per_wheel = per_wheel + (tl.load(ptrs[f] + row * 4 + i, mask=live, other=0.0) != 0,)
             elif f == 5 or f == 6 or f == 7:
                 per_wheel = per_wheel + (tl.load(ptrs[f] + row * 4 + i, mask=live, other=0.0),)
             else:
-                base = ptrs[f] + row * 12 + i * 3
-                per_wheel = per_wheel + (
-                    (
-                        tl.load(base, mask=live, other=0.0),
-                        tl.load(base + 1, mask=live, other=0.0),
-                        tl.load(base + 2, mask=live, other=0.0),
-                    ),
-                )
+                per_wheel = per_wheel + (load_vector(ptrs[f], row * 12 + i * 3, live),)
         wheels = wheels + (per_wheel,)
-    return wheels
+    ground = ()
+    for i in tl.static_range(4):
+        rot_mat = (
+            load_vector(ptrs[11], row * 36 + i * 9, live),
+            load_vector(ptrs[11], row * 36 + i * 9 + 3, live),
+            load_vector(ptrs[11], row * 36 + i * 9 + 6, live),
+        )
+        ground = ground + (
+            (
+                load_vector(ptrs[10], row * 12 + i * 3, live),
+                rot_mat,
+                load_vector(ptrs[12], row * 12 + i * 3, live),
+                load_vector(ptrs[13], row * 12 + i * 3, live),
+                tl.load(ptrs[14] + row * 4 + i, mask=live, other=0.0),
+                load_vector(ptrs[15], row * 12 + i * 3, live),
+            ),
+        )
+    return wheels + (ground,)
 
 
 @triton.jit

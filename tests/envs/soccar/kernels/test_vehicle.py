@@ -23,14 +23,17 @@ from nitro.envs.soccar.kernels.rigid_body import column, inv_inertia_world
 from tests.envs.soccar.kernels.car_states import (
     ATOL,
     CAR_BLOCK,
-    WHEEL_FIELDS,
+    GROUND_FIELDS,
+    WHEEL_BUFFERS,
     arena_args,
+    bodies_args,
     car_memory,
     columns,
     field_ptrs,
     inv_inertia,
     load_wheels,
-    pack,
+    pack_wheels,
+    sample_bodies,
     sample_cars,
     split,
     store_outputs,
@@ -49,6 +52,19 @@ def flat4(v):
 
 
 @triton.jit
+def flat_ground(ground):
+    """A per-wheel 4-tuple of `GroundBody` tuples as `GroundBody`'s fields, each over the wheels
+    (`columns` of the reference's [n, 1, 4, ...] fields)."""
+    out = flat4((ground[0][0], ground[1][0], ground[2][0], ground[3][0]))
+    for i in tl.static_range(4):
+        out = out + ground[i][1][0] + ground[i][1][1] + ground[i][1][2]
+    out = out + flat4((ground[0][2], ground[1][2], ground[2][2], ground[3][2]))
+    out = out + flat4((ground[0][3], ground[1][3], ground[2][3], ground[3][3]))
+    out = out + (ground[0][4], ground[1][4], ground[2][4], ground[3][4])
+    return out + flat4((ground[0][5], ground[1][5], ground[2][5], ground[3][5]))
+
+
+@triton.jit
 def vehicle_stages_kernel(
     car_rows_ptr,
     car_contact_id_ptr,
@@ -58,6 +74,14 @@ def vehicle_stages_kernel(
     extra_pushback_ptr,
     tick_count_ptr,
     car_table_ptr,
+    bodies_rows_ptr,
+    ball_pos_ptr,
+    ball_vel_ptr,
+    ball_ang_vel_ptr,
+    hitbox_table_ptr,
+    ball_radius,
+    ball_inv_mass,
+    ball_inv_inertia,
     out_ptr,
     n,
     tick_time,
@@ -84,7 +108,11 @@ def vehicle_stages_kernel(
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
     car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
-    wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, 9), lane, live)
+    wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, WHEEL_BUFFERS), lane, live)
+    bodies = twin.bodies_of(  # one car per env: the ball alone
+        bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, lane, 0, live, hitbox_table_ptr, car_table_ptr,
+        ball_radius, ball_inv_mass, ball_inv_inertia, 1, BLOCK,
+    )  # fmt: skip
     inv_inertia_local, wheel_connection, wheel_radius, rest, force_scale, _ = load_car_params(car_table_ptr, 0)
     pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
     engine_force, brake, steer_angle = car[35], car[36], car[37]
@@ -95,18 +123,19 @@ def vehicle_stages_kernel(
     grid = arena_grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=1)
     solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)
-    hard_point, axle, is_in_contact, contact_point, contact_normal, _, _, _, _ = wheels
+    hard_point, axle, is_in_contact, contact_point, contact_normal, _, _, _, _, _, ground = wheels
 
     transforms = twin.update_wheel_transforms(pos, rot_mat, steer_angle, wheel_connection)
     out = flat4(transforms[0]) + flat4(transforms[1])
     cast = twin.ray_cast(
         pos, rot_mat, vel, ang_vel, extra_pushback, hard_point, wheel_radius, rest, inv_inertia, solver_dt,
-        live, arena, grid, NUM_PLANES, BLOCK,
+        live, arena, grid, bodies, 1, NUM_PLANES, BLOCK,
     )  # fmt: skip
-    out = out + cast[0] + flat4(cast[1]) + flat4(cast[2]) + cast[3] + cast[4] + cast[5] + cast[6]
+    out = out + cast[0] + cast[1] + flat4(cast[2]) + flat4(cast[3]) + cast[4] + cast[5] + cast[6]
+    out = out + flat_ground(cast[7]) + cast[8]
     friction = twin.calc_friction_impulses(
         pos, rot_mat, vel, ang_vel, engine_force, brake, lat_friction, long_friction, inv_inertia_local,
-        axle, is_in_contact, contact_point, contact_normal, tick_time,
+        axle, is_in_contact, contact_point, contact_normal, ground, tick_time,
     )  # fmt: skip
     out = out + flat4(friction)
     pushback = ()
@@ -123,19 +152,24 @@ def vehicle_stages_kernel(
 
 @pytest.mark.parametrize("preset", ["octane", "plank"])
 def test_vehicle_stages(mesh, preset):
-    """update_wheel_transforms, ray_cast (the four rays against the arena, suspension, the extra
-    pushback), calc_friction_impulses, update_suspension, apply_friction_impulses,
-    get_upwards_dir_from_wheel_contacts and get_forward_speed."""
+    """update_wheel_transforms, ray_cast (the four rays against the arena and the ball, suspension, the
+    extra pushback), calc_friction_impulses, update_suspension, apply_friction_impulses,
+    get_upwards_dir_from_wheel_contacts and get_forward_speed. (Wheels on other cars and on the ball:
+    `test_wheels_on_bodies`.)"""
     sample = sample_cars(preset)
     cars, world = sample.cars, sample.arena.world
     n, dt, config = len(cars.pos), world.params.tick_time, world.cars
     ii = inv_inertia(sample)
+    ball, bodies = sample_bodies(sample)
     solver_dt = torch.where(sample.tick_count == 0, C.SOLVER_DEFAULT_TIME_STEP, dt)
-    wheels, car = reference.update_vehicle_first(cars, config, world.mesh, None, world.params, ii, solver_dt)
+    wheels, car = reference.update_vehicle_first(cars, config, world.mesh, bodies, world.params, ii, solver_dt)
     hard_point, axle = reference.update_wheel_transforms(cars, config)
-    contact, _, extra_pushback = reference.ray_cast(cars, config, wheels.hard_point, world.mesh, None, world.params, ii, solver_dt)
-    del contact["on_world"]  # the fused path's rays see the arena alone: every contact is with it
-    expected = {"hard_point": hard_point, "axle": axle} | contact | {"extra_pushback": extra_pushback}
+    contact, ground, extra_pushback = reference.ray_cast(
+        cars, config, wheels.hard_point, world.mesh, bodies, world.params, ii, solver_dt
+    )
+    expected = {"hard_point": hard_point, "axle": axle} | contact
+    expected |= {f"ground.{name}": getattr(ground, name) for name in GROUND_FIELDS}
+    expected["extra_pushback"] = extra_pushback
     expected["impulse"] = reference.calc_friction_impulses(cars, config, wheels, dt)
     pushed = dataclasses.replace(cars, extra_pushback=car.extra_pushback)
     expected["suspension.vel"], expected["suspension.ang_vel"] = reference.update_suspension(
@@ -155,22 +189,23 @@ def test_vehicle_stages(mesh, preset):
 
     out = torch.empty(n, sum(widths.values()), device=DEVICE)
     memory = car_memory(cars)
-    wheels_flat, wheels_offsets = pack({name: getattr(wheels, name) for name in WHEEL_FIELDS}, n)
+    wheels_flat, wheels_offsets = pack_wheels(wheels, n)
     vehicle_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
         *memory, wheels_flat, wheels_offsets, car.extra_pushback.reshape(n, 4).to(DEVICE),
-        sample.tick_count.to(DEVICE), car_table(config).to(DEVICE), out, n, dt, **arena_args(sample),
+        sample.tick_count.to(DEVICE), car_table(config).to(DEVICE), **bodies_args(cars, ball, sample), out_ptr=out,
+        n=n, tick_time=dt, **arena_args(sample),
         WIDTH=out.shape[1], NUM_PLANES=4, BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
     )  # fmt: skip
     got = split(out, widths)
     for name, value in expected.items():
         try:
-            if name == "is_in_contact":
+            if name in ("is_in_contact", "on_world"):
                 assert_same(got[name], value)
             elif name in ("impulse", "extra_pushback"):  # mass x UU/s: up to ~1e5, an ulp 0.008
                 assert_close(got[name], value, atol=0.05, rtol=REL_TOL)
-            elif name in ("hard_point", "contact_point"):
+            elif name in ("hard_point", "contact_point", "ground.pos"):
                 assert_close(got[name], value, atol=ATOL["pos"], rtol=REL_TOL)
-            elif name.endswith("vel") or name == "forward_speed":
+            elif name.endswith("vel") or name == "forward_speed":  # ground.vel too
                 assert_close(got[name], value, atol=ATOL["vel"], rtol=REL_TOL)
             else:  # unit vectors, suspension lengths (UU of order 10) and factors
                 assert_close(got[name], value, atol=1e-5, rtol=REL_TOL)
