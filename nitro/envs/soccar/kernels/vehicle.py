@@ -178,16 +178,17 @@ def bodies_of(
     `ray_cast_bodies` reads it: the cars' packed rows at ``rows_ptr`` (as they stand when the cars'
     pre-ticks start) and the env's ball, loaded here (pos, vel, ang_vel: [N, 3] arrays), its rotation
     the identity (RocketSim never turns the ball: noBallRot; a fresh or kicked-off ball's is the
-    identity and `Arena.set_ball` does not set it)."""
+    identity and `Arena.set_ball` does not set it). The ball's numbers are taken as float32 (as the
+    reference's `ball_radius_bt`, whose float32 product the radius in BT must equal)."""
     zero = tl.zeros([BLOCK], tl.float32)
     ball = (
         load_columns(ball_pos_ptr, env, live, 3, 3, 4, BLOCK),
         ((zero + 1.0, zero, zero), (zero, zero + 1.0, zero), (zero, zero, zero + 1.0)),
         load_columns(ball_vel_ptr, env, live, 3, 3, 4, BLOCK),
         load_columns(ball_ang_vel_ptr, env, live, 3, 3, 4, BLOCK),
-        ball_inv_mass,
-        ball_inv_inertia,
-        ball_radius * UU_TO_BT,
+        tl.cast(ball_inv_mass, tl.float32),
+        tl.cast(ball_inv_inertia, tl.float32),
+        tl.cast(ball_radius, tl.float32) * UU_TO_BT,
     )
     return rows_ptr, env * NUM_CARS, slot, hitbox_table_ptr, car_table_ptr, ball
 

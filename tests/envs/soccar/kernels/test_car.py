@@ -349,7 +349,7 @@ def test_tick_stages(mesh):
     tick_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
         *memory, sample.controls.reshape(n, 8).to(DEVICE), force.reshape(n, 3).to(DEVICE),
         torque.reshape(n, 3).to(DEVICE), sample.tick_count.to(DEVICE), car_table(world.cars).to(DEVICE),
-        **bodies_args(cars, ball, sample), out_rows_ptr=outs[0], out_contact_id_ptr=outs[1],
+        **bodies_args(cars, ball, sample.arena.world), out_rows_ptr=outs[0], out_contact_id_ptr=outs[1],
         out_ticks_ptr=outs[2], force_out_ptr=forces_out, n=n,
         **{name: float(getattr(params, name)) for name in (
             "tick_time", "gravity_z", "jump_immediate_force", "jump_accel", "boost_accel_ground",

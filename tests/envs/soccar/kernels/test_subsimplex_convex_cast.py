@@ -25,6 +25,7 @@ from tests.envs.soccar.kernels.twins import (
     GPU_TIE_SHARE,
     NORMAL_TOL,
     assert_close,
+    exact_sqrt,
     assert_same,
     runnable,
 )
@@ -88,11 +89,6 @@ def run_kernel(shape: ConvexShape, start, end, is_sphere: bool) -> torch.Tensor:
         *(x.contiguous().to(DEVICE) for x in args), int(is_sphere), out, p, BLOCK=BLOCK, num_warps=BLOCK // 32
     )
     return out.cpu()
-
-
-def exact_sqrt(x: torch.Tensor) -> torch.Tensor:
-    """IEEE's correctly rounded float32 sqrt (through float64: rounding twice is exact for sqrt)."""
-    return torch.ops.aten.sqrt.default(x.double()).float()
 
 
 def check(shape: ConvexShape, start, end, is_sphere: bool, monkeypatch) -> torch.Tensor:

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar import rigid_body
 from nitro.envs.soccar import vehicle as reference
 from nitro.envs.soccar.kernels import vehicle as twin
 from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
@@ -20,12 +21,15 @@ from nitro.envs.soccar.kernels.car import (
     load_car_params,
 )
 from nitro.envs.soccar.kernels.rigid_body import column, inv_inertia_world
+from nitro.envs.soccar.state import CarState
 from tests.envs.soccar.kernels.car_states import (
     ATOL,
     CAR_BLOCK,
     GROUND_FIELDS,
     WHEEL_BUFFERS,
+    WHEEL_FIELDS,
     arena_args,
+    arena_args_of,
     bodies_args,
     car_memory,
     columns,
@@ -37,8 +41,9 @@ from tests.envs.soccar.kernels.car_states import (
     sample_cars,
     split,
     store_outputs,
+    wheels_on_bodies,
 )
-from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same, runnable
+from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same, exact_sqrt, runnable
 
 triton = pytest.importorskip("triton")
 tl = triton.language
@@ -192,7 +197,8 @@ def test_vehicle_stages(mesh, preset):
     wheels_flat, wheels_offsets = pack_wheels(wheels, n)
     vehicle_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
         *memory, wheels_flat, wheels_offsets, car.extra_pushback.reshape(n, 4).to(DEVICE),
-        sample.tick_count.to(DEVICE), car_table(config).to(DEVICE), **bodies_args(cars, ball, sample), out_ptr=out,
+        sample.tick_count.to(DEVICE), car_table(config).to(DEVICE), **bodies_args(cars, ball, sample.arena.world),
+        out_ptr=out,
         n=n, tick_time=dt, **arena_args(sample),
         WIDTH=out.shape[1], NUM_PLANES=4, BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
     )  # fmt: skip
@@ -236,3 +242,97 @@ def test_piecewise(name):
         x.to(DEVICE), out, len(x), CURVE=twin.curve(points), BLOCK=256, num_warps=8
     )
     assert_close(out, reference.piecewise(points, x), atol=1e-6, rtol=REL_TOL)
+
+
+@triton.jit
+def wheels_on_bodies_kernel(
+    car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, car_table_ptr, bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr,
+    ball_ang_vel_ptr, hitbox_table_ptr, ball_radius, ball_inv_mass, ball_inv_inertia, out_ptr, n, tick_time,
+    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
+    cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+    WIDTH: tl.constexpr, NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """update_vehicle_first of one car per lane (lane = env * NUM_CARS + slot), its rays against the
+    arena, the env's other cars and its ball."""
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    live = lane < n
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    inv_inertia_local, wheel_connection, wheel_radius, rest, _, _ = load_car_params(car_table_ptr, 0)
+    bodies = twin.bodies_of(
+        bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, lane // NUM_CARS, lane % NUM_CARS, live,
+        hitbox_table_ptr, car_table_ptr, ball_radius, ball_inv_mass, ball_inv_inertia, NUM_CARS, BLOCK,
+    )  # fmt: skip
+    arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
+    arena = arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
+    grid = arena_grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
+    rot_mat = car[1]
+    wheels, extra_pushback = twin.update_vehicle_first(
+        car[0], rot_mat, car[2], car[3], car[37], car[35], car[36], car[38], car[39], car[40], wheel_connection,
+        wheel_radius, rest, inv_inertia_local, inv_inertia_world(rot_mat, inv_inertia_local), tick_time,
+        tick_time, live, arena, grid, bodies, NUM_CARS, NUM_PLANES, BLOCK,
+    )  # fmt: skip
+    hard_point, axle, is_in_contact, contact_point, contact_normal, length, rel_vel, clipped, impulse, on_world, ground = wheels
+    out = flat4(hard_point) + flat4(axle) + is_in_contact + on_world + flat4(contact_point) + flat4(contact_normal)
+    out = out + length + rel_vel + clipped + flat_ground(ground) + extra_pushback + flat4(impulse)
+    store_outputs(out_ptr, lane, out, WIDTH, live)
+
+
+def test_wheels_on_bodies(mesh, monkeypatch):
+    """update_vehicle_first with the wheels on the other car and on the ball (`wheels_on_bodies`: cars
+    on cars' roofs, some tilted onto the box's edges, on a demolished car, dropping onto the ball): the
+    rays' hits, the body under each wheel, the suspension and the friction impulses against that body.
+
+    The reference runs with IEEE's sqrt (`twins.exact_sqrt`): PyTorch's CPU sqrt can be an ulp off it,
+    which moves a ray's hit on the ball by up to 0.01 BT (the cast stops at another iteration); with
+    it the interpreter's results equal the reference's to the bit."""
+    arena = wheels_on_bodies(64, seed=3)
+    world, state = arena.world, arena.state
+    cars, ball, config, params = state.cars, state.ball, world.cars, world.params
+    envs, num_cars = cars.is_demoed.shape
+    n = envs * num_cars
+    ii = rigid_body.inv_inertia_world(cars.rot_mat, config.inv_inertia_local)
+    bodies = reference.Bodies.of(cars, ball, config, params)
+    solver_dt = torch.full((envs,), params.tick_time)
+    with monkeypatch.context() as patch:
+        patch.setattr(torch, "sqrt", exact_sqrt)
+        wheels, car = reference.update_vehicle_first(cars, config, world.mesh, bodies, params, ii, solver_dt)
+        # the bodies along the rays of the wheels without contact (their contact point: the ray's end)
+        body_hit = reference.ray_cast_bodies(bodies, config, params, wheels.hard_point, wheels.contact_point)[0]
+    expected = {name: getattr(wheels, name) for name in WHEEL_FIELDS if name != "impulse"}
+    expected |= {f"ground.{name}": getattr(wheels.ground, name) for name in GROUND_FIELDS}
+    expected |= {"extra_pushback": car.extra_pushback, "impulse": wheels.impulse}
+    order = ("hard_point", "axle", "is_in_contact", "on_world", "contact_point", "contact_normal",
+             "suspension_length", "suspension_relative_velocity", "clipped_inv_contact_dot_suspension")  # fmt: skip
+    expected = {name: expected[name] for name in order} | {k: v for k, v in expected.items() if k not in order}
+    expected = {name: columns(value, n) for name, value in expected.items()}
+    widths = {name: value.shape[1] for name, value in expected.items()}
+    # the scenes reach the branches: wheels on the arena, on a car, on the ball, and on a demolished
+    # car (its box stops the ray: no contact), with friction against the body under them
+    on_body = wheels.is_in_contact & ~wheels.on_world
+    on_ball = on_body & (wheels.ground.inv_mass == params.ball_inv_mass)
+    assert int(wheels.on_world.sum()) > 50 and int(on_ball.sum()) > 10 and int((on_body & ~on_ball).sum()) > 50
+    assert int((body_hit & ~wheels.is_in_contact).sum()) > 10  # on a demolished car
+    assert int(((wheels.impulse != 0).any(-1) & on_body).sum()) > 30
+
+    out = torch.empty(n, sum(widths.values()), device=DEVICE)
+    flat = CarState(**{name: getattr(cars, name).reshape(n, 1, *getattr(cars, name).shape[2:]) for name in CarState.FIELDS})
+    wheels_on_bodies_kernel[(triton.cdiv(n, CAR_BLOCK),)](
+        *car_memory(flat), car_table(config).to(DEVICE), **bodies_args(cars, ball, world), out_ptr=out, n=n,
+        tick_time=params.tick_time, **arena_args_of(world), WIDTH=out.shape[1], NUM_CARS=num_cars, NUM_PLANES=4,
+        BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
+    )  # fmt: skip
+    got = split(out, widths)
+    for name, value in expected.items():
+        try:
+            if name in ("is_in_contact", "on_world"):
+                assert_same(got[name], value)
+            elif DEVICE == "cpu":  # the interpreter rounds as the reference does
+                assert_close(got[name], value, atol=0.0)
+            elif name in ("impulse", "extra_pushback"):  # mass x UU/s: up to ~1e5, an ulp 0.008
+                assert_close(got[name], value, atol=0.05, rtol=REL_TOL)
+            elif name in ("hard_point", "contact_point", "ground.pos"):
+                assert_close(got[name], value, atol=ATOL["pos"], rtol=REL_TOL)
+            else:  # unit vectors, lengths, velocities, inverse masses and inertias
+                assert_close(got[name], value, atol=ATOL["vel"], rtol=REL_TOL)
+        except AssertionError as error:
+            raise AssertionError(f"{name}: {error}") from None
