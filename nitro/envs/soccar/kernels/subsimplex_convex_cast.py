@@ -201,20 +201,20 @@ def reduce_vertices(simplex, used):
     for slot in tl.static_range(3, -1, -1):
         drop = (n >= slot + 1) & (~used[slot])
         n = n - drop.to(tl.int32)
-        moved_w, moved_p, moved_q = pick4(w, n), pick4(p, n), pick4(q, n)
-        new_w = ()
-        new_p = ()
-        new_q = ()
-        for k in tl.static_range(4):
-            if k == slot:
-                new_w = new_w + (where(drop, moved_w, w[k]),)
-                new_p = new_p + (where(drop, moved_p, p[k]),)
-                new_q = new_q + (where(drop, moved_q, q[k]),)
-            else:
-                new_w = new_w + (w[k],)
-                new_p = new_p + (p[k],)
-                new_q = new_q + (q[k],)
-        w, p, q = new_w, new_p, new_q
+        if tl.max(drop.to(tl.int32), axis=0) > 0:  # most reductions drop nothing in every lane
+            new_w = ()
+            new_p = ()
+            new_q = ()
+            for k in tl.static_range(4):
+                if k == slot:
+                    new_w = new_w + (where(drop, pick4(w, n), w[k]),)
+                    new_p = new_p + (where(drop, pick4(p, n), p[k]),)
+                    new_q = new_q + (where(drop, pick4(q, n), q[k]),)
+                else:
+                    new_w = new_w + (w[k],)
+                    new_p = new_p + (p[k],)
+                    new_q = new_q + (q[k],)
+            w, p, q = new_w, new_p, new_q
     return w, p, q, n
 
 
@@ -241,24 +241,28 @@ def closest(simplex, mask):
     v_2 = sub(a_2, b_2)
     used_2 = ((t <= 0) | inside, t > 0, no, no)
     valid_2 = (1 - t >= 0) & (t >= 0)
-    # three vertices
-    _, bary3, used3 = closest_pt_point_triangle(w0, w1, w2)
-    a_3 = add(add(scale(p0, bary3[0]), scale(p1, bary3[1])), scale(p2, bary3[2]))
-    b_3 = add(add(scale(q0, bary3[0]), scale(q1, bary3[1])), scale(q2, bary3[2]))
-    v_3 = sub(a_3, b_3)
-    used_3 = used3 + (no,)
-    valid_3 = (bary3[0] >= 0) & (bary3[1] >= 0) & (bary3[2] >= 0)
-    # four vertices
-    separated, degenerate, bary4, used_4 = closest_pt_point_tetrahedron(w0, w1, w2, w3)
-    a_4 = add(add(add(scale(p0, bary4[0]), scale(p1, bary4[1])), scale(p2, bary4[2])), scale(p3, bary4[3]))
-    b_4 = add(add(add(scale(q0, bary4[0]), scale(q1, bary4[1])), scale(q2, bary4[2])), scale(q3, bary4[3]))
-    zero = (w0[0] * 0.0, w0[0] * 0.0, w0[0] * 0.0)
-    v_4 = where(separated, sub(a_4, b_4), where(degenerate, cached_v, zero))
-    a_4 = where(separated, a_4, cached_p1)  # not updated when not separated
-    b_4 = where(separated, b_4, cached_p2)
-    all4 = (bary4[0] >= 0) & (bary4[1] >= 0) & (bary4[2] >= 0) & (bary4[3] >= 0)
-    valid_4 = tl.where(separated, all4, ~degenerate)
-    used_4 = (used_4[0] | ~separated, used_4[1] | ~separated, used_4[2] | ~separated, used_4[3] | ~separated)
+    # three and four vertices, computed only when some lane of the program holds that many (the
+    # simplex of a ray cast rarely grows to four)
+    v_3, a_3, b_3, used_3, valid_3 = v_1, a_1, b_1, used_1, yes
+    if tl.max((n == 3).to(tl.int32), axis=0) > 0:
+        _, bary3, used3 = closest_pt_point_triangle(w0, w1, w2)
+        a_3 = add(add(scale(p0, bary3[0]), scale(p1, bary3[1])), scale(p2, bary3[2]))
+        b_3 = add(add(scale(q0, bary3[0]), scale(q1, bary3[1])), scale(q2, bary3[2]))
+        v_3 = sub(a_3, b_3)
+        used_3 = used3 + (no,)
+        valid_3 = (bary3[0] >= 0) & (bary3[1] >= 0) & (bary3[2] >= 0)
+    v_4, a_4, b_4, used_4, valid_4 = v_1, a_1, b_1, used_1, yes
+    if tl.max((n == 4).to(tl.int32), axis=0) > 0:
+        separated, degenerate, bary4, used4 = closest_pt_point_tetrahedron(w0, w1, w2, w3)
+        a_4 = add(add(add(scale(p0, bary4[0]), scale(p1, bary4[1])), scale(p2, bary4[2])), scale(p3, bary4[3]))
+        b_4 = add(add(add(scale(q0, bary4[0]), scale(q1, bary4[1])), scale(q2, bary4[2])), scale(q3, bary4[3]))
+        zero = (w0[0] * 0.0, w0[0] * 0.0, w0[0] * 0.0)
+        v_4 = where(separated, sub(a_4, b_4), where(degenerate, cached_v, zero))
+        a_4 = where(separated, a_4, cached_p1)  # not updated when not separated
+        b_4 = where(separated, b_4, cached_p2)
+        all4 = (bary4[0] >= 0) & (bary4[1] >= 0) & (bary4[2] >= 0) & (bary4[3] >= 0)
+        valid_4 = tl.where(separated, all4, ~degenerate)
+        used_4 = (used4[0] | ~separated, used4[1] | ~separated, used4[2] | ~separated, used4[3] | ~separated)
 
     v = where(n == 1, v_1, where(n == 2, v_2, where(n == 3, v_3, v_4)))
     a = where(n == 1, a_1, where(n == 2, a_2, where(n == 3, a_3, a_4)))
