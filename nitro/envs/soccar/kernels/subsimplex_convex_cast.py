@@ -111,6 +111,8 @@ def pick4(values, k):
 def closest_pt_point_tetrahedron(a, b, c, d):
     """btVoronoiSimplexSolver::closestPtPointTetrahedron for p = origin: (separated, degenerate,
     barycentric (4), used (4)); ``separated`` false with ``degenerate`` false: the origin is inside.
+    Also returns `closest_pt_point_triangle`'s barycentric coordinates and used vertices of the face
+    (a, b, c), the simplex's three-vertex case, so that the kernel holds one copy of the triangle's code.
 
     The faces ((a, b, c), (a, c, d), (a, d, b), (b, d, c), each against the fourth vertex) are visited
     in that order by a loop that is not unrolled; the closest outside face wins (the first of equals)."""
@@ -120,6 +122,8 @@ def closest_pt_point_tetrahedron(a, b, c, d):
     best = zero + FLT_MAX
     bary = (zero, zero, zero, zero)
     used = (a[0] == a[0], a[0] == a[0], a[0] == a[0], a[0] == a[0])
+    face_bary = (zero, zero, zero)
+    face_used = (degenerate, degenerate, degenerate)
     vertices = (a, b, c, d)
     for f in range(4):
         # the face's vertices (slots i, j, k of the tetrahedron) and the one off it (slot l)
@@ -132,6 +136,17 @@ def closest_pt_point_tetrahedron(a, b, c, d):
         degenerate = degenerate | (o < 0)
         any_out = any_out | (o > 0)
         point, sub_bary, sub_used = closest_pt_point_triangle(p, q, r)
+        first = f == 0
+        face_bary = (
+            tl.where(first, sub_bary[0], face_bary[0]),
+            tl.where(first, sub_bary[1], face_bary[1]),
+            tl.where(first, sub_bary[2], face_bary[2]),
+        )
+        face_used = (
+            tl.where(first, sub_used[0], face_used[0]),
+            tl.where(first, sub_used[1], face_used[1]),
+            tl.where(first, sub_used[2], face_used[2]),
+        )
         sq = dot(point, point)
         better = (o > 0) & (sq < best)
         best = tl.where(better, sq, best)
@@ -155,7 +170,7 @@ def closest_pt_point_tetrahedron(a, b, c, d):
             tl.where(better, new_used[3], used[3]),
         )
     separated = (~degenerate) & any_out
-    return separated, degenerate, bary, used
+    return separated, degenerate, bary, used, face_bary, face_used
 
 
 @jit
@@ -241,19 +256,17 @@ def closest(simplex, mask):
     v_2 = sub(a_2, b_2)
     used_2 = ((t <= 0) | inside, t > 0, no, no)
     valid_2 = (1 - t >= 0) & (t >= 0)
-    # three and four vertices, computed only when some lane of the program holds that many (the
-    # simplex of a ray cast rarely grows to four)
+    # three and four vertices, computed only when some lane of the program holds that many: the
+    # tetrahedron's first face is the triangle (w0, w1, w2), closest_pt_point_triangle's three-vertex case
     v_3, a_3, b_3, used_3, valid_3 = v_1, a_1, b_1, used_1, yes
-    if tl.max((n == 3).to(tl.int32), axis=0) > 0:
-        _, bary3, used3 = closest_pt_point_triangle(w0, w1, w2)
+    v_4, a_4, b_4, used_4, valid_4 = v_1, a_1, b_1, used_1, yes
+    if tl.max((n >= 3).to(tl.int32), axis=0) > 0:
+        separated, degenerate, bary4, used4, bary3, used3 = closest_pt_point_tetrahedron(w0, w1, w2, w3)
         a_3 = add(add(scale(p0, bary3[0]), scale(p1, bary3[1])), scale(p2, bary3[2]))
         b_3 = add(add(scale(q0, bary3[0]), scale(q1, bary3[1])), scale(q2, bary3[2]))
         v_3 = sub(a_3, b_3)
         used_3 = used3 + (no,)
         valid_3 = (bary3[0] >= 0) & (bary3[1] >= 0) & (bary3[2] >= 0)
-    v_4, a_4, b_4, used_4, valid_4 = v_1, a_1, b_1, used_1, yes
-    if tl.max((n == 4).to(tl.int32), axis=0) > 0:
-        separated, degenerate, bary4, used4 = closest_pt_point_tetrahedron(w0, w1, w2, w3)
         a_4 = add(add(add(scale(p0, bary4[0]), scale(p1, bary4[1])), scale(p2, bary4[2])), scale(p3, bary4[3]))
         b_4 = add(add(add(scale(q0, bary4[0]), scale(q1, bary4[1])), scale(q2, bary4[2])), scale(q3, bary4[3]))
         zero = (w0[0] * 0.0, w0[0] * 0.0, w0[0] * 0.0)
