@@ -137,7 +137,7 @@ class Arena:
     the state tensors in place). The fused kernel approximates the tick in arenas with cars: a car
     body's contacts with the arena come from separating axes (the planes' exactly as Bullet's) and are
     solved for the car alone; it has no contact solve between bodies (cars pass through the ball and
-    each other), its wheel rays see the arena alone, and it fires the hits, bumps and demolitions
+    each other), and it fires the hits, bumps and demolitions
     from stand-in contacts (`car_contacts`), not Bullet's (docs/SOCCAR.md); ball-only arenas are the
     same tick in every mode.
     """

@@ -24,8 +24,9 @@ reference runs Bullet's GJK/EPA and the joint solve; there is no collision respo
 the ball and other cars. The callbacks fire from the stand-in contacts of `kernels/car_contacts.py`
 (the car-ball distance in closed form, the car pairs' deepest corners), not Bullet's: the ball gets
 the extra hit impulse without the contact's own response, and bumps and demolitions come from the
-stand-in's points. The wheels' rays see the arena alone (the reference's also land on the other cars
-and the ball). Its PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
+stand-in's points. The wheels' rays, as the reference's, meet the arena, the other cars and the ball
+(`kernels/vehicle.ray_cast_bodies`), read as they stand when the pre-ticks start from a second buffer of
+the cars' rows (`tick`). Its PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
 """
 
 from __future__ import annotations
