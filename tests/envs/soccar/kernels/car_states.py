@@ -242,9 +242,8 @@ def wheels_on_bodies(envs: int, seed: int) -> Arena:
     right = torch.stack((-torch.sin(yaw), torch.cos(yaw), torch.zeros(envs)), -1)
     shift = forward * (u(envs, 1) * 80 - 40) + right * (u(envs, 1) * 50 - 25)
     upper = lower + shift + torch.stack((torch.zeros(envs), torch.zeros(envs), 59 + u(envs) * 8), -1)
-    ball_pos = torch.stack((lower[:, 0] + 600, lower[:, 1], torch.full((envs,), 93.15)), -1)
+    ball_pos = torch.stack((lower[:, 0] + 600, lower[:, 1], torch.full((envs,), 93.15)), -1)  # clear of both
     on_ball = kind == 1  # the upper car above the ball instead
-    ball_pos = torch.where(on_ball[:, None], lower * torch.tensor([1.0, 1.0, 0.0]) + torch.tensor([0, 0, 93.15]), ball_pos)
     upper = torch.where(on_ball[:, None], ball_pos + shift * 0.5 + torch.tensor([0.0, 0.0, 100.0]) + u(envs, 1) * 15, upper)
     tilt = torch.where(kind == 3, 0.5, 0.08)
     upper_rot = angle_to_rot_mat(yaw + (u(envs) - 0.5) * 0.6, (u(envs) - 0.5) * 2 * tilt, (u(envs) - 0.5) * 2 * tilt)
