@@ -59,7 +59,7 @@ from nitro.envs.soccar.contacts import (
 )
 from nitro.envs.soccar.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.manifolds import build_manifolds
-from nitro.envs.soccar.mutators import TickParams
+from nitro.envs.soccar.mutators import TickParams, ball_radius_bt
 from nitro.envs.soccar.sequential_impulse import SolverBodies, SolverResult, solve_contacts
 from nitro.envs.soccar.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.dynamics_world import solver_bodies
@@ -89,10 +89,10 @@ def car_ball_contacts(
     center = ball_pos[:, None] * C.UU_TO_BT  # [N, 1, 3]
     rel = vec_mat(center - origin, basis)  # invXform: basis^T (p - origin)
     closest = torch.maximum(torch.minimum(rel, inner), -inner)
-    radius = params.ball_radius * C.UU_TO_BT
+    radius = ball_radius_bt(params)  # RocketSim's float product (1.8249999 BT, not 1.825)
     intersection_dist = radius + margin  # [C]
     # the manifold's breaking threshold: the smaller of the car's and the ball's (ball_contact_gap)
-    threshold = torch.clamp(hitbox.threshold, max=params.ball_contact_gap * C.UU_TO_BT)
+    threshold = torch.clamp(hitbox.threshold, max=C.f32(C.f32(params.ball_contact_gap) * C.UU_TO_BT_F32))
     contact_dist = intersection_dist + threshold
     normal = rel - closest
     dist2 = dot(normal, normal)
