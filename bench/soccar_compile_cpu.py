@@ -3,7 +3,7 @@ a GPU: Triton's whole pipeline (TTIR, TTGIR, LLVM IR, PTX, cubin) per kernel and
 stage, with an empty Triton cache. The fused step's kernels are compiled at their first launch, so this
 is the wait a user's first `Arena(mode="fused")` step pays on the GPU's host (a faster CPU there).
 
-    python bench/soccar_compile_cpu.py OUT [--sizes 0v0,1v0,1v1,2v2,3v3] [--block 32]
+    python bench/soccar_compile_cpu.py OUT [--sizes 0v0,1v0,1v1,2v2,3v3] [--block 32] [--kernels pre_tick_kernel,...]
 
 Writes OUT/soccar_compile_cpu.json and prints a table. Needs Triton (a CUDA build of PyTorch, or the
 triton wheel); the kernels' arguments are captured from a real `launch_step_ticks_` on CPU tensors.
@@ -114,7 +114,11 @@ def main() -> None:
     parser.add_argument(
         "--block", type=int, default=32, help="lanes per program (the fused step's default: 32)"
     )
+    parser.add_argument(
+        "--kernels", default="", help="stage kernels to compile, comma-separated (default: all of each size)"
+    )
     args = parser.parse_args()
+    only = set(filter(None, args.kernels.split(",")))
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="nitro_compile_")  # every kernel compiled cold
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     import triton
@@ -124,6 +128,8 @@ def main() -> None:
         blue, orange = (int(x) for x in size.split("v"))
         for kernel, kwargs in captured_launches(blue, orange, args.block):
             name = getattr(kernel, "fn", kernel).__name__
+            if only and name not in only:
+                continue
             row = {"size": size, "kernel": name, **compile_for_sm90(kernel, kwargs)}
             print(
                 f"{size:>4} {name:<22} {row['seconds']:7.1f} s  ttgir {row['stages'].get('ttgir', 0):6.1f} s",

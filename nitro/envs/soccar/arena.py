@@ -138,7 +138,8 @@ class Arena:
     contacts between bodies (the car-ball sphere-box closed form, the car pairs' separating axes with
     their deepest corners: `car_contacts`) are solved alone, then each body's arena contacts (a car
     body's from separating axes, the planes' exactly as Bullet's) starting from their deltas, where
-    Bullet solves every row together; its wheel rays see the arena alone, and it fires the hits, bumps
+    Bullet solves every row together; its wheel rays meet the arena, the other cars and the
+    ball as the reference's do, and it fires the hits, bumps
     and demolitions from those same contacts (docs/SOCCAR.md); ball-only arenas are the same tick in
     every mode.
     """

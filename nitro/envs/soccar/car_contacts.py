@@ -59,12 +59,12 @@ from nitro.envs.soccar.contacts import (
 )
 from nitro.envs.soccar.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.manifolds import build_manifolds
-from nitro.envs.soccar.mutators import TickParams
+from nitro.envs.soccar.mutators import TickParams, ball_radius_bt
 from nitro.envs.soccar.sequential_impulse import SolverBodies, SolverResult, solve_contacts
 from nitro.envs.soccar.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.dynamics_world import solver_bodies
 from nitro.envs.soccar.state import BallState, CarState, World
-from nitro.envs.soccar.vec import box_support, dot, gather_rows
+from nitro.envs.soccar.vec import box_support, cross, dot, gather_rows, mat_vec, vec_mat
 
 CAR_INV_MASS = float(np.float32(1.0) / np.float32(C.CAR_MASS_BT))
 """btRigidBody's inverse mass of a car (1 / 180), float32 as Bullet computes it."""
@@ -85,14 +85,14 @@ def car_ball_contacts(
     inner, margin, offset = hitbox.inner, hitbox.margin, hitbox.offset  # BT [C, 3], [C], [C, 3]
     basis = cars.rot_mat  # [N, C, 3, 3]
     car_pos = cars.pos * C.UU_TO_BT
-    origin = car_pos + torch.einsum("ncij,cj->nci", basis, offset)
+    origin = car_pos + mat_vec(basis, offset)
     center = ball_pos[:, None] * C.UU_TO_BT  # [N, 1, 3]
-    rel = torch.einsum("ncji,ncj->nci", basis, center - origin)  # invXform: basis^T (p - origin)
+    rel = vec_mat(center - origin, basis)  # invXform: basis^T (p - origin)
     closest = torch.maximum(torch.minimum(rel, inner), -inner)
-    radius = params.ball_radius * C.UU_TO_BT
+    radius = ball_radius_bt(params)  # RocketSim's float product (1.8249999 BT, not 1.825)
     intersection_dist = radius + margin  # [C]
     # the manifold's breaking threshold: the smaller of the car's and the ball's (ball_contact_gap)
-    threshold = torch.clamp(hitbox.threshold, max=params.ball_contact_gap * C.UU_TO_BT)
+    threshold = torch.clamp(hitbox.threshold, max=C.f32(C.f32(params.ball_contact_gap) * C.UU_TO_BT_F32))
     contact_dist = intersection_dist + threshold
     normal = rel - closest
     dist2 = dot(normal, normal)
@@ -109,8 +109,8 @@ def car_ball_contacts(
     closest = torch.where(inside[..., None], torch.where(face_normal[face] != 0, face_normal[face] * inner, rel), closest)
     point_on_box = closest + normal * margin[:, None]
     depth = distance - intersection_dist
-    point_on_car = torch.einsum("ncij,ncj->nci", basis, point_on_box) + origin
-    world_normal = torch.einsum("ncij,ncj->nci", basis, normal)  # from the car into the ball
+    point_on_car = mat_vec(basis, point_on_box) + origin
+    world_normal = mat_vec(basis, normal)  # from the car into the ball
     point_on_ball = point_on_car + world_normal * depth[..., None]
     return CarBallContacts(
         has_manifold=touching,
@@ -119,7 +119,7 @@ def car_ball_contacts(
         normal=-world_normal,
         point_on_car=point_on_car,
         point_on_ball=point_on_ball,
-        local_point_car=torch.einsum("ncji,ncj->nci", basis, point_on_car - car_pos),
+        local_point_car=vec_mat(point_on_car - car_pos, basis),
         local_point_ball=point_on_ball - center,  # the ball's frame taken as the identity
         depth=depth,
     )
@@ -137,7 +137,7 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
     k = CAR_CAR_POINTS
     hitbox = car_params.hitbox
     half = (hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU  # [C, 3] UU, the box with its margin
-    center = cars.pos + torch.einsum("ncij,cj->nci", cars.rot_mat, hitbox.offset * C.BT_TO_UU)
+    center = cars.pos + mat_vec(cars.rot_mat, hitbox.offset * C.BT_TO_UU)
     signs = torch.tensor(list(itertools.product((-1.0, 1.0), repeat=3)), device=device)  # [8, 3]
     points = []
     for a, b in pairs:
@@ -146,8 +146,8 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
         touching = (separation < 0) & ~frozen[:, a] & ~frozen[:, b]  # btBoxBoxDetector: overlap only
         normal = torch.where((dot(axis, center[:, b] - center[:, a]) >= 0)[:, None], axis, -axis)
         # each box's deepest corner inside the other (a's first), or between the two deepest corners
-        corners_a = center[:, a, None] + torch.einsum("nij,kj->nki", ra, signs * half[a])  # [N, 8, 3]
-        corners_b = center[:, b, None] + torch.einsum("nij,kj->nki", rb, signs * half[b])
+        corners_a = center[:, a, None] + mat_vec(ra[:, None], signs * half[a])  # [N, 8, 3]
+        corners_b = center[:, b, None] + mat_vec(rb[:, None], signs * half[b])
         depth_a, deepest_a = _inside_depth(corners_a, center[:, b], rb, half[b]).max(-1)
         depth_b, deepest_b = _inside_depth(corners_b, center[:, a], ra, half[a]).max(-1)
         corner_a = corners_a.gather(1, deepest_a[:, None, None].expand(-1, 1, 3))[:, 0]
@@ -156,8 +156,8 @@ def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor
         neither = ~inside.any(1)
         chosen = torch.stack((torch.where(neither[:, None], 0.5 * (corner_a + corner_b), corner_a), corner_b), 1)
         is_contact = touching[:, None] & (inside | (neither[:, None] & (torch.arange(k, device=device) == 0)))
-        local_a = torch.einsum("nji,nkj->nki", ra, chosen - cars.pos[:, a, None])
-        local_b = torch.einsum("nji,nkj->nki", rb, chosen - cars.pos[:, b, None])
+        local_a = vec_mat(chosen - cars.pos[:, a, None], ra[:, None])
+        local_b = vec_mat(chosen - cars.pos[:, b, None], rb[:, None])
         points.append((touching, is_contact, normal, separation, chosen, local_a, local_b))
     if not points:
         empty = torch.zeros(n, 0, k, 3, device=device)
@@ -190,15 +190,19 @@ def _separation(ca, ra, ha, cb, rb, hb) -> tuple[torch.Tensor, torch.Tensor]:
     axes = [ra[..., i] for i in range(3)] + [rb[..., i] for i in range(3)]
     for i in range(3):
         for j in range(3):
-            axes.append(torch.cross(ra[..., i], rb[..., j], dim=-1))
-    axis = torch.stack(axes, 1)  # [N, 15, 3]
-    length = torch.linalg.vector_norm(axis, dim=-1)
+            axes.append(cross(ra[..., i], rb[..., j]))
+    axis = torch.stack(axes, 1)  # [N, 15, 3]; sums below in the kernel's order, rounding as it does
+    length = torch.sqrt(dot(axis, axis))
     usable = length > 1e-6  # parallel edges give no axis
     axis = axis / torch.where(usable, length, 1.0)[..., None]
-    distance = (axis * (cb - ca)[:, None]).sum(-1).abs()
-    reach_a = (torch.einsum("nsk,nki->nsi", axis, ra).abs() * ha).sum(-1)
-    reach_b = (torch.einsum("nsk,nki->nsi", axis, rb).abs() * hb).sum(-1)
-    gap = torch.where(usable, distance - reach_a - reach_b, -torch.inf)
+    distance = dot(axis, (cb - ca)[:, None]).abs()
+
+    def reach(r, h):
+        return (dot(axis, r[:, None, :, 0]).abs() * h[0] + dot(axis, r[:, None, :, 1]).abs() * h[1]) + dot(
+            axis, r[:, None, :, 2]
+        ).abs() * h[2]
+
+    gap = torch.where(usable, distance - reach(ra, ha) - reach(rb, hb), -torch.inf)
     best, which = gap.max(-1)
     return best, axis.gather(1, which[:, None, None].expand(-1, 1, 3))[:, 0]
 
@@ -206,8 +210,9 @@ def _separation(ca, ra, ha, cb, rb, hb) -> tuple[torch.Tensor, torch.Tensor]:
 def _inside_depth(points, center, rot, half) -> torch.Tensor:
     """How far each point [N, P, 3] lies inside the box (its least distance to a face; negative
     outside, then minus the largest distance beyond a face) [N, P]."""
-    local = torch.einsum("nji,npj->npi", rot, points - center[:, None])
-    return (half - local.abs()).amin(-1)
+    d = points - center[:, None]
+    local = [dot(rot[:, None, :, i], d) for i in range(3)]
+    return torch.minimum(torch.minimum(half[0] - local[0].abs(), half[1] - local[1].abs()), half[2] - local[2].abs())
 
 
 # --- The car body against the arena ---------------------------------------------------------------
@@ -216,8 +221,8 @@ def _inside_depth(points, center, rot, half) -> torch.Tensor:
 def deepest_corner(center: torch.Tensor, rot: torch.Tensor, half: torch.Tensor, direction: torch.Tensor):
     """btBoxShape::localGetSupportingVertex: the box's corner furthest along ``direction`` [..., 3]
     (a non-negative component takes the + side, as btFsels), ``rot`` [..., 3, 3] its axes as columns."""
-    local = torch.einsum("...ji,...j->...i", rot, direction)  # basis^T direction
-    return center + torch.einsum("...ij,...j->...i", rot, torch.where(local >= 0, half, -half))
+    local = vec_mat(direction, rot)  # basis^T direction
+    return center + mat_vec(rot, torch.where(local >= 0, half, -half))
 
 
 def car_world_contacts(
@@ -246,7 +251,7 @@ def car_world_contacts(
     flat = lambda x: x.expand(n, *x.shape).reshape(n * c, *x.shape[1:])
     half = flat((hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU)  # UU
     threshold = flat(hitbox.threshold * C.BT_TO_UU)
-    center = pos + torch.einsum("bij,bj->bi", rot, flat(hitbox.offset * C.BT_TO_UU))
+    center = pos + mat_vec(rot, flat(hitbox.offset * C.BT_TO_UU))
     live = alive.reshape(n * c)
     # the cell's triangles: separating axes, then the internal-edge smoothing of the normal
     ids, valid = cell_candidates(mesh, center)

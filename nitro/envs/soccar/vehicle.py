@@ -314,7 +314,7 @@ def ray_cast(
 
     The ray runs from the hard point down the chassis' up axis for rest + travel + radius - 2.5 UU,
     and stops at the closest of the arena (tested first: it wins ties), the other cars and the ball
-    (``bodies``; None: the arena alone, as the fused kernel's rays see it).
+    (``bodies``; None: the arena alone).
     A hit sets the suspension length (clamped to rest +- 12 UU), its velocity along the contact normal
     (the chassis' velocity only, projected, clipped where the normal is far from up), and, when the
     wheel is pushed more than 2.5 UU past its rest against the static arena, the extra pushback

@@ -31,8 +31,9 @@ car-ball distance in closed form, the car pairs' separating axes and deepest cor
 reference runs GJK and btBoxBoxDetector), and Bullet's one joint solve of every row is split in two:
 the rows between bodies solved alone (`solve_bodies`), then each body's arena rows starting from
 their deltas (docs/SOCCAR.md measures what that costs). The callbacks fire from the same contacts.
-The wheels' rays see the arena alone (the reference's also land on the other cars and the ball). Its
-PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
+The wheels' rays, as the reference's, meet the arena, the other cars and the ball
+(`kernels/vehicle.ray_cast_bodies`), read as they stand when the pre-ticks start from a second buffer of
+the cars' rows (`tick`). Its PyTorch twin in the tests is `tests/envs/soccar/kernels/stand_in_tick.py`.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ from nitro.envs.soccar.kernels.car import (
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
 from nitro.envs.soccar.kernels.vec import add, load, load_row, scale, store, store_row, sub, where
+from nitro.envs.soccar.kernels.vehicle import bodies_of
 from nitro.envs.soccar.mutators import TickParams, ball_mass_props
 from nitro.envs.soccar.state import ArenaEvents, GameState, World
 
@@ -125,10 +127,17 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
     kernel a launch over the lanes it needs (one per car or car pair, one slot per program; or one
     per env, its cars walked by static loops); they hand each other the cars' packed rows,
     `car_tick` and `pair_contacts`. ``args``: every kernel argument by name (`step_ticks_op`);
-    ``envs`` envs of ``cars`` cars each."""
+    ``envs`` envs of ``cars`` cars each.
+
+    The pre-tick stage reads the cars' rows as the tick starts (``car_rows_ptr``) and writes them to the
+    spare buffer (``car_spare_rows_ptr``), which the later stages then update in place: the buffers
+    swap in ``args`` every tick (no copy; one extra buffer of the cars' rows)."""
     if cars:
-        # 2. a demolished car's countdown and respawn, the cars' pre-tick
-        launch(pre_tick_kernel, envs, cars, args, block, maxnreg)
+        # 2. a demolished car's countdown and respawn, the cars' pre-tick, whose wheel rays meet the
+        #    other cars and the ball as they stand now
+        start, args["car_rows_ptr"] = args["car_rows_ptr"], args["car_spare_rows_ptr"]
+        args["car_spare_rows_ptr"] = start
+        launch(pre_tick_kernel, envs, cars, {**args, "car_start_rows_ptr": start}, block, maxnreg)
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps)
         if cars > 1:
             launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, args, block, maxnreg)
@@ -243,23 +252,32 @@ def arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_p
 
 @stage_jit
 def pre_tick_kernel(
-    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    tick_count_ptr, controls_ptr, car_table_ptr, respawn_spawns_ptr,
+    car_start_rows_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
+    tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
+    pos_ptr, vel_ptr, ang_vel_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-    n, hashed_seed, tick_time, car_spawn_boost_amount, jump_immediate_force, jump_accel, boost_used_per_second,
-    boost_accel_ground, boost_accel_air, unlimited_flips, unlimited_double_jumps, flip_z_damp_factor,
+    n, hashed_seed, tick_time, ball_radius, ball_inv_mass, ball_inv_inertia, car_spawn_boost_amount,
+    jump_immediate_force, jump_accel, boost_used_per_second, boost_accel_ground, boost_accel_air, unlimited_flips,
+    unlimited_double_jumps, flip_z_damp_factor,
     NUM_CARS: tl.constexpr, BLUE: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 2, one car per lane: a demolished car's countdown and respawn (`rules.update_demo`), then
     Car::_PreTickUpdate (suspension, controls, jump, flip, air control, boost). Its forces and torques
-    go to `car_tick`, beside whether Bullet skips its body this tick (demolished at the tick's start)."""
+    go to `car_tick`, beside whether Bullet skips its body this tick (demolished at the tick's start).
+    The cars' rows as the tick starts are read from ``car_start_rows`` (the car's own, and the other
+    cars' for its wheel rays, `vehicle.Bodies`), the updated ones written to ``car_rows``: two buffers,
+    because each lane writes the row another lane's wheels read (`tick` swaps them every tick)."""
     row, live, env, slot = car_lanes(n, NUM_CARS, BLOCK)
     tick_time = f32(tick_time)
     tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
     car, ints, info = load_car_and_hit_info(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
+        car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
     )
+    bodies = bodies_of(  # the wheels' other bodies: the cars' tick-start rows and the ball
+        car_start_rows_ptr, pos_ptr, vel_ptr, ang_vel_ptr, env, slot, live, hitbox_table_ptr, car_table_ptr,
+        f32(ball_radius), f32(ball_inv_mass), f32(ball_inv_inertia), NUM_CARS, BLOCK,
+    )  # fmt: skip
     frozen = car[28]
     car, info = rules.update_demo(
         car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount), live,
@@ -272,7 +290,7 @@ def pre_tick_kernel(
         f32(boost_accel_air), f32(unlimited_flips), f32(unlimited_double_jumps), f32(flip_z_damp_factor), live,
         arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                  plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
-        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), NUM_PLANES, BLOCK,
+        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), bodies, NUM_CARS, NUM_PLANES, BLOCK,
     )  # fmt: skip
     store_car_and_hit_info(
         car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
@@ -878,6 +896,7 @@ def step_ticks_op(
         **{f"car_{name}_ptr": x for name, x in zip(CAR_NAMES, cars)},
         **{f"{name}_ptr": x for name, x in zip(PAD_NAMES, pads)},
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
+        "car_spare_rows_ptr": torch.empty_like(cars[0]),  # `tick`'s second buffer of the cars' rows
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
         "pair_contacts_ptr": torch.empty(
             envs * (num_cars * (num_cars - 1) // 2), PAIR_WIDTH.value, device=controls.device
@@ -911,6 +930,8 @@ def step_ticks_op(
     args["ticks"] = 1
     for _ in range(ticks):
         tick(args, envs, num_cars, block, maxnreg)
+    if ticks % 2:  # the last tick left the rows in the spare buffer
+        cars[0].copy_(args["car_rows_ptr"])
 
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")

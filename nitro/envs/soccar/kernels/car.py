@@ -37,6 +37,9 @@ from nitro.envs.soccar.kernels.rigid_body import (
 from nitro.envs.soccar.kernels.rigid_body import external_impulses as external_impulses_of
 from nitro.envs.soccar.kernels.vec import add, atan2, cross, dot, load_row, neg, scale, store_row, sub, where
 from nitro.envs.soccar.kernels.vehicle import (
+    BODY_DEMOED_AT,
+    BODY_ROW,
+    BODY_TABLE_WIDTH,
     curve,
     get_forward_speed,
     get_upwards_dir_from_wheel_contacts,
@@ -160,7 +163,7 @@ def update_wheels(
     """Car::_UpdateWheels: handbrake value, engine force and brake, steer angle, wheel frictions and
     the sticky force: (handbrake_val, engine_force, brake, steer_angle, lat_friction, long_friction,
     force). The engine, brake, steer and friction values act from the next tick on."""
-    hard_point, axle, is_in_contact, _, contact_normal, _, _, _, _ = wheels
+    hard_point, axle, is_in_contact, _, contact_normal, _, _, _, _, on_world, _ = wheels
     abs_forward_speed = tl.abs(forward_speed)
     handbrake_val = tl.where(
         handbrake,
@@ -223,13 +226,13 @@ def update_wheels(
         new_lat_friction = new_lat_friction + (tl.where(is_in_contact[i], lat, lat_friction[i]),)
         new_long_friction = new_long_friction + (tl.where(is_in_contact[i], long, long_friction[i]),)
 
-    # Sticky force, while any wheel touches the (static) arena.
+    # Sticky force, while any wheel touches the static arena (not another car or the ball).
     upwards_dir = get_upwards_dir_from_wheel_contacts(is_in_contact, contact_normal, column(rot_mat, 2))
     full_stick = (real_throttle != 0) | (abs_forward_speed > STOPPING_FORWARD_VEL)
     stick_scale = tl.where(full_stick, 0.5 + (1 - tl.abs(upwards_dir[2])), 0.5)
     sticky_force = scale(scale(scale(upwards_dir, stick_scale), GRAVITY_Z), CAR_MASS_BT)
-    any_contact = is_in_contact[0] | is_in_contact[1] | is_in_contact[2] | is_in_contact[3]
-    force = add(force, where(any_contact, sticky_force, (0.0, 0.0, 0.0)))
+    any_on_world = on_world[0] | on_world[1] | on_world[2] | on_world[3]
+    force = add(force, where(any_on_world, sticky_force, (0.0, 0.0, 0.0)))
     return handbrake_val, engine_force, brake, steer_angle, new_lat_friction, new_long_friction, force
 
 
@@ -575,11 +578,16 @@ def pre_tick_update(
     live,
     arena,
     grid,
+    bodies,
+    NUM_CARS: tl.constexpr,
     NUM_PLANES: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     """Car::_PreTickUpdate of one car per lane: the car's stages in RocketSim's order. Returns the car
-    (impulses already in its velocities) and the force and torque for Bullet's step."""
+    (impulses already in its velocities) and the force and torque for Bullet's step.
+
+    ``bodies``: the cars and the ball as the wheels' rays and friction see them (`kernels/vehicle.py`:
+    the state when the cars' pre-ticks start)."""
     (
         pos, rot_mat, vel, ang_vel, is_on_ground, wheels_with_contact, has_jumped, has_double_jumped,
         has_flipped, flip_rel_torque, jump_time, flip_time, is_flipping, is_jumping, air_time,
@@ -599,7 +607,7 @@ def pre_tick_update(
     wheels, extra_pushback = update_vehicle_first(
         pos, rot_mat, vel, ang_vel, steer_angle, engine_force, brake, lat_friction, long_friction,
         extra_pushback, wheel_connection, wheel_radius, suspension_rest_length, inv_inertia_local,
-        inv_inertia, tick_time, solver_dt, live, arena, grid, NUM_PLANES, BLOCK,
+        inv_inertia, tick_time, solver_dt, live, arena, grid, bodies, NUM_CARS, NUM_PLANES, BLOCK,
     )  # fmt: skip
     jump_pressed = jump & (last_controls[5] <= 0.5)
     wheels_with_contact = wheels[2]
@@ -767,6 +775,10 @@ CAR_TUPLE_FLOATS = constexpr(sum(_WIDTHS[: PACKED.index("extra_pushback") + 1]))
 """The packed floats of `load_car`'s tuple; the ball hit info's follow them in the row (the game rules'
 kernels read and write those: `kernels/arena.load_hit_info`)."""
 assert PACKED_FLOATS.value <= CAR_WIDTH.value
+# the wheel rays read the other cars' rows and the car table as `kernels/vehicle.py` lays them out
+assert PACKED[:4] == ("pos", "rot_mat", "vel", "ang_vel") and AT.value[:5] == (0, 3, 12, 15, 18)
+assert (CAR_WIDTH.value, AT.value[PACKED.index("is_demoed")]) == (BODY_ROW.value, BODY_DEMOED_AT.value)
+assert CAR_TABLE_WIDTH.value == BODY_TABLE_WIDTH.value
 
 
 def pack_cars(cars: CarState) -> torch.Tensor:

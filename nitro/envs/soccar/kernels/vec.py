@@ -146,3 +146,17 @@ def store_row(ptr, row, values, live, W: tl.constexpr, BLOCK: tl.constexpr):
     """`load_row`'s inverse: W per-lane float values into row ``row``."""
     at = tl.arange(0, W)
     tl.store(ptr + row[:, None] * W + at[None, :], tile_of(values, W, BLOCK), mask=live[:, None])
+
+
+@jit
+def load_columns(ptr, row, live, STRIDE: tl.constexpr, COUNT: tl.constexpr, W: tl.constexpr, BLOCK: tl.constexpr):
+    """The first COUNT columns of row ``row`` of a [rows, STRIDE] float32 array per lane, read as one
+    [BLOCK, W] tile (W a power of two >= COUNT, the columns beyond COUNT masked off): a tuple of COUNT
+    values (0 where not live). Reads a prefix of a wider row, or a row narrower than a power of two."""
+    at = tl.arange(0, W)
+    tile = tl.load(ptr + row[:, None] * STRIDE + at[None, :], mask=live[:, None] & (at < COUNT)[None, :], other=0.0)
+    values = columns(tile, W, BLOCK)
+    out = ()
+    for k in tl.static_range(COUNT):
+        out = out + (values[k],)
+    return out

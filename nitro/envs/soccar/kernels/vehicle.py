@@ -4,9 +4,17 @@ in the same order.
 Per-wheel values are 4-tuples in btVehicleRL's order (front-right, front-left, back-right,
 back-left), built and read with static loops over the wheels. A tick's wheels travel as one tuple in
 `vehicle.Wheels`' field order: (hard_point, axle, is_in_contact, contact_point, contact_normal,
-suspension_length, suspension_relative_velocity, clipped_inv_contact_dot_suspension, impulse).
-A preset's numbers come from the per-car table `car_table` (`CarParams` flattened, see
-`kernels/car.py`); LinearPieceCurves are compile-time constants (`curve`, `kernels/car.py`'s *_CURVE).
+suspension_length, suspension_relative_velocity, clipped_inv_contact_dot_suspension, impulse,
+on_world, ground), ``ground`` a 4-tuple of `vehicle.GroundBody` tuples (pos, rot_mat, vel, ang_vel,
+inv_mass, inv_inertia_local). A preset's numbers come from the per-car table `car_table` (`CarParams`
+flattened, see `kernels/car.py`); LinearPieceCurves are compile-time constants (`curve`,
+`kernels/car.py`'s *_CURVE).
+
+The bodies a wheel ray can hit besides the arena (`vehicle.Bodies`) are ``bodies`` = (rows_ptr,
+first_row, slot, hitbox_table_ptr, car_table_ptr, ball): the cars' packed rows as they stand when
+the cars' pre-ticks start (`kernels/car.pack_cars`' layout, read from a buffer the pre-tick stage does
+not write: `kernels/arena.tick`), the lane's env's first row and its own car slot, the hitbox and car
+tables, and the ball (pos, rot_mat, vel, ang_vel, inv_mass, inv_inertia, radius in BT), loaded once.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import numpy as np
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
+from nitro.envs.soccar.kernels.car_contacts import load_hitbox
 from nitro.envs.soccar.kernels.ray_cast import ray_cast as arena_ray_cast
 from nitro.envs.soccar.kernels.rigid_body import (
     INV_MASS,
@@ -26,8 +35,10 @@ from nitro.envs.soccar.kernels.rigid_body import (
     safe_normalized,
     transpose,
     vec_mat,
+    where_mat,
 )
-from nitro.envs.soccar.kernels.vec import add, cross, dot, neg, scale, sub, where
+from nitro.envs.soccar.kernels.subsimplex_convex_cast import normalized, ray_cast_convex
+from nitro.envs.soccar.kernels.vec import add, cross, dot, load_columns, load_uniform, neg, scale, sub, where
 
 FRICTION_SCALE = constexpr(C.CAR_MASS_BT / 3.0)
 MAX_SUSPENSION_TRAVEL = constexpr(C.MAX_SUSPENSION_TRAVEL)
@@ -39,6 +50,14 @@ ROLLING_FRICTION_SCALE_MAGIC = constexpr(C.ROLLING_FRICTION_SCALE_MAGIC)
 VEHICLE_CONTACT_DAMPING = constexpr(C.VEHICLE_CONTACT_DAMPING)
 SOLVER_ERP = constexpr(C.SOLVER_ERP)
 BT_TO_UU = constexpr(C.BT_TO_UU)
+UU_TO_BT = constexpr(C.UU_TO_BT)
+BODY_ROW = constexpr(128)
+"""Floats per car row of ``bodies`` (`kernels/car.CAR_WIDTH`): pos, rot_mat (rows), vel and ang_vel are its
+first 18 floats, is_demoed its float `BODY_DEMOED_AT` (`kernels/car.py` asserts this layout)."""
+BODY_DEMOED_AT = constexpr(48)
+BODY_TABLE_WIDTH = constexpr(28)
+"""Floats per car slot of the car table (`kernels/car.CAR_TABLE_WIDTH`), its first 3 the inverse local
+inertia (`kernels/car.py` asserts this too)."""
 
 
 def curve(points) -> constexpr:
@@ -151,6 +170,121 @@ def put_vec(vectors, w, vector):
 
 
 @jit
+def bodies_of(
+    rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, env, slot, live, hitbox_table_ptr, car_table_ptr,
+    ball_radius, ball_inv_mass, ball_inv_inertia, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`Bodies.of`: what the wheel rays of car ``slot`` of env ``env`` can hit besides the arena, as
+    `ray_cast_bodies` reads it: the cars' packed rows at ``rows_ptr`` (as they stand when the cars'
+    pre-ticks start) and the env's ball, loaded here (pos, vel, ang_vel: [N, 3] arrays), its rotation
+    the identity (RocketSim never turns the ball: noBallRot; a fresh or kicked-off ball's is the
+    identity and `Arena.set_ball` does not set it). The ball's numbers are taken as float32 (as the
+    reference's `ball_radius_bt`, whose float32 product the radius in BT must equal)."""
+    zero = tl.zeros([BLOCK], tl.float32)
+    ball = (
+        load_columns(ball_pos_ptr, env, live, 3, 3, 4, BLOCK),
+        ((zero + 1.0, zero, zero), (zero, zero + 1.0, zero), (zero, zero, zero + 1.0)),
+        load_columns(ball_vel_ptr, env, live, 3, 3, 4, BLOCK),
+        load_columns(ball_ang_vel_ptr, env, live, 3, 3, 4, BLOCK),
+        tl.cast(ball_inv_mass, tl.float32),
+        tl.cast(ball_inv_inertia, tl.float32),
+        tl.cast(ball_radius, tl.float32) * UU_TO_BT,
+    )
+    return rows_ptr, env * NUM_CARS, slot, hitbox_table_ptr, car_table_ptr, ball
+
+
+@jit
+def where_ground(c, a, b):
+    """A `vehicle.GroundBody` tuple: ``a`` where ``c``, else ``b``."""
+    return (
+        where(c, a[0], b[0]),
+        where_mat(c, a[1], b[1]),
+        where(c, a[2], b[2]),
+        where(c, a[3], b[3]),
+        tl.where(c, a[4], b[4]),
+        where(c, a[5], b[5]),
+    )
+
+
+@jit
+def static_ground(like):
+    """`GroundBody.static`: the arena (zeros: an immovable body at the origin)."""
+    zero = like[0] * 0.0
+    z = (zero, zero, zero)
+    return z, (z, z, z), z, z, zero, z
+
+
+@jit
+def passes_near(start, end, center, radius):
+    """Whether the segment start -> end passes within ``radius`` (+ 0.01 BT) of ``center`` (a cheap
+    bound: a ray farther from a body's bounding sphere cannot hit it)."""
+    seg = sub(end, start)
+    to_center = sub(center, start)
+    t = tl.minimum(tl.maximum(dot(to_center, seg) / dot(seg, seg), 0.0), 1.0)
+    near = sub(to_center, scale(seg, t))
+    return dot(near, near) <= (radius + 0.01) * (radius + 0.01)
+
+
+@jit
+def ray_cast_bodies(bodies, start, end, live, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
+    """btCollisionWorld::rayTest of one wheel ray start -> end (UU) against the other cars' boxes and
+    the ball (`subsimplex_convex_cast`, in BT): (hit, fraction, unit normal, whether the closest body
+    hit has contact response (a demolished car has none), its `GroundBody` tuple). The car's own box
+    is ignored; of equal fractions the first body (the cars in order, then the ball) is kept. The
+    bodies are visited by a loop that is not unrolled, a body's cast skipped when no lane's ray passes
+    near it."""
+    rows_ptr, first_row, slot, hitbox_table_ptr, car_table_ptr, ball = bodies
+    ball_pos, ball_rot_mat, ball_vel, ball_ang_vel, ball_inv_mass, ball_inv_inertia, ball_radius = ball
+    s, e = scale(start, UU_TO_BT), scale(end, UU_TO_BT)
+    best = start[0] * 0.0 + 2.0
+    normal = (best * 0.0, best * 0.0, best * 0.0)
+    responds = best != best
+    ground = static_ground(start)
+    for b in range(NUM_CARS + 1):  # the cars, then the ball
+        is_ball = b == NUM_CARS
+        other = tl.minimum(b, NUM_CARS - 1)  # a car slot (the ball's pass reads one it does not use)
+        is_other_car = (b < NUM_CARS) & (b != slot)
+        row = first_row + other
+        v = load_columns(rows_ptr, row, live & is_other_car, BODY_ROW, 18, 32, BLOCK)
+        demoed = tl.load(rows_ptr + row * BODY_ROW + BODY_DEMOED_AT, mask=live & is_other_car, other=0.0) != 0
+        inner, margin, offset, _ = load_hitbox(hitbox_table_ptr, other)
+        rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
+        body = where_ground(
+            is_ball,
+            (ball_pos, ball_rot_mat, ball_vel, ball_ang_vel, ball_inv_mass, (ball_inv_inertia, ball_inv_inertia, ball_inv_inertia)),
+            ((v[0], v[1], v[2]), rot_mat, (v[12], v[13], v[14]), (v[15], v[16], v[17]), v[0] * 0.0 + INV_MASS,
+             load_uniform(car_table_ptr + other * BODY_TABLE_WIDTH)),
+        )  # fmt: skip
+        # the compound's child box at the car's transform (car_world.box_transform), or the ball's centre
+        box_origin = add(mat_vec(rot_mat, offset), scale(body[0], UU_TO_BT))
+        origin = where(is_ball, scale(ball_pos, UU_TO_BT), box_origin)
+        extent = add(inner, (margin, margin, margin))
+        radius = tl.where(is_ball, ball_radius, tl.sqrt(dot(extent, extent)))
+        candidate = live & (is_ball | is_other_car) & passes_near(s, e, origin, radius)
+        if tl.max(candidate.to(tl.int32), axis=0) > 0:
+            shape = (is_ball, origin, rot_mat, inner, tl.where(is_ball, ball_radius, margin))
+            hit, fraction, hit_normal = ray_cast_convex(shape, s, e, candidate)
+            take = hit & (fraction < best)
+            best = tl.where(take, fraction, best)
+            normal = where(take, hit_normal, normal)
+            responds = tl.where(take, is_ball | (~demoed), responds)
+            ground = where_ground(take, body, ground)
+    hit = best < 2.0
+    return hit, tl.where(hit, best, 1.0), normal, responds, ground
+
+
+@jit
+def put_ground(grounds, w, ground):
+    """`put` of a per-wheel 4-tuple of `GroundBody` tuples."""
+    return (
+        where_ground(w == 0, ground, grounds[0]),
+        where_ground(w == 1, ground, grounds[1]),
+        where_ground(w == 2, ground, grounds[2]),
+        where_ground(w == 3, ground, grounds[3]),
+    )
+
+
+@jit
 def ray_cast(
     pos,
     rot_mat,
@@ -165,30 +299,39 @@ def ray_cast(
     live,
     arena,
     grid,
+    bodies,
+    NUM_CARS: tl.constexpr,
     NUM_PLANES: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """btVehicleRL::rayCast for every wheel: (is_in_contact, contact_point, contact_normal,
-    suspension_length, suspension_relative_velocity, clipped_inv_contact_dot_suspension,
+    """btVehicleRL::rayCast for every wheel: (is_in_contact, on_world, contact_point, contact_normal,
+    suspension_length, suspension_relative_velocity, clipped_inv_contact_dot_suspension, ground,
     extra_pushback), 4-tuples.
 
-    The ray runs from the hard point down the chassis' up axis for rest + travel + radius - 2.5 UU.
-    A hit sets the suspension length (clamped to rest +- 12 UU), its velocity along the contact
-    normal (projected, clipped where the normal is far from up), and, when the wheel is pushed more
-    than 2.5 UU past its rest against the static arena, the extra pushback impulse (a quarter of
+    The ray runs from the hard point down the chassis' up axis for rest + travel + radius - 2.5 UU,
+    and stops at the closest of the arena (tested first: it wins ties), the other cars and the ball
+    (``bodies``). A hit sets the suspension length (clamped to rest +- 12 UU), its velocity along the
+    contact normal (projected, clipped where the normal is far from up), and, when the wheel is pushed
+    more than 2.5 UU past its rest against the static arena, the extra pushback impulse (a quarter of
     resolveSingleCollision's), which then persists while the wheel keeps touching."""
     tri_ptr, _, _, _, _, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = arena
     up = column(rot_mat, 2)
     ray_length = ()
     for i in tl.static_range(4):
         ray_length = ray_length + (((suspension_rest_length[i] + MAX_SUSPENSION_TRAVEL) + wheel_radius[i]) - SUSPENSION_SUBTRACTION,)
-    # The four rays against the arena, one per pass of a loop that is not unrolled: the arena query
-    # (and its memory reads) appears once in the kernel, which keeps Triton's compile time down.
+    # The four rays against the arena and the bodies, one per pass of a loop that is not unrolled: the
+    # queries (and their memory reads) appear once in the kernel, which keeps Triton's compile time down.
     no = up[0] != up[0]
     zero = up[0] * 0.0
+    z = (zero, zero, zero)
     ray_hit = (no, no, no, no)
     ray_fraction = (zero, zero, zero, zero)
-    ray_normal = ((zero, zero, zero), (zero, zero, zero), (zero, zero, zero), (zero, zero, zero))
+    ray_normal = (z, z, z, z)
+    body_hit = (no, no, no, no)
+    body_fraction = (zero, zero, zero, zero)
+    body_normal = (z, z, z, z)
+    body_responds = (no, no, no, no)
+    body_ground = (static_ground(up), static_ground(up), static_ground(up), static_ground(up))
     for w in range(4):
         start = pick_vec(hard_point, w)
         target = add(start, scale(neg(up), pick(ray_length, w)))
@@ -209,18 +352,31 @@ def ray_cast(
         ray_hit = put(ray_hit, w, hit)
         ray_fraction = put(ray_fraction, w, fraction)
         ray_normal = put_vec(ray_normal, w, normal)
+        hit, fraction, normal, responds, ground = ray_cast_bodies(bodies, start, target, live, NUM_CARS, BLOCK)
+        body_hit = put(body_hit, w, hit)
+        body_fraction = put(body_fraction, w, fraction)
+        body_normal = put_vec(body_normal, w, normal)
+        body_responds = put(body_responds, w, responds)
+        body_ground = put_ground(body_ground, w, ground)
     is_in_contact = ()
+    on_world = ()
     contact_point = ()
     contact_normal = ()
     suspension_length = ()
     suspension_relative_velocity = ()
     clipped_inv_contact_dot_suspension = ()
+    ground = ()
     new_extra_pushback = ()
     for i in tl.static_range(4):
         rest = suspension_rest_length[i]
         radius = wheel_radius[i]
         target = add(hard_point[i], scale(neg(up), ray_length[i]))
-        hit, fraction, hit_normal = ray_hit[i], ray_fraction[i], ray_normal[i]
+        # the closest of the arena, the other cars and the ball
+        on_body = body_hit[i] & (body_fraction[i] < ray_fraction[i])
+        hit = ray_hit[i] & (~on_body) | on_body & body_responds[i]
+        fraction = tl.where(on_body, body_fraction[i], ray_fraction[i])
+        hit_normal = where(on_body, normalized(where(on_body, body_normal[i], (1.0, 1.0, 1.0))), ray_normal[i])  # castRay's
+        world = hit & (~on_body)
         point = where(hit, add(scale(hard_point[i], 1.0 - fraction), scale(target, fraction)), target)
         normal = where(hit, hit_normal, up)
         trace = dot(sub(hard_point[i], point), up)
@@ -236,37 +392,50 @@ def ray_cast(
         relative_velocity = tl.where(hit & steep, proj_vel * inv, 0.0)
         clipped_inv = tl.where(hit, tl.where(steep, inv, 10.0), 1.0)
         threshold = (rest + radius) - SUSPENSION_SUBTRACTION
-        pushed = hit & (trace < threshold)
+        pushed = world & (trace < threshold)
         pushback = resolve_single_collision(pos, vel, ang_vel, inv_inertia, point, normal, trace - threshold, solver_dt) / 4
         is_in_contact = is_in_contact + (hit,)
+        on_world = on_world + (world,)
         contact_point = contact_point + (point,)
         contact_normal = contact_normal + (normal,)
         suspension_length = suspension_length + (length,)
         suspension_relative_velocity = suspension_relative_velocity + (relative_velocity,)
         clipped_inv_contact_dot_suspension = clipped_inv_contact_dot_suspension + (clipped_inv,)
+        ground = ground + (where_ground(hit & on_body, body_ground[i], static_ground(up)),)
         new_extra_pushback = new_extra_pushback + (
             tl.where(pushed, pushback, tl.where(hit, extra_pushback[i], 0.0)),
         )
     return (
         is_in_contact,
+        on_world,
         contact_point,
         contact_normal,
         suspension_length,
         suspension_relative_velocity,
         clipped_inv_contact_dot_suspension,
+        ground,
         new_extra_pushback,
     )
 
 
 @jit
-def resolve_single_bilateral(pos, rot_mat, vel, ang_vel, inv_inertia_local, point, axis):
-    """Bullet's resolveSingleBilateral against a static object: -0.2 x the velocity along ``axis``
-    at ``point`` times the effective mass (the lateral friction impulse)."""
+def resolve_single_bilateral(pos, rot_mat, vel, ang_vel, inv_inertia_local, ground, point, axis):
+    """Bullet's resolveSingleBilateral of the chassis (body 1) against the body under the wheel
+    (``ground``, body 2; immovable on the arena): -0.2 x the relative velocity along ``axis`` at
+    ``point`` times the effective mass of the pair (the lateral friction impulse)."""
+    ground_pos, ground_rot_mat, ground_vel, ground_ang_vel, ground_inv_mass, ground_inv_inertia_local = ground
     rel_pos = sub(point, pos)
-    vel_at = add(vel, cross(ang_vel, rel_pos))
+    rel_pos2 = sub(point, ground_pos)
+    vel_at = sub(add(vel, cross(ang_vel, rel_pos)), add(ground_vel, cross(ground_ang_vel, rel_pos2)))
     a_j = mat_vec(transpose(rot_mat), cross(rel_pos, axis))
+    b_j = mat_vec(transpose(ground_rot_mat), cross(rel_pos2, neg(axis)))
     scaled = (inv_inertia_local[0] * a_j[0], inv_inertia_local[1] * a_j[1], inv_inertia_local[2] * a_j[2])
-    jac_diag = INV_MASS + dot(scaled, a_j)
+    scaled2 = (
+        ground_inv_inertia_local[0] * b_j[0],
+        ground_inv_inertia_local[1] * b_j[1],
+        ground_inv_inertia_local[2] * b_j[2],
+    )
+    jac_diag = ((INV_MASS + dot(scaled, a_j)) + ground_inv_mass) + dot(scaled2, b_j)
     return (-VEHICLE_CONTACT_DAMPING * dot(axis, vel_at)) * (1.0 / jac_diag)
 
 
@@ -285,23 +454,29 @@ def calc_friction_impulses(
     is_in_contact,
     contact_point,
     contact_normal,
+    ground,
     tick_time,
 ):
     """btVehicleRL::calcFrictionImpulses: each touching wheel's friction impulse per second, a
     4-tuple of vectors.
 
-    Lateral: resolveSingleBilateral along the axle projected onto the contact plane, times the
-    wheel's lateral friction. Longitudinal: the engine force, or without throttle the brake's
-    rolling friction (the contact speed times 113.74, clamped to the brake), times the longitudinal
-    friction. Engine force, brake and frictions are the values the previous tick's controls set."""
+    Lateral: resolveSingleBilateral along the axle projected onto the contact plane, against the body
+    under the wheel (``ground``), times the wheel's lateral friction. Longitudinal: the engine force,
+    or without throttle the brake's rolling friction (the contact speed relative to that body, taken
+    at the contact point's offset from the car's centre as RocketSim does, times 113.74, clamped to
+    the brake), times the longitudinal friction. Engine force, brake and frictions are the values the
+    previous tick's controls set."""
     impulse = ()
     for i in tl.static_range(4):
         normal = contact_normal[i]
         wheel_axle = safe_normalized(sub(axle[i], scale(normal, dot(axle[i], normal))))
         forward = safe_normalized(cross(normal, wheel_axle))
-        side_impulse = resolve_single_bilateral(pos, rot_mat, vel, ang_vel, inv_inertia_local, contact_point[i], wheel_axle)
+        side_impulse = resolve_single_bilateral(
+            pos, rot_mat, vel, ang_vel, inv_inertia_local, ground[i], contact_point[i], wheel_axle
+        )
         rel_pos = sub(contact_point[i], pos)
-        rel_vel = dot(add(vel, cross(ang_vel, rel_pos)), forward)
+        ground_vel_at = add(ground[i][2], cross(ground[i][3], rel_pos))
+        rel_vel = dot(sub(add(vel, cross(ang_vel, rel_pos)), ground_vel_at), forward)
         # RocketSim rounds small rolling friction off below 80 ticks/s
         threshold = (-(1.0 / (tick_time * 150.0)) + 0.8) * BT_TO_UU
         rounded = tl.where(tl.abs(rel_vel) < threshold, 0.0, rel_vel)
@@ -337,21 +512,26 @@ def update_vehicle_first(
     live,
     arena,
     grid,
+    bodies,
+    NUM_CARS: tl.constexpr,
     NUM_PLANES: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """Wheel transforms, the four rays, and the (lagged) friction impulses: (wheels, extra_pushback).
+    """Wheel transforms, the four rays (against the arena and ``bodies``), and the (lagged) friction
+    impulses: (wheels, extra_pushback).
 
     ``solver_dt`` is Bullet's solver time step as the pushback reads it: the tick length, but 1/60 s
     before an arena's first step (btContactSolverInfo's default)."""
     hard_point, axle = update_wheel_transforms(pos, rot_mat, steer_angle, wheel_connection)
     (
         is_in_contact,
+        on_world,
         contact_point,
         contact_normal,
         suspension_length,
         suspension_relative_velocity,
         clipped_inv_contact_dot_suspension,
+        ground,
         extra_pushback,
     ) = ray_cast(
         pos,
@@ -367,6 +547,8 @@ def update_vehicle_first(
         live,
         arena,
         grid,
+        bodies,
+        NUM_CARS,
         NUM_PLANES,
         BLOCK,
     )
@@ -384,6 +566,7 @@ def update_vehicle_first(
         is_in_contact,
         contact_point,
         contact_normal,
+        ground,
         tick_time,
     )
     wheels = (
@@ -396,6 +579,8 @@ def update_vehicle_first(
         suspension_relative_velocity,
         clipped_inv_contact_dot_suspension,
         impulse,
+        on_world,
+        ground,
     )
     return wheels, extra_pushback
 
@@ -407,7 +592,7 @@ def update_suspension(pos, vel, ang_vel, extra_pushback, suspension_rest_length,
     Force = (rest - length) x 500 x clipped 1/(n.up) - damping (25 compressing, 40 relaxing) x the
     suspension velocity, times the front/back scale, never pulling; the impulse force x dt + the
     extra pushback goes along the contact normal at the contact point."""
-    _, _, is_in_contact, contact_point, contact_normal, suspension_length, rel_vel, clipped_inv, _ = wheels
+    _, _, is_in_contact, contact_point, contact_normal, suspension_length, rel_vel, clipped_inv, _, _, _ = wheels
     for i in tl.static_range(4):
         force = ((suspension_rest_length[i] - suspension_length[i]) * SUSPENSION_STIFFNESS) * clipped_inv[i]
         damping = tl.where(rel_vel[i] < 0, WHEELS_DAMPING_COMPRESSION, WHEELS_DAMPING_RELAXATION)
@@ -424,7 +609,7 @@ def update_suspension(pos, vel, ang_vel, extra_pushback, suspension_rest_length,
 def apply_friction_impulses(pos, rot_mat, vel, ang_vel, wheels, inv_inertia, tick_time):
     """btVehicleRL::applyFrictionImpulses: (vel, ang_vel) after each wheel's friction impulse x dt,
     applied at its contact point moved into the chassis' plane through the centre of mass."""
-    _, _, _, contact_point, _, _, _, _, impulse = wheels
+    _, _, _, contact_point, _, _, _, _, impulse, _, _ = wheels
     up = column(rot_mat, 2)
     for i in tl.static_range(4):
         offset = sub(contact_point[i], pos)

@@ -21,12 +21,15 @@ import pytest
 import torch
 
 from nitro.envs.soccar import rigid_body as rb
+from nitro.envs.soccar import vehicle
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.kernels.arena import ball_grid
 from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid_args
 from nitro.envs.soccar.kernels.car import pack_cars, unpack_cars_
-from nitro.envs.soccar.state import CarState
+from nitro.envs.soccar.kernels.car_contacts import hitbox_table
+from nitro.envs.soccar.rigid_body import angle_to_rot_mat
+from nitro.envs.soccar.state import BallState, CarState, World
 from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same
 from tests.parity.car_harness import STATE_FIELDS, make_rollouts
 
@@ -171,7 +174,12 @@ def columns(value: torch.Tensor, n: int) -> torch.Tensor:
 
 def arena_args(sample: Sample) -> dict:
     """The arena pointers and grid of the fused tick (`kernels/arena.ball_grid`), as keywords."""
-    mesh = ball_grid(sample.arena.world).to(DEVICE)
+    return arena_args_of(sample.arena.world)
+
+
+def arena_args_of(world: World) -> dict:
+    """`arena_args` of a world."""
+    mesh = ball_grid(world).to(DEVICE)
     ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z = grid_args(mesh)
     return {
         "tri_ptr": flat_tris(mesh),
@@ -191,6 +199,74 @@ def arena_args(sample: Sample) -> dict:
         "dim_y": int(dim_y),
         "dim_z": int(dim_z),
     }
+
+
+def bodies_args(cars: CarState, ball: BallState, world: World) -> dict:
+    """What `kernels/vehicle.bodies_of` reads of cars [N, C, ...] and their envs' ball, as keywords of
+    the test kernels: the cars' packed rows, the ball's vectors, the hitbox table and the ball's
+    parameters (the kernels take the car table on their own)."""
+    p, config = world.params, world.cars
+    return {
+        "bodies_rows_ptr": pack_cars(cars).to(DEVICE),
+        "ball_pos_ptr": ball.pos.contiguous().to(DEVICE),
+        "ball_vel_ptr": ball.vel.contiguous().to(DEVICE),
+        "ball_ang_vel_ptr": ball.ang_vel.contiguous().to(DEVICE),
+        "hitbox_table_ptr": hitbox_table(config).to(DEVICE),
+        "ball_radius": p.ball_radius,
+        "ball_inv_mass": p.ball_inv_mass,
+        "ball_inv_inertia": p.ball_inv_inertia,
+    }
+
+
+def sample_bodies(sample: Sample, cars: CarState | None = None) -> tuple[BallState, vehicle.Bodies]:
+    """A ball at rest at the centre for each of the sample's envs (`BallState.rest`: the cars driving
+    near it put their wheels on it) and `vehicle.Bodies` of it and ``cars`` (default: the sample's)."""
+    ball = BallState.rest(len(sample.cars.pos), torch.device("cpu"))
+    world = sample.arena.world
+    return ball, vehicle.Bodies.of(sample.cars if cars is None else cars, ball, world.cars, world.params)
+
+
+def wheels_on_bodies(envs: int, seed: int) -> Arena:
+    """A 1v1 arena whose cars' wheels meet the other car and the ball (the starts of
+    tests/parity/test_wheel_ground_bodies_parity.py, spread out): by env, one car resting on the other's
+    roof, shifted and turned (the lower one driving), dropping onto a rolling ball, on a car demolished
+    this tick (its box stops the rays without contact), or tilted on the roof so that some wheels meet
+    the box's sides and edges and others the floor; the slots' roles swap from env to env. The hidden
+    wheel state (frictions, brake, engine force) is set as after a tick on the ground."""
+    g = torch.Generator().manual_seed(seed)
+    u = lambda *shape: torch.rand(*shape, generator=g)
+    kind = torch.arange(envs) % 4
+    yaw = u(envs) * 6.283
+    lower = torch.stack((u(envs) * 6000 - 3000, u(envs) * 8000 - 4000, torch.full((envs,), 17.0)), -1)
+    forward = torch.stack((torch.cos(yaw), torch.sin(yaw), torch.zeros(envs)), -1)
+    right = torch.stack((-torch.sin(yaw), torch.cos(yaw), torch.zeros(envs)), -1)
+    shift = forward * (u(envs, 1) * 80 - 40) + right * (u(envs, 1) * 50 - 25)
+    upper = lower + shift + torch.stack((torch.zeros(envs), torch.zeros(envs), 59 + u(envs) * 8), -1)
+    ball_pos = torch.stack((lower[:, 0] + 600, lower[:, 1], torch.full((envs,), 93.15)), -1)  # clear of both
+    on_ball = kind == 1  # the upper car above the ball instead
+    upper = torch.where(on_ball[:, None], ball_pos + shift * 0.5 + torch.tensor([0.0, 0.0, 100.0]) + u(envs, 1) * 15, upper)
+    tilt = torch.where(kind == 3, 0.5, 0.08)
+    upper_rot = angle_to_rot_mat(yaw + (u(envs) - 0.5) * 0.6, (u(envs) - 0.5) * 2 * tilt, (u(envs) - 0.5) * 2 * tilt)
+    lower_rot = angle_to_rot_mat(yaw, torch.zeros(envs), torch.zeros(envs))
+    lower_vel = forward * (u(envs, 1) * 500)
+    upper_vel = lower_vel + torch.randn(envs, 3, generator=g) * 40 - torch.tensor([0.0, 0.0, 50.0]) * on_ball[:, None]
+    swap = u(envs) < 0.5  # which slot is on top
+    arena = Arena(envs, blue=1, orange=1, seed=seed)
+    for index, top in ((0, swap), (1, ~swap)):
+        pick = lambda a, b, top=top: torch.where(top.reshape(-1, *[1] * (a.dim() - 1)), a, b)
+        arena.set_car(
+            index, pos=pick(upper, lower), rot_mat=pick(upper_rot, lower_rot), vel=pick(upper_vel, lower_vel),
+            ang_vel=pick(torch.randn(envs, 3, generator=g) * 0.5, torch.zeros(envs, 3)),
+            is_on_ground=torch.ones(envs, dtype=torch.bool),
+            is_demoed=(kind == 2) & ~top, demo_respawn_timer=torch.full((envs,), 2.0),
+        )  # fmt: skip
+    arena.set_ball(pos=ball_pos, vel=torch.randn(envs, 3, generator=g) * 100 * torch.tensor([1.0, 1.0, 0.0]))
+    cars = arena.state.cars
+    cars.lat_friction.copy_(0.5 + u(envs, 2, 4) * 0.5)
+    cars.long_friction.copy_(0.5 + u(envs, 2, 4) * 0.5)
+    cars.brake.copy_(torch.where(u(envs, 2) < 0.5, 0.0, 100.0 * u(envs, 2)))
+    cars.engine_force.copy_(torch.where(u(envs, 2) < 0.5, 0.0, 2e4 * (u(envs, 2) - 0.5)))
+    return arena
 
 
 def random_forces(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -213,36 +289,66 @@ def field_ptrs(base, offsets_ptr, n, COUNT: tl.constexpr):
 
 WHEEL_FIELDS = (
     "hard_point", "axle", "is_in_contact", "contact_point", "contact_normal", "suspension_length",
-    "suspension_relative_velocity", "clipped_inv_contact_dot_suspension", "impulse",
+    "suspension_relative_velocity", "clipped_inv_contact_dot_suspension", "impulse", "on_world",
 )  # fmt: skip
-"""The `vehicle.Wheels` fields of the kernels' wheels tuple, in its order (the fused path's rays see
-the arena alone: it has no ``on_world`` or ``ground``)."""
+"""The `vehicle.Wheels` fields of the kernels' wheels tuple, in its order, but the last (``ground``)."""
+GROUND_FIELDS = ("pos", "rot_mat", "vel", "ang_vel", "inv_mass", "inv_inertia_local")
+"""`vehicle.GroundBody`'s fields, in the order of the kernels' ground tuples."""
+WHEEL_BUFFERS = tl.constexpr(len(WHEEL_FIELDS) + len(GROUND_FIELDS))
+"""The fields `pack_wheels` packs (and `load_wheels` reads)."""
+
+
+def pack_wheels(wheels, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`vehicle.Wheels` [n, 1, 4, ...] as `pack` packs them: `WHEEL_FIELDS`, then the ground's fields."""
+    fields = {name: getattr(wheels, name) for name in WHEEL_FIELDS}
+    fields |= {f"ground.{name}": getattr(wheels.ground, name) for name in GROUND_FIELDS}
+    return pack(fields, n)
+
+
+@triton.jit
+def load_vector(ptr, base, live):
+    return (
+        tl.load(ptr + base, mask=live, other=0.0),
+        tl.load(ptr + base + 1, mask=live, other=0.0),
+        tl.load(ptr + base + 2, mask=live, other=0.0),
+    )
 
 
 @triton.jit
 def load_wheels(ptrs, row, live):
-    """`vehicle.Wheels` packed in its field order as the kernels' wheels tuple: (hard_point, axle,
-    is_in_contact, contact_point, contact_normal, suspension_length, suspension_relative_velocity,
-    clipped_inv_contact_dot_suspension, impulse), per-wheel 4-tuples."""
+    """`pack_wheels`' buffer as the kernels' wheels tuple: (hard_point, axle, is_in_contact,
+    contact_point, contact_normal, suspension_length, suspension_relative_velocity,
+    clipped_inv_contact_dot_suspension, impulse, on_world), per-wheel 4-tuples, and ground, a 4-tuple
+    of (pos, rot_mat, vel, ang_vel, inv_mass, inv_inertia_local)."""
     wheels = ()
-    for f in tl.static_range(9):
+    for f in tl.static_range(10):
         per_wheel = ()
         for i in tl.static_range(4):
-            if f == 2:
+            if f == 2 or f == 9:
                 per_wheel = per_wheel + (tl.load(ptrs[f] + row * 4 + i, mask=live, other=0.0) != 0,)
             elif f == 5 or f == 6 or f == 7:
                 per_wheel = per_wheel + (tl.load(ptrs[f] + row * 4 + i, mask=live, other=0.0),)
             else:
-                base = ptrs[f] + row * 12 + i * 3
-                per_wheel = per_wheel + (
-                    (
-                        tl.load(base, mask=live, other=0.0),
-                        tl.load(base + 1, mask=live, other=0.0),
-                        tl.load(base + 2, mask=live, other=0.0),
-                    ),
-                )
+                per_wheel = per_wheel + (load_vector(ptrs[f], row * 12 + i * 3, live),)
         wheels = wheels + (per_wheel,)
-    return wheels
+    ground = ()
+    for i in tl.static_range(4):
+        rot_mat = (
+            load_vector(ptrs[11], row * 36 + i * 9, live),
+            load_vector(ptrs[11], row * 36 + i * 9 + 3, live),
+            load_vector(ptrs[11], row * 36 + i * 9 + 6, live),
+        )
+        ground = ground + (
+            (
+                load_vector(ptrs[10], row * 12 + i * 3, live),
+                rot_mat,
+                load_vector(ptrs[12], row * 12 + i * 3, live),
+                load_vector(ptrs[13], row * 12 + i * 3, live),
+                tl.load(ptrs[14] + row * 4 + i, mask=live, other=0.0),
+                load_vector(ptrs[15], row * 12 + i * 3, live),
+            ),
+        )
+    return wheels + (ground,)
 
 
 @triton.jit

@@ -5,7 +5,8 @@ ball and each other, every row is solved together, and RocketSim's callbacks fir
 The fused kernel detects the contacts between bodies with the cheaper `car_contacts` (and fires the
 callbacks from them), solves them alone (`car_contacts.solve_bodies`), then the ball's arena contact
 (`ball.physics_step`) and each car body's (`car_contacts.car_world_contacts` and `solve_car_world`)
-starting from those deltas. `stand_in_tick` is that pipeline from the
+starting from those deltas. Its wheels, as the reference's, meet the arena, the other cars and the
+ball (`vehicle.Bodies`). `stand_in_tick` is that pipeline from the
 same stage functions, in Arena::Step order, for the whole-game twin tests (`test_game.py`).
 """
 
@@ -15,7 +16,7 @@ import dataclasses
 
 import torch
 
-from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, rules
+from nitro.envs.soccar import ball, ball_hit, boost_pads, car, car_bump, car_contacts, rules, vehicle
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.car import CarControls
 from nitro.envs.soccar.sequential_impulse import SolverResult
@@ -27,9 +28,10 @@ def stand_in_tick(state: GameState, controls: torch.Tensor, world: World) -> tup
     params, cars, pads, game = world.params, state.cars, state.pads, world.game
     sleeping = ball.update_sleeping(state.ball)
     frozen = cars.is_demoed
+    bodies = vehicle.Bodies.of(cars, state.ball, world.cars, params)
     cars = rules.update_demo(cars, state.tick_count, world)
     car_controls = CarControls.from_tensor(controls)
-    cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, None, state.tick_count, params)
+    cars, forces = car.pre_tick_update(cars, car_controls, world.cars, world.mesh, bodies, state.tick_count, params)
     pads = boost_pads.pre_tick_update(pads, params)
     car_ball = car_contacts.car_ball_contacts(state.ball.pos, cars, world.cars, frozen, params)
     hits = car_ball.hits()

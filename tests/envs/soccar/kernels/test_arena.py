@@ -15,9 +15,9 @@ from nitro.core import tree
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels.arena import launch_step_ticks_
 from nitro.envs.soccar.state import ArenaEvents, CarState
-from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars
+from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars, wheels_on_bodies
 from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
-from tests.envs.soccar.kernels.twins import DEVICE, runnable
+from tests.envs.soccar.kernels.twins import DEVICE, exact_sqrt, runnable
 
 pytest.importorskip("triton")
 pytestmark = runnable
@@ -91,3 +91,29 @@ def test_fused_ticks_with_body_contacts():
         touched |= expected.cars.has_world_contact[:, 0].cpu()
     assert int(touched.sum()) >= ENVS // 3  # the bodies do touch the arena
     assert_cars_close(regroup(fused.cars, ENVS, 1), regroup(expected.cars, ENVS, 1))
+
+
+def test_fused_ticks_with_wheels_on_bodies(monkeypatch):
+    """Wheels on the other car and on the ball (`car_states.wheels_on_bodies`: cars on cars' roofs, on a
+    demolished car, dropping onto a rolling ball): a launch of two ticks equals two PyTorch ticks, the
+    rays against the bodies and the friction against them included, the cars' tick-start rows read
+    from the buffer the other tick wrote.
+
+    The reference runs with IEEE's sqrt (`twins.exact_sqrt`, as the interpreter computes it):
+    PyTorch's CPU sqrt can be an ulp off, which moves a ray's hit on the ball by up to 0.01 BT."""
+    arena = wheels_on_bodies(ENVS, seed=4)
+    expected = tree.clone(arena.state)
+    fused = tree.clone(arena.state)
+    g = torch.Generator().manual_seed(3)
+    controls = torch.rand(ENVS, 2, 8, generator=g) * 2 - 1
+    controls[..., 5:] = 0.0  # no jumps, boost or handbrake: the wheels stay on the bodies
+    controls = controls.to(DEVICE)
+    launch_step_ticks_(fused, ArenaEvents.none(ENVS, 2, DEVICE), controls, arena.world, 2)
+    with monkeypatch.context() as patch:
+        patch.setattr(torch, "sqrt", exact_sqrt)
+        after_one, _ = stand_in_step_ticks(expected, ArenaEvents.none(ENVS, 2, DEVICE), controls, arena.world, 1)
+        expected, _ = stand_in_step_ticks(after_one, ArenaEvents.none(ENVS, 2, DEVICE), controls, arena.world, 1)
+    on_body = after_one.cars.wheels_with_contact | expected.cars.wheels_with_contact
+    assert int(on_body.sum()) > ENVS * 4  # the wheels do touch
+    assert_cars_close(regroup(fused.cars, ENVS * 2, 1), regroup(expected.cars, ENVS * 2, 1))
+    assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL

@@ -29,14 +29,15 @@ from nitro.envs.soccar.kernels.car import (
     load_controls,
     store_car,
 )
-from nitro.envs.soccar.kernels.vehicle import get_forward_speed
+from nitro.envs.soccar.kernels.vehicle import bodies_of, get_forward_speed
 from nitro.envs.soccar.rigid_body import Forces
 from tests.envs.soccar.kernels.car_states import (
     ATOL,
     CAR_BLOCK,
-    WHEEL_FIELDS,
+    WHEEL_BUFFERS,
     arena_args,
     assert_cars_close,
+    bodies_args,
     car_memory,
     cars_from_memory,
     columns,
@@ -44,9 +45,10 @@ from tests.envs.soccar.kernels.car_states import (
     field_ptrs,
     inv_inertia,
     load_wheels,
-    pack,
+    pack_wheels,
     random_forces,
     rows_of,
+    sample_bodies,
     sample_cars,
     split,
     store_outputs,
@@ -87,7 +89,7 @@ def update_stages_kernel(
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
     car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
-    wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, 9), lane, live)
+    wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, WHEEL_BUFFERS), lane, live)
     throttle, steer, pitch, yaw, roll, jump, boost_pressed, handbrake = load_controls(controls_ptr, lane, live, BLOCK)
     inv_inertia_local, _, _, _, _, dodge_deadzone = load_car_params(car_table_ptr, 0)
     force = (tl.load(force_ptr + lane * 3, mask=live), tl.load(force_ptr + lane * 3 + 1, mask=live))
@@ -194,15 +196,14 @@ def test_update_stages(mesh, preset):
     n = len(cars.pos)
     solver_dt = torch.full((n,), world.params.tick_time)
     wheels, _ = vehicle.update_vehicle_first(
-        cars, world.cars, world.mesh, None, world.params, inv_inertia(sample), solver_dt
+        cars, world.cars, world.mesh, sample_bodies(sample)[1], world.params, inv_inertia(sample), solver_dt
     )
     force, torque = random_forces(n, 3)
     expected = _reference_update_stages(sample, wheels, Forces(force=force, torque=torque))
     widths = {name: value.shape[1] for name, value in expected.items()}
     out = torch.empty(n, sum(widths.values()), device=DEVICE)
     memory = car_memory(cars)
-    wheel_fields = {name: getattr(wheels, name) for name in WHEEL_FIELDS}
-    wheels_flat, wheels_offsets = pack(wheel_fields, n)
+    wheels_flat, wheels_offsets = pack_wheels(wheels, n)
     params = world.params
     update_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
         *memory, wheels_flat, wheels_offsets, sample.controls.reshape(n, 8).to(DEVICE),
@@ -245,6 +246,14 @@ def tick_stages_kernel(
     torque_ptr,
     tick_count_ptr,
     car_table_ptr,
+    bodies_rows_ptr,
+    ball_pos_ptr,
+    ball_vel_ptr,
+    ball_ang_vel_ptr,
+    hitbox_table_ptr,
+    ball_radius,
+    ball_inv_mass,
+    ball_inv_inertia,
     out_rows_ptr,
     out_contact_id_ptr,
     out_ticks_ptr,
@@ -289,10 +298,14 @@ def tick_stages_kernel(
     grid = arena_grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=1)
     solver_dt = tl.where(tick_count == 0, twin.SOLVER_DEFAULT_TIME_STEP, tick_time)
+    bodies = bodies_of(  # one car per env: the ball alone
+        bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, lane, 0, live, hitbox_table_ptr, car_table_ptr,
+        ball_radius, ball_inv_mass, ball_inv_inertia, 1, BLOCK,
+    )  # fmt: skip
     pre, force, torque = twin.pre_tick_update(
         car, controls, car_params, tick_time, solver_dt, jump_immediate_force, jump_accel,
         boost_used_per_second, boost_accel_ground, boost_accel_air, unlimited_flips,
-        unlimited_double_jumps, flip_z_damp_factor, live, arena, grid, NUM_PLANES, BLOCK,
+        unlimited_double_jumps, flip_z_damp_factor, live, arena, grid, bodies, 1, NUM_PLANES, BLOCK,
     )  # fmt: skip
     store_car(out_rows_ptr, out_contact_id_ptr, out_ticks_ptr, lane, live, pre, BLOCK)  # output 0
     store_outputs(force_out_ptr, lane, force + torque, 6, live)
@@ -311,7 +324,7 @@ def tick_stages_kernel(
 
 
 def test_tick_stages(mesh):
-    """pre_tick_update (the wheels' rays against the arena and every _Update* stage in order),
+    """pre_tick_update (the wheels' rays against the arena and the ball, and every _Update* stage in order),
     external_impulses and physics_step (without contacts: the body's are `test_car_world`'s), post_tick_update
     and finish_physics_tick, each
     from the same cars."""
@@ -332,10 +345,12 @@ def test_tick_stages(mesh):
     memory = car_memory(cars)
     outs = [torch.empty((4, *x.shape), dtype=x.dtype, device=DEVICE) for x in memory]  # 4 stages' cars
     forces_out = torch.empty(n, 6, device=DEVICE)
+    ball, bodies = sample_bodies(sample, cars)
     tick_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
         *memory, sample.controls.reshape(n, 8).to(DEVICE), force.reshape(n, 3).to(DEVICE),
         torque.reshape(n, 3).to(DEVICE), sample.tick_count.to(DEVICE), car_table(world.cars).to(DEVICE),
-        *outs, forces_out, n,
+        **bodies_args(cars, ball, sample.arena.world), out_rows_ptr=outs[0], out_contact_id_ptr=outs[1],
+        out_ticks_ptr=outs[2], force_out_ptr=forces_out, n=n,
         **{name: float(getattr(params, name)) for name in (
             "tick_time", "gravity_z", "jump_immediate_force", "jump_accel", "boost_accel_ground",
             "boost_accel_air", "boost_used_per_second", "unlimited_flips", "unlimited_double_jumps",
@@ -346,7 +361,7 @@ def test_tick_stages(mesh):
     pre, stepped, posted, finished = (cars_from_memory(*(out[k] for out in outs)) for k in range(4))
     controls = controls_of(sample)
     expected_pre, expected_forces = reference.pre_tick_update(
-        cars, controls, world.cars, world.mesh, None, sample.tick_count, params
+        cars, controls, world.cars, world.mesh, bodies, sample.tick_count, params
     )
     assert_cars_close(pre, expected_pre)
     assert_close(forces_out[:, :3], expected_forces.force.reshape(n, 3), atol=FORCE_TOL, rtol=REL_TOL)

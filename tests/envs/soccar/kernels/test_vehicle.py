@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar import rigid_body
 from nitro.envs.soccar import vehicle as reference
 from nitro.envs.soccar.kernels import vehicle as twin
 from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
@@ -20,22 +21,29 @@ from nitro.envs.soccar.kernels.car import (
     load_car_params,
 )
 from nitro.envs.soccar.kernels.rigid_body import column, inv_inertia_world
+from nitro.envs.soccar.state import CarState
 from tests.envs.soccar.kernels.car_states import (
     ATOL,
     CAR_BLOCK,
+    GROUND_FIELDS,
+    WHEEL_BUFFERS,
     WHEEL_FIELDS,
     arena_args,
+    arena_args_of,
+    bodies_args,
     car_memory,
     columns,
     field_ptrs,
     inv_inertia,
     load_wheels,
-    pack,
+    pack_wheels,
+    sample_bodies,
     sample_cars,
     split,
     store_outputs,
+    wheels_on_bodies,
 )
-from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same, runnable
+from tests.envs.soccar.kernels.twins import DEVICE, REL_TOL, assert_close, assert_same, exact_sqrt, runnable
 
 triton = pytest.importorskip("triton")
 tl = triton.language
@@ -49,6 +57,19 @@ def flat4(v):
 
 
 @triton.jit
+def flat_ground(ground):
+    """A per-wheel 4-tuple of `GroundBody` tuples as `GroundBody`'s fields, each over the wheels
+    (`columns` of the reference's [n, 1, 4, ...] fields)."""
+    out = flat4((ground[0][0], ground[1][0], ground[2][0], ground[3][0]))
+    for i in tl.static_range(4):
+        out = out + ground[i][1][0] + ground[i][1][1] + ground[i][1][2]
+    out = out + flat4((ground[0][2], ground[1][2], ground[2][2], ground[3][2]))
+    out = out + flat4((ground[0][3], ground[1][3], ground[2][3], ground[3][3]))
+    out = out + (ground[0][4], ground[1][4], ground[2][4], ground[3][4])
+    return out + flat4((ground[0][5], ground[1][5], ground[2][5], ground[3][5]))
+
+
+@triton.jit
 def vehicle_stages_kernel(
     car_rows_ptr,
     car_contact_id_ptr,
@@ -58,6 +79,14 @@ def vehicle_stages_kernel(
     extra_pushback_ptr,
     tick_count_ptr,
     car_table_ptr,
+    bodies_rows_ptr,
+    ball_pos_ptr,
+    ball_vel_ptr,
+    ball_ang_vel_ptr,
+    hitbox_table_ptr,
+    ball_radius,
+    ball_inv_mass,
+    ball_inv_inertia,
     out_ptr,
     n,
     tick_time,
@@ -84,7 +113,11 @@ def vehicle_stages_kernel(
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
     car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
-    wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, 9), lane, live)
+    wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, WHEEL_BUFFERS), lane, live)
+    bodies = twin.bodies_of(  # one car per env: the ball alone
+        bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, lane, 0, live, hitbox_table_ptr, car_table_ptr,
+        ball_radius, ball_inv_mass, ball_inv_inertia, 1, BLOCK,
+    )  # fmt: skip
     inv_inertia_local, wheel_connection, wheel_radius, rest, force_scale, _ = load_car_params(car_table_ptr, 0)
     pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
     engine_force, brake, steer_angle = car[35], car[36], car[37]
@@ -95,18 +128,19 @@ def vehicle_stages_kernel(
     grid = arena_grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=1)
     solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)
-    hard_point, axle, is_in_contact, contact_point, contact_normal, _, _, _, _ = wheels
+    hard_point, axle, is_in_contact, contact_point, contact_normal, _, _, _, _, _, ground = wheels
 
     transforms = twin.update_wheel_transforms(pos, rot_mat, steer_angle, wheel_connection)
     out = flat4(transforms[0]) + flat4(transforms[1])
     cast = twin.ray_cast(
         pos, rot_mat, vel, ang_vel, extra_pushback, hard_point, wheel_radius, rest, inv_inertia, solver_dt,
-        live, arena, grid, NUM_PLANES, BLOCK,
+        live, arena, grid, bodies, 1, NUM_PLANES, BLOCK,
     )  # fmt: skip
-    out = out + cast[0] + flat4(cast[1]) + flat4(cast[2]) + cast[3] + cast[4] + cast[5] + cast[6]
+    out = out + cast[0] + cast[1] + flat4(cast[2]) + flat4(cast[3]) + cast[4] + cast[5] + cast[6]
+    out = out + flat_ground(cast[7]) + cast[8]
     friction = twin.calc_friction_impulses(
         pos, rot_mat, vel, ang_vel, engine_force, brake, lat_friction, long_friction, inv_inertia_local,
-        axle, is_in_contact, contact_point, contact_normal, tick_time,
+        axle, is_in_contact, contact_point, contact_normal, ground, tick_time,
     )  # fmt: skip
     out = out + flat4(friction)
     pushback = ()
@@ -123,19 +157,24 @@ def vehicle_stages_kernel(
 
 @pytest.mark.parametrize("preset", ["octane", "plank"])
 def test_vehicle_stages(mesh, preset):
-    """update_wheel_transforms, ray_cast (the four rays against the arena, suspension, the extra
-    pushback), calc_friction_impulses, update_suspension, apply_friction_impulses,
-    get_upwards_dir_from_wheel_contacts and get_forward_speed."""
+    """update_wheel_transforms, ray_cast (the four rays against the arena and the ball, suspension, the
+    extra pushback), calc_friction_impulses, update_suspension, apply_friction_impulses,
+    get_upwards_dir_from_wheel_contacts and get_forward_speed. (Wheels on other cars and on the ball:
+    `test_wheels_on_bodies`.)"""
     sample = sample_cars(preset)
     cars, world = sample.cars, sample.arena.world
     n, dt, config = len(cars.pos), world.params.tick_time, world.cars
     ii = inv_inertia(sample)
+    ball, bodies = sample_bodies(sample)
     solver_dt = torch.where(sample.tick_count == 0, C.SOLVER_DEFAULT_TIME_STEP, dt)
-    wheels, car = reference.update_vehicle_first(cars, config, world.mesh, None, world.params, ii, solver_dt)
+    wheels, car = reference.update_vehicle_first(cars, config, world.mesh, bodies, world.params, ii, solver_dt)
     hard_point, axle = reference.update_wheel_transforms(cars, config)
-    contact, _, extra_pushback = reference.ray_cast(cars, config, wheels.hard_point, world.mesh, None, world.params, ii, solver_dt)
-    del contact["on_world"]  # the fused path's rays see the arena alone: every contact is with it
-    expected = {"hard_point": hard_point, "axle": axle} | contact | {"extra_pushback": extra_pushback}
+    contact, ground, extra_pushback = reference.ray_cast(
+        cars, config, wheels.hard_point, world.mesh, bodies, world.params, ii, solver_dt
+    )
+    expected = {"hard_point": hard_point, "axle": axle} | contact
+    expected |= {f"ground.{name}": getattr(ground, name) for name in GROUND_FIELDS}
+    expected["extra_pushback"] = extra_pushback
     expected["impulse"] = reference.calc_friction_impulses(cars, config, wheels, dt)
     pushed = dataclasses.replace(cars, extra_pushback=car.extra_pushback)
     expected["suspension.vel"], expected["suspension.ang_vel"] = reference.update_suspension(
@@ -155,26 +194,35 @@ def test_vehicle_stages(mesh, preset):
 
     out = torch.empty(n, sum(widths.values()), device=DEVICE)
     memory = car_memory(cars)
-    wheels_flat, wheels_offsets = pack({name: getattr(wheels, name) for name in WHEEL_FIELDS}, n)
+    wheels_flat, wheels_offsets = pack_wheels(wheels, n)
     vehicle_stages_kernel[(triton.cdiv(n, CAR_BLOCK),)](
         *memory, wheels_flat, wheels_offsets, car.extra_pushback.reshape(n, 4).to(DEVICE),
-        sample.tick_count.to(DEVICE), car_table(config).to(DEVICE), out, n, dt, **arena_args(sample),
+        sample.tick_count.to(DEVICE), car_table(config).to(DEVICE), **bodies_args(cars, ball, sample.arena.world),
+        out_ptr=out,
+        n=n, tick_time=dt, **arena_args(sample),
         WIDTH=out.shape[1], NUM_PLANES=4, BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
     )  # fmt: skip
-    got = split(out, widths)
+    assert_outputs(split(out, widths), expected, exact=False)
+
+
+def assert_outputs(got: dict, expected: dict, exact: bool) -> None:
+    """The stages' outputs by name: flags identical, values equal where ``exact``, else within the
+    car twins' tolerances."""
     for name, value in expected.items():
         try:
-            if name == "is_in_contact":
+            if name in ("is_in_contact", "on_world"):
                 assert_same(got[name], value)
+            elif exact:
+                assert_close(got[name], value, atol=0.0)
             elif name == "impulse":  # mass x UU/s: up to ~1e5, an ulp 0.008
                 assert_close(got[name], value, atol=0.05, rtol=REL_TOL)
             elif name == "extra_pushback":
                 assert_close(got[name], value, atol=ATOL["extra_pushback"], rtol=REL_TOL)
-            elif name in ("hard_point", "contact_point"):
+            elif name in ("hard_point", "contact_point", "ground.pos"):
                 assert_close(got[name], value, atol=ATOL["pos"], rtol=REL_TOL)
-            elif name.endswith("vel") or name == "forward_speed":
+            elif name.endswith("vel") or name == "forward_speed":  # ground.vel too
                 assert_close(got[name], value, atol=ATOL["vel"], rtol=REL_TOL)
-            else:  # unit vectors, suspension lengths (UU of order 10) and factors
+            else:  # unit vectors, suspension lengths (UU of order 10), factors, inverse masses and inertias
                 assert_close(got[name], value, atol=1e-5, rtol=REL_TOL)
         except AssertionError as error:
             raise AssertionError(f"{name}: {error}") from None
@@ -203,3 +251,83 @@ def test_piecewise(name):
         x.to(DEVICE), out, len(x), CURVE=twin.curve(points), BLOCK=256, num_warps=8
     )
     assert_close(out, reference.piecewise(points, x), atol=1e-6, rtol=REL_TOL)
+
+
+@triton.jit
+def wheels_on_bodies_kernel(
+    car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, car_table_ptr, bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr,
+    ball_ang_vel_ptr, hitbox_table_ptr, ball_radius, ball_inv_mass, ball_inv_inertia, out_ptr, n, tick_time,
+    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
+    cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+    WIDTH: tl.constexpr, NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """update_vehicle_first of one car per lane (lane = env * NUM_CARS + slot), its rays against the
+    arena, the env's other cars and its ball."""
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    live = lane < n
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    inv_inertia_local, wheel_connection, wheel_radius, rest, _, _ = load_car_params(car_table_ptr, 0)
+    bodies = twin.bodies_of(
+        bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, lane // NUM_CARS, lane % NUM_CARS, live,
+        hitbox_table_ptr, car_table_ptr, ball_radius, ball_inv_mass, ball_inv_inertia, NUM_CARS, BLOCK,
+    )  # fmt: skip
+    arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
+    arena = arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
+    grid = arena_grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
+    rot_mat = car[1]
+    wheels, extra_pushback = twin.update_vehicle_first(
+        car[0], rot_mat, car[2], car[3], car[37], car[35], car[36], car[38], car[39], car[40], wheel_connection,
+        wheel_radius, rest, inv_inertia_local, inv_inertia_world(rot_mat, inv_inertia_local), tick_time,
+        tick_time, live, arena, grid, bodies, NUM_CARS, NUM_PLANES, BLOCK,
+    )  # fmt: skip
+    hard_point, axle, is_in_contact, contact_point, contact_normal, length, rel_vel, clipped, impulse, on_world, ground = wheels
+    out = flat4(hard_point) + flat4(axle) + is_in_contact + on_world + flat4(contact_point) + flat4(contact_normal)
+    out = out + length + rel_vel + clipped + flat_ground(ground) + extra_pushback + flat4(impulse)
+    store_outputs(out_ptr, lane, out, WIDTH, live)
+
+
+def test_wheels_on_bodies(mesh, monkeypatch):
+    """update_vehicle_first with the wheels on the other car and on the ball (`wheels_on_bodies`: cars
+    on cars' roofs, some tilted onto the box's edges, on a demolished car, dropping onto the ball): the
+    rays' hits, the body under each wheel, the suspension and the friction impulses against that body.
+
+    The reference runs with IEEE's sqrt (`twins.exact_sqrt`): PyTorch's CPU sqrt can be an ulp off it,
+    which moves a ray's hit on the ball by up to 0.01 BT (the cast stops at another iteration); with
+    it the interpreter's results equal the reference's to the bit."""
+    arena = wheels_on_bodies(64, seed=3)
+    world, state = arena.world, arena.state
+    cars, ball, config, params = state.cars, state.ball, world.cars, world.params
+    envs, num_cars = cars.is_demoed.shape
+    n = envs * num_cars
+    ii = rigid_body.inv_inertia_world(cars.rot_mat, config.inv_inertia_local)
+    bodies = reference.Bodies.of(cars, ball, config, params)
+    solver_dt = torch.full((envs,), params.tick_time)
+    with monkeypatch.context() as patch:
+        patch.setattr(torch, "sqrt", exact_sqrt)
+        wheels, car = reference.update_vehicle_first(cars, config, world.mesh, bodies, params, ii, solver_dt)
+        # the bodies along the rays of the wheels without contact (their contact point: the ray's end)
+        body_hit = reference.ray_cast_bodies(bodies, config, params, wheels.hard_point, wheels.contact_point)[0]
+    expected = {name: getattr(wheels, name) for name in WHEEL_FIELDS if name != "impulse"}
+    expected |= {f"ground.{name}": getattr(wheels.ground, name) for name in GROUND_FIELDS}
+    expected |= {"extra_pushback": car.extra_pushback, "impulse": wheels.impulse}
+    order = ("hard_point", "axle", "is_in_contact", "on_world", "contact_point", "contact_normal",
+             "suspension_length", "suspension_relative_velocity", "clipped_inv_contact_dot_suspension")  # fmt: skip
+    expected = {name: expected[name] for name in order} | {k: v for k, v in expected.items() if k not in order}
+    expected = {name: columns(value, n) for name, value in expected.items()}
+    widths = {name: value.shape[1] for name, value in expected.items()}
+    # the scenes reach the branches: wheels on the arena, on a car, on the ball, and on a demolished
+    # car (its box stops the ray: no contact), with friction against the body under them
+    on_body = wheels.is_in_contact & ~wheels.on_world
+    on_ball = on_body & (wheels.ground.inv_mass == params.ball_inv_mass)
+    assert int(wheels.on_world.sum()) > 50 and int(on_ball.sum()) > 10 and int((on_body & ~on_ball).sum()) > 50
+    assert int((body_hit & ~wheels.is_in_contact).sum()) > 10  # on a demolished car
+    assert int(((wheels.impulse != 0).any(-1) & on_body).sum()) > 30
+
+    out = torch.empty(n, sum(widths.values()), device=DEVICE)
+    flat = CarState(**{name: getattr(cars, name).reshape(n, 1, *getattr(cars, name).shape[2:]) for name in CarState.FIELDS})
+    wheels_on_bodies_kernel[(triton.cdiv(n, CAR_BLOCK),)](
+        *car_memory(flat), car_table(config).to(DEVICE), **bodies_args(cars, ball, world), out_ptr=out, n=n,
+        tick_time=params.tick_time, **arena_args_of(world), WIDTH=out.shape[1], NUM_CARS=num_cars, NUM_PLANES=4,
+        BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
+    )  # fmt: skip
+    assert_outputs(split(out, widths), expected, exact=DEVICE == "cpu")  # the interpreter rounds as the reference

@@ -48,6 +48,7 @@ ulps of the row's size, not of its own. Measured on an H200: suspension lengths 
 an auto-roll torque component 1.5 of a 3.1e7 vector (5e-8), angular velocities 4.2e-5 rad/s; 1e-4
 leaves a margin of three. Zero on the interpreter, which rounds as PyTorch does."""
 __all__ = [
+    "exact_sqrt",
     "BLOCK",
     "DEVICE",
     "GPU_ROW_TOL",
@@ -84,6 +85,13 @@ def assert_same(kernel: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
     else:
         assert float((~same).float().mean()) <= GPU_TIE_SHARE, f"{int((~same).sum())} of {len(same)} differ"
     return same
+
+
+def exact_sqrt(x: torch.Tensor) -> torch.Tensor:
+    """IEEE's correctly rounded float32 sqrt (through float64: rounding twice is exact for sqrt), which
+    numpy, and so Triton's interpreter, computes. PyTorch's CPU sqrt can be an ulp off it; a reference
+    run with ``torch.sqrt`` patched to this one rounds as the interpreted kernel does."""
+    return torch.ops.aten.sqrt.default(x.double()).float()
 
 
 def programs(n: int) -> tuple[int]:
