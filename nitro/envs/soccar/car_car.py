@@ -21,11 +21,11 @@ from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh.broadphase import aabbs_overlap
 from nitro.envs.soccar.car_config import CarHitbox
 from nitro.envs.soccar.car_world import box_aabb, box_transform, compound_aabb
-from nitro.envs.soccar.contacts import CarCarContacts, car_pairs
+from nitro.envs.soccar.contacts import CAR_CAR_POINTS, CarCarContacts, car_pairs
 from nitro.envs.soccar.gjk_epa import SIMD_EPSILON
 from nitro.envs.soccar.vec import dot, mat_vec, vec_mat
 
-BOX_BOX_MAX_CONTACTS = 4  # btBoxBoxDetector's maxc
+BOX_BOX_MAX_CONTACTS = CAR_CAR_POINTS  # btBoxBoxDetector's maxc
 FUDGE_FACTOR = 1.05  # dBoxBox2 prefers a face axis over an edge axis unless the edge is 5% shallower
 FUDGE2 = float(np.float32(1.0e-5))  # added to |R1'R2| for the edge axes' extents
 M_PI_F = float(np.float32(3.14159265))  # dBoxBox2's M__PI

@@ -1,9 +1,9 @@
 """The fused kernel's contacts between bodies and its car body against the arena, and their solves:
 their reference twin.
 
-The fused kernel (`kernels/arena.py`) replaces Bullet's car-ball and car-car detection with these
-cheaper contacts, fires RocketSim's callbacks from them and solves them (`solve_bodies`); this module
-is the PyTorch twin of `kernels/car_contacts.py` that its tests compare against. The reference tick
+The fused kernel (`kernels/arena.py`) replaces Bullet's car-ball detection with a cheaper contact,
+takes Bullet's car-car manifolds as they are, fires RocketSim's callbacks from them and solves them
+(`solve_bodies`); this module is the PyTorch twin of `kernels/car_contacts.py` that its tests compare against. The reference tick
 does not use it: its contacts are Bullet's (`dynamics_world`, `car_ball`, `car_car`).
 
 Both detectors return Bullet's manifolds' fields (`contacts.CarBallContacts`,
@@ -14,15 +14,8 @@ demolished at the tick's start touch nothing.
 
 `car_ball_contacts` is the sphere-box distance in closed form (in Bullet units, with the box's margin):
 the point Bullet's GJK converges on, so a touch mostly comes on the tick RocketSim finds it, but the
-ball's frame is taken as the identity. `car_car_contacts` replaces btBoxBoxDetector: separating axes
-decide the contact (the boxes, margins included, overlap: btBoxBoxDetector reports nothing for a
-gap) and the points are each box's deepest corner inside the other, car a's first (or, when neither
-has a corner inside, one point between the two deepest corners), where Bullet clips the incident
-face against the reference face. The bump rule reads only which cars touch and how far forward on the
-bumper each point lies.
-
-The solver's car-car rows take the separating axis of the largest gap (from car a into car b) as
-the normal and that gap as every point's depth.
+ball's frame is taken as the identity. `car_car_contacts` is Bullet's own box-box manifold
+(`car_car`: btBoxBoxDetector's points, refreshed), as the kernel computes it per pair lane.
 
 `solve_bodies` solves the rows between bodies alone (Bullet's sequential impulse, the rows in the
 island manager's order for one island). `car_world_contacts` and `solve_car_world` are the fused
@@ -35,19 +28,18 @@ differs from `car_world` and `dynamics_world`'s one joint solve).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
 import numpy as np
 import torch
 
 from nitro.envs.soccar import ball as ball_mod
+from nitro.envs.soccar import car_car
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body as rb
 from nitro.envs.soccar.arena_mesh import ArenaMesh, cell_candidates
 from nitro.envs.soccar.box_contacts import box_triangle_separation
 from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.contacts import (
-    CAR_CAR_POINTS,
     PLANE_OBJECT_BASE,
     BodySolve,
     CarBallContacts,
@@ -55,7 +47,6 @@ from nitro.envs.soccar.contacts import (
     CarCarContacts,
     ContactRows,
     SphereContacts,
-    car_pairs,
 )
 from nitro.envs.soccar.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.manifolds import build_manifolds
@@ -126,93 +117,15 @@ def car_ball_contacts(
 
 
 def car_car_contacts(cars: CarState, car_params: CarParams, frozen: torch.Tensor) -> CarCarContacts:
-    """Contact points of every car pair (a < b) at the tick's start (see the module's note), as
-    Bullet's box-box manifold (car b its body A), `CAR_CAR_POINTS` slots per pair: the normal from car
-    a into car b is the separating axis of the largest gap, every point's depth that gap, and each
-    point lies on both cars (where Bullet's pair lie the depth apart). ``added`` marks the points
-    (the callbacks' and the solver's alike; ``count`` is their number)."""
-    n, num_cars = cars.pos.shape[:2]
-    pairs = car_pairs(num_cars)
-    device = cars.pos.device
-    k = CAR_CAR_POINTS
-    hitbox = car_params.hitbox
-    half = (hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU  # [C, 3] UU, the box with its margin
-    center = cars.pos + mat_vec(cars.rot_mat, hitbox.offset * C.BT_TO_UU)
-    signs = torch.tensor(list(itertools.product((-1.0, 1.0), repeat=3)), device=device)  # [8, 3]
-    points = []
-    for a, b in pairs:
-        ra, rb = cars.rot_mat[:, a], cars.rot_mat[:, b]
-        separation, axis = _separation(center[:, a], ra, half[a], center[:, b], rb, half[b])
-        touching = (separation < 0) & ~frozen[:, a] & ~frozen[:, b]  # btBoxBoxDetector: overlap only
-        normal = torch.where((dot(axis, center[:, b] - center[:, a]) >= 0)[:, None], axis, -axis)
-        # each box's deepest corner inside the other (a's first), or between the two deepest corners
-        corners_a = center[:, a, None] + mat_vec(ra[:, None], signs * half[a])  # [N, 8, 3]
-        corners_b = center[:, b, None] + mat_vec(rb[:, None], signs * half[b])
-        depth_a, deepest_a = _inside_depth(corners_a, center[:, b], rb, half[b]).max(-1)
-        depth_b, deepest_b = _inside_depth(corners_b, center[:, a], ra, half[a]).max(-1)
-        corner_a = corners_a.gather(1, deepest_a[:, None, None].expand(-1, 1, 3))[:, 0]
-        corner_b = corners_b.gather(1, deepest_b[:, None, None].expand(-1, 1, 3))[:, 0]
-        inside = torch.stack((depth_a >= 0, depth_b >= 0), 1)  # [N, 2]
-        neither = ~inside.any(1)
-        chosen = torch.stack((torch.where(neither[:, None], 0.5 * (corner_a + corner_b), corner_a), corner_b), 1)
-        is_contact = touching[:, None] & (inside | (neither[:, None] & (torch.arange(k, device=device) == 0)))
-        local_a = vec_mat(chosen - cars.pos[:, a, None], ra[:, None])
-        local_b = vec_mat(chosen - cars.pos[:, b, None], rb[:, None])
-        points.append((touching, is_contact, normal, separation, chosen, local_a, local_b))
-    if not points:
-        empty = torch.zeros(n, 0, k, 3, device=device)
-        flags = torch.zeros(n, 0, k, dtype=torch.bool, device=device)
-        points = [(flags[..., 0], flags, empty[:, :, 0], empty[..., 0, 0], empty, empty, empty)]
-        stack = lambda x: x[0]
-    else:
-        stack = lambda x: torch.stack(x, 1)
-    touching, is_contact, normal, separation, chosen, local_a, local_b = (stack(x) for x in zip(*points))
-    bt = C.UU_TO_BT
-    point = chosen * bt
-    return CarCarContacts(
-        pairs=torch.tensor(pairs, dtype=torch.int64, device=device).reshape(-1, 2),
-        has_manifold=touching,
-        added=is_contact,
-        count=is_contact.sum(-1),
-        normal=normal[:, :, None].expand(-1, -1, k, -1),
-        point_on_b=point,
-        point_on_a=point,
-        local_point_b=local_b * bt,
-        local_point_a=local_a * bt,
-        depth=(separation * bt)[..., None].expand(-1, -1, k),
+    """Every car pair's Bullet box-box manifold at the tick's start (`car_car.car_car_contacts`, with
+    the kernel's twin `kernels/car_car.py`); a car ``frozen`` [N, C] (demolished at the tick's start)
+    touches nothing."""
+    n, c = cars.pos.shape[:2]
+    found = car_car.car_car_contacts(cars.pos * C.UU_TO_BT_F32, cars.rot_mat, car_params.hitbox.flat(torch.Size((n, c))))
+    both = ~frozen[:, found.pairs[:, 0]] & ~frozen[:, found.pairs[:, 1]]
+    return dataclasses.replace(
+        found, has_manifold=found.has_manifold & both, added=found.added & both[..., None], count=found.count * both
     )
-
-
-def _separation(ca, ra, ha, cb, rb, hb) -> tuple[torch.Tensor, torch.Tensor]:
-    """The largest gap between two oriented boxes over the 15 separating axes (negative: they
-    overlap by at least that much) [N], and its unit axis [N, 3] (the first of equal gaps). ``c``
-    [N, 3] centres, ``r`` [N, 3, 3] axes as columns, ``h`` [3] half extents."""
-    axes = [ra[..., i] for i in range(3)] + [rb[..., i] for i in range(3)]
-    for i in range(3):
-        for j in range(3):
-            axes.append(cross(ra[..., i], rb[..., j]))
-    axis = torch.stack(axes, 1)  # [N, 15, 3]; sums below in the kernel's order, rounding as it does
-    length = torch.sqrt(dot(axis, axis))
-    usable = length > 1e-6  # parallel edges give no axis
-    axis = axis / torch.where(usable, length, 1.0)[..., None]
-    distance = dot(axis, (cb - ca)[:, None]).abs()
-
-    def reach(r, h):
-        return (dot(axis, r[:, None, :, 0]).abs() * h[0] + dot(axis, r[:, None, :, 1]).abs() * h[1]) + dot(
-            axis, r[:, None, :, 2]
-        ).abs() * h[2]
-
-    gap = torch.where(usable, distance - reach(ra, ha) - reach(rb, hb), -torch.inf)
-    best, which = gap.max(-1)
-    return best, axis.gather(1, which[:, None, None].expand(-1, 1, 3))[:, 0]
-
-
-def _inside_depth(points, center, rot, half) -> torch.Tensor:
-    """How far each point [N, P, 3] lies inside the box (its least distance to a face; negative
-    outside, then minus the largest distance beyond a face) [N, P]."""
-    d = points - center[:, None]
-    local = [dot(rot[:, None, :, i], d) for i in range(3)]
-    return torch.minimum(torch.minimum(half[0] - local[0].abs(), half[1] - local[1].abs()), half[2] - local[2].abs())
 
 
 # --- The car body against the arena ---------------------------------------------------------------
@@ -340,7 +253,7 @@ def solve_bodies(
         friction=torch.full_like(flat(cc.depth), C.CARCAR_COLLISION_FRICTION),
         restitution=torch.full_like(flat(cc.depth), C.CARCAR_COLLISION_RESTITUTION),
         special=torch.zeros_like(flat(cc.added)),
-        active=flat(cc.added),
+        active=flat(torch.arange(k, device=device) < cc.count[..., None]),  # the held points, first
     )
     rows = ContactRows(
         **{f.name: torch.cat((getattr(ball_rows, f.name), getattr(pair_rows, f.name)), 1) for f in dataclasses.fields(ContactRows)}

@@ -111,9 +111,9 @@ class BoxContacts:
 
 # --- Contacts between the bodies as RocketSim's contact-added callbacks receive them ---------------------
 # The reference tick fills these from Bullet's real contacts (`CarBallContacts.hits`,
-# `CarCarContacts.touches`); the fused kernel, which has no body-body collision detection, from its
-# stand-in (`car_contacts`, with the kernel twin `kernels/car_contacts`).
-CAR_CAR_POINTS = 2  # points per car pair of the fused kernel's stand-in (btBoxBoxDetector makes up to 4)
+# `CarCarContacts.touches`); the fused kernel from its own (`car_contacts`, with the kernel twin
+# `kernels/car_contacts`, and `kernels/car_car`).
+CAR_CAR_POINTS = 4  # points per car pair: btBoxBoxDetector's maxc
 
 
 @dataclasses.dataclass

@@ -50,6 +50,7 @@ from nitro.envs.soccar.kernels import (
     ball_hit,
     boost_pads,
     car_bump,
+    car_car,
     car_contacts,
     constexpr,
     jit,
@@ -76,7 +77,7 @@ from nitro.envs.soccar.kernels.car import (
     pack_cars,
     unpack_cars_,
 )
-from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH
+from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
 from nitro.envs.soccar.kernels.vec import add, load, load_row, scale, store, store_row, sub, where
 from nitro.envs.soccar.kernels.vehicle import bodies_of
@@ -357,9 +358,8 @@ def collisions_kernel(
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
     for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
         contact = load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK)
-        contacts = contacts + (contact,)
-        for k in tl.static_range(CAR_CAR_POINTS):
-            mask = mask | (contact[0][k][0].to(tl.int64) << (NUM_CARS + pair * CAR_CAR_POINTS + k))
+        contacts = contacts + (contact[1:],)
+        mask = mask | (contact[0].to(tl.int64) << (NUM_CARS + pair * PAIR_COUNT_BITS))  # `row_held`
     tl.store(body_mask_ptr + lane, mask, mask=live)
     states, bumped_by, demoed_by = car_bump.on_car_car_collision(
         states, contacts, f32(bump_cooldown_time), f32(respawn_delay), NUM_CARS, CAR_CAR_POINTS
@@ -386,9 +386,11 @@ def collisions_kernel(
 
 
 PAIR_WIDTH = constexpr(16)
-"""Floats per car pair in `pair_contacts`, what the callbacks read: its `CAR_CAR_POINTS` (2) points,
-each (is_contact, its forward coordinate on car a, on car b), then `car_bump.pair_bumps`' two
-directions (a on b, b on a), each (approaching, is_demo, impulse)."""
+"""Floats per car pair in `pair_contacts`: a bit field (bits 0-3: which of btBoxBoxDetector's
+`CAR_CAR_POINTS` (4) points were added, what the callbacks read; bits 4-6: the points held after the
+refresh, the pair's first rows in `body_rows`; bits 7-10: `car_bump.pair_bumps`' two directions (a
+on b, b on a), each approaching and is_demo), each point's forward coordinate on car a, then on car
+b, each direction's impulse, one spare."""
 
 
 def body_rows_of(num_cars: int) -> int:
@@ -417,10 +419,10 @@ def car_pairs_kernel(
     NUM_CARS: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 5's collision detection between the cars, one car pair per lane (one pair per program, as
-    `car_lanes` runs one slot): each pair's stand-in contacts (`car_contacts.car_car_contacts`, at
-    the tick-start transforms; a frozen car takes no part): the points and both directions' bump parts
-    (`car_bump.pair_bumps`: they read nothing the callbacks change) into `pair_contacts`, the points'
-    solver rows (car b A, car a B) into `body_rows`."""
+    `car_lanes` runs one slot): each pair's box-box contacts (`car_car.car_car_contacts`, at the
+    tick-start transforms; a frozen car takes no part): the points and both directions' bump parts
+    (`car_bump.pair_bumps`: they read nothing the callbacks change) into `pair_contacts`, the held
+    points' solver rows (car b A, car a B) into `body_rows`."""
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     pair = tl.program_id(0) % pairs
@@ -435,29 +437,37 @@ def car_pairs_kernel(
     )
     frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
     frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
-    first, second, normal, separation = car_contacts.car_car_contacts(
-        car_a[0], car_a[1], car_contacts.load_hitbox(hitbox_table_ptr, a), frozen_a,
-        car_b[0], car_b[1], car_contacts.load_hitbox(hitbox_table_ptr, b), frozen_b,
+    pos_a = scale(car_a[0], UU_TO_BT)
+    pos_b = scale(car_b[0], UU_TO_BT)
+    added, local_b, local_a, held, normal, on_b, on_a, depth = car_car.car_car_contacts(
+        pos_a, car_a[1], car_contacts.load_box(hitbox_table_ptr, a),
+        pos_b, car_b[1], car_contacts.load_box(hitbox_table_ptr, b),
     )  # fmt: skip
+    both = (~frozen_a) & (~frozen_b)  # a demolished car's body is out of the world
+    held = tl.where(both, held, 0)
     hit_ab, hit_ba = car_bump.pair_bumps(
         car_bump.bump_state(car_a), car_bump.bump_state(car_b), (a < BLUE) == (b < BLUE), flag(demo_mode),
         flag(enable_team_demos), f32(bump_force_scale),
     )  # fmt: skip
-    values = ()
+    flags = held << CAR_CAR_POINTS  # `PAIR_WIDTH`'s bit field
+    forward_a = ()
+    forward_b = ()
     for point in tl.static_range(CAR_CAR_POINTS):
-        is_contact, local_a, local_b, at = (first, second)[point]
-        # the forward coordinates as the reference's callbacks read them (BT, back in UU)
-        values = values + (is_contact.to(tl.float32), (local_a[0] * UU_TO_BT) * BT_TO_UU, (local_b[0] * UU_TO_BT) * BT_TO_UU)
-        at = scale(at, UU_TO_BT)
+        flags = flags | ((both & added[point]).to(tl.int32) << point)
+        # the forward coordinates as the reference's callbacks read them (UU)
+        forward_a = forward_a + (local_a[point][0] * BT_TO_UU,)
+        forward_b = forward_b + (local_b[point][0] * BT_TO_UU,)
         row = car_contacts.body_row(
-            normal, sub(at, scale(car_b[0], UU_TO_BT)), sub(at, scale(car_a[0], UU_TO_BT)), separation * UU_TO_BT,
-            1 + b, 1 + a, CARCAR_FRICTION, CARCAR_RESTITUTION,
+            normal, sub(on_b[point], pos_b), sub(on_a[point], pos_a), depth[point], 1 + b, 1 + a,
+            CARCAR_FRICTION, CARCAR_RESTITUTION,
         )  # fmt: skip
-        store_row(body_rows_ptr, env * rows + NUM_CARS + pair * CAR_CAR_POINTS + point, row, live & is_contact,
+        store_row(body_rows_ptr, env * rows + NUM_CARS + pair * CAR_CAR_POINTS + point, row, live & (point < held),
                   BODY_ROW_WIDTH, BLOCK)  # fmt: skip
     for hit in tl.static_range(2):
-        approaching, is_demo, impulse = (hit_ab, hit_ba)[hit]
-        values = values + (approaching.to(tl.float32), is_demo.to(tl.float32)) + impulse
+        approaching, is_demo, _ = (hit_ab, hit_ba)[hit]
+        flags = flags | (approaching.to(tl.int32) << (CAR_CAR_POINTS + 3 + 2 * hit))
+        flags = flags | (is_demo.to(tl.int32) << (CAR_CAR_POINTS + 4 + 2 * hit))
+    values = (flags.to(tl.float32),) + forward_a + forward_b + hit_ab[2] + hit_ba[2] + (flags * 0.0,)
     store_row(pair_contacts_ptr, env * pairs + pair, values, live, PAIR_WIDTH, BLOCK)
 
 
@@ -465,11 +475,17 @@ def car_pairs_kernel(
 def load_pair_contacts(pair_contacts_ptr, row, live, BLOCK: tl.constexpr):
     """A pair's contacts from `pair_contacts`, as `car_bump.on_car_car_collision` takes them."""
     v = load_row(pair_contacts_ptr, row, live, PAIR_WIDTH, BLOCK)
-    return (
-        ((v[0] != 0, v[1], v[2]), (v[3] != 0, v[4], v[5])),
-        (v[6] != 0, v[7] != 0, (v[8], v[9], v[10])),
-        (v[11] != 0, v[12] != 0, (v[13], v[14], v[15])),
-    )
+    flags = v[0].to(tl.int32)
+    points = ()
+    for k in tl.static_range(CAR_CAR_POINTS):
+        points = points + ((((flags >> k) & 1) != 0, v[1 + k], v[1 + CAR_CAR_POINTS + k]),)
+    at: tl.constexpr = 1 + 2 * CAR_CAR_POINTS  # the impulses
+    bumps = ()
+    for hit in tl.static_range(2):
+        approaching = ((flags >> (CAR_CAR_POINTS + 3 + 2 * hit)) & 1) != 0
+        is_demo = ((flags >> (CAR_CAR_POINTS + 4 + 2 * hit)) & 1) != 0
+        bumps = bumps + ((approaching, is_demo, (v[at + 3 * hit], v[at + 3 * hit + 1], v[at + 3 * hit + 2])),)
+    return (flags >> CAR_CAR_POINTS) & 7, points, bumps[0], bumps[1]
 
 
 @stage_jit
@@ -516,7 +532,7 @@ def body_solve_kernel(
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     dv, dw, push, turn = car_contacts.solve_bodies(
         body_rows_ptr, lane * rows, live, mask, (velocities, angular, ext_vs, ext_ws, inv_masses, inv_inertias),
-        tick_time, rows, bodies, ITERATIONS, BLOCK,
+        tick_time, rows, bodies, CAR_CAR_POINTS, ITERATIONS, BLOCK,
     )  # fmt: skip
     for j in tl.static_range(bodies):
         values = dv[j] + dw[j] + push[j] + turn[j] + (zero, zero, zero, zero)

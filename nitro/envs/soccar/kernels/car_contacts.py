@@ -1,9 +1,9 @@
-"""The fused kernel's stand-in contacts and its car body against the arena, per lane: the twin of
-`car_contacts.py`, the same functions.
+"""The fused kernel's car-ball contacts, its solve of the contacts between bodies and its car body
+against the arena, per lane: the twin of `car_contacts.py`, the same functions (the car pairs' points
+are `kernels/car_car.py`'s).
 
 A car's hitbox is (inner, margin, offset) in Bullet units, `CarParams.hitbox`'s (`hitbox_table`);
-rotations are row tuples ((m00, m01, m02), ...), columns forward, right, up. `car_car_contacts`
-returns a pair's `CAR_CAR_POINTS` points as tuples: (is_contact, local_point_a, local_point_b).
+rotations are row tuples ((m00, m01, m02), ...), columns forward, right, up.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from nitro.envs.soccar.vec import BOX_SUPPORT_TIE as _BOX_SUPPORT_TIE
 UU_TO_BT = constexpr(C.UU_TO_BT)
 BT_TO_UU = constexpr(C.BT_TO_UU)
 SIMD_EPSILON = constexpr(C.SIMD_EPSILON)
-AXIS_EPSILON = constexpr(1e-6)
-NEG_INF = constexpr(-float("inf"))
 BOX_SUPPORT_TIE = constexpr(_BOX_SUPPORT_TIE)
 SOLVER_ERP2 = constexpr(float(np.float32(C.SOLVER_ERP2)))
 RESTITUTION_THRESHOLD_BT = constexpr(C.SOLVER_RESTITUTION_VELOCITY_THRESHOLD * C.UU_TO_BT_F32)
@@ -37,15 +35,15 @@ SQRT12 = constexpr(float(np.sqrt(np.float32(0.5))))
 TRI_SCREEN = constexpr(0.05)
 """UU added to the triangle-plane screen of `car_world_contacts`: the precomputed normals agree with
 the separating axes' to ~2e-7 over lever arms under 8,200 UU, so no triangle within reach is skipped."""
-HITBOX_TABLE_WIDTH = constexpr(11)
+HITBOX_TABLE_WIDTH = constexpr(17)
 """Floats per car in `hitbox_table`: inner (3), margin, offset (3), threshold, the body's inverse local
-inertia (3; BT, as Bullet's solver body has it)."""
+inertia (3; BT, as Bullet's solver body has it), the compound's local AABB (min (3), max (3))."""
 
 
 def hitbox_table(params: CarParams) -> torch.Tensor:
     """The cars' hitboxes as the kernels read them: [C, HITBOX_TABLE_WIDTH] float32."""
     h = params.hitbox
-    parts = (h.inner, h.margin[:, None], h.offset, h.threshold[:, None], h.inv_inertia_local)
+    parts = (h.inner, h.margin[:, None], h.offset, h.threshold[:, None], h.inv_inertia_local, h.local_min, h.local_max)
     return torch.cat(parts, 1).contiguous()
 
 
@@ -54,6 +52,14 @@ def load_hitbox(hitbox_table_ptr, car):
     """Car slot ``car``'s (inner, margin, offset, threshold), the same for every lane."""
     base = hitbox_table_ptr + car * HITBOX_TABLE_WIDTH
     return load_uniform(base), tl.load(base + 3), load_uniform(base + 4), tl.load(base + 7)
+
+
+@jit
+def load_box(hitbox_table_ptr, car):
+    """`load_hitbox` and the compound's local AABB (local_min, local_max), as `kernels/car_car` takes
+    a hitbox."""
+    base = hitbox_table_ptr + car * HITBOX_TABLE_WIDTH
+    return load_hitbox(hitbox_table_ptr, car) + (load_uniform(base + 11), load_uniform(base + 14))
 
 
 @jit
@@ -125,108 +131,6 @@ def car_ball_contacts(ball_pos, car_pos, rot_mat, hitbox, ball_contact_gap, ball
 def _face(better, dist, normal, point, face_dist, face_normal, face_point):
     """getSpherePenetration's step: take the face ``dist`` away where it is nearer."""
     return tl.where(better, dist, face_dist), where(better, normal, face_normal), where(better, point, face_point)
-
-
-@jit
-def _box(car_pos, rot_mat, hitbox):
-    """A hitbox in UU: its centre and its half extents with the margin."""
-    inner, margin, offset, _ = hitbox
-    half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
-    return add(car_pos, mat_vec(rot_mat, scale(offset, BT_TO_UU))), half
-
-
-@jit
-def _separation(ca, ra, ha, cb, rb, hb):
-    """The largest gap between two oriented boxes over the 15 separating axes and its unit axis, the
-    first of equal gaps (the reference's)."""
-    best = ca[0] * 0.0 + NEG_INF
-    best_axis = (best * 0.0, best * 0.0, best * 0.0 + 1.0)
-    for s in tl.static_range(15):
-        if s < 3:
-            axis = column(ra, s)
-        elif s < 6:
-            axis = column(rb, s - 3)
-        else:
-            axis = cross(column(ra, (s - 6) // 3), column(rb, (s - 6) % 3))
-        length = tl.sqrt(dot(axis, axis))
-        usable = length > AXIS_EPSILON
-        safe = tl.where(usable, length, 1.0)
-        axis = (axis[0] / safe, axis[1] / safe, axis[2] / safe)
-        distance = tl.abs(dot(axis, sub(cb, ca)))
-        reach_a = (tl.abs(dot(axis, column(ra, 0))) * ha[0] + tl.abs(dot(axis, column(ra, 1))) * ha[1]) + tl.abs(
-            dot(axis, column(ra, 2))
-        ) * ha[2]
-        reach_b = (tl.abs(dot(axis, column(rb, 0))) * hb[0] + tl.abs(dot(axis, column(rb, 1))) * hb[1]) + tl.abs(
-            dot(axis, column(rb, 2))
-        ) * hb[2]
-        gap = distance - reach_a - reach_b
-        better = usable & (gap > best)
-        best = tl.where(better, gap, best)
-        best_axis = where(better, axis, best_axis)
-    return best, best_axis
-
-
-@jit
-def _corners(center, rot, half):
-    """The box's 8 corners, the reference's order (signs of itertools.product((-1, 1), repeat=3))."""
-    out = ()
-    for k in tl.static_range(8):
-        signed = (half[0] * (2.0 * (k // 4) - 1.0), half[1] * (2.0 * ((k // 2) % 2) - 1.0), half[2] * (2.0 * (k % 2) - 1.0))
-        out = out + (add(center, mat_vec(rot, signed)),)
-    return out
-
-
-@jit
-def _inside_depth(point, center, rot, half):
-    """How far the point lies inside the box (the reference's `_inside_depth`)."""
-    d = sub(point, center)
-    local = (dot(column(rot, 0), d), dot(column(rot, 1), d), dot(column(rot, 2), d))
-    return tl.minimum(tl.minimum(half[0] - tl.abs(local[0]), half[1] - tl.abs(local[1])), half[2] - tl.abs(local[2]))
-
-
-@jit
-def car_car_contacts(pos_a, rot_a, hitbox_a, frozen_a, pos_b, rot_b, hitbox_b, frozen_b):
-    """One car pair's contacts (see `car_contacts.car_car_contacts`): two points, each (is_contact,
-    local_point_a, local_point_b, the point in the world), UU: car a's deepest corner inside b, then
-    b's inside a; then the normal from car a into car b and the separation (UU), every point's depth."""
-    ca, ha = _box(pos_a, rot_a, hitbox_a)
-    cb, hb = _box(pos_b, rot_b, hitbox_b)
-    separation, axis = _separation(ca, rot_a, ha, cb, rot_b, hb)
-    touching = (separation < 0) & (~frozen_a) & (~frozen_b)
-    normal = where(dot(axis, sub(cb, ca)) >= 0, axis, neg(axis))
-    depth_a, corner_a = _deepest_corner(ca, rot_a, ha, cb, rot_b, hb)
-    depth_b, corner_b = _deepest_corner(cb, rot_b, hb, ca, rot_a, ha)
-    inside_a = depth_a >= 0
-    inside_b = depth_b >= 0
-    neither = (~inside_a) & (~inside_b)
-    first = where(neither, scale(add(corner_a, corner_b), 0.5), corner_a)
-    return (
-        (touching & (inside_a | neither), _local(first, pos_a, rot_a), _local(first, pos_b, rot_b), first),
-        (touching & inside_b, _local(corner_b, pos_a, rot_a), _local(corner_b, pos_b, rot_b), corner_b),
-        normal,
-        separation,
-    )
-
-
-@jit
-def _deepest_corner(center, rot, half, other_center, other_rot, other_half):
-    """The box's corner deepest inside the other box (the first of equal depths) and its depth."""
-    corners = _corners(center, rot, half)
-    best = _inside_depth(corners[0], other_center, other_rot, other_half)
-    corner = corners[0]
-    for k in tl.static_range(1, 8):
-        depth = _inside_depth(corners[k], other_center, other_rot, other_half)
-        better = depth > best
-        best = tl.where(better, depth, best)
-        corner = where(better, corners[k], corner)
-    return best, corner
-
-
-@jit
-def _local(point, pos, rot):
-    """A world point in a car's frame (from its origin), UU."""
-    d = sub(point, pos)
-    return dot(column(rot, 0), d), dot(column(rot, 1), d), dot(column(rot, 2), d)
 
 
 # --- The car body against the arena ---------------------------------------------------------------
@@ -426,6 +330,20 @@ origin (3), the point on B from B's (3), the depth, body A, body B (the ball 0, 
 friction, the restitution, two spare; BT."""
 
 
+PAIR_COUNT_BITS = constexpr(3)
+"""Bits per car pair in an env's `body_mask` word, after one bit per car-ball row: the pair's points
+held (0 to 4), which fill its first rows."""
+
+
+@jit
+def row_held(mask, k, NUM_CARS: tl.constexpr, POINTS: tl.constexpr):
+    """Whether an env's body row ``k`` holds a point, from its `body_mask` word: bit k for the car-ball
+    rows (k < NUM_CARS), else the pair's count of held points (`PAIR_COUNT_BITS` bits per pair)."""
+    pair = (k - NUM_CARS) // POINTS
+    count = (mask >> (NUM_CARS + PAIR_COUNT_BITS * tl.maximum(pair, 0))) & ((1 << PAIR_COUNT_BITS) - 1)
+    return tl.where(k < NUM_CARS, ((mask >> k) & 1) != 0, (k - NUM_CARS) % POINTS < count)
+
+
 @jit
 def body_row(normal, rel_a, rel_b, depth, body_a, body_b, friction, restitution):
     """A `body_rows` row's values."""
@@ -527,10 +445,11 @@ def _row(body_rows_ptr, row_index, on, bodies, tick_time, N: tl.constexpr, BLOCK
 @jit
 def solve_bodies(
     body_rows_ptr, first_row, live, mask, bodies, tick_time,
-    NUM_ROWS: tl.constexpr, NUM_BODIES: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
+    NUM_ROWS: tl.constexpr, NUM_BODIES: tl.constexpr, POINTS: tl.constexpr, ITERATIONS: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):  # fmt: skip
     """`car_contacts.solve_bodies` for one env per lane: Bullet's sequential impulse over the env's
-    NUM_ROWS rows of `body_rows` (from ``first_row``; bit k of ``mask`` marks row k held), the split
+    NUM_ROWS rows of `body_rows` (from ``first_row``; ``mask`` marks the rows held, `row_held`), the split
     impulse first, then 10 iterations of the normal rows and the friction rows. ``bodies``: (vel,
     ang_vel, ext_v, ext_w, inv_mass, inv_inertia), each a tuple over the NUM_BODIES bodies, BT. The
     rows are runtime loops (the code is one row's, whatever the team size), each row read and set
@@ -550,7 +469,7 @@ def solve_bodies(
         pushed = applied
         for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
             for k in range(NUM_ROWS):
-                on = live & (((mask >> k) & 1) != 0)
+                on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
                     a, b, row, push_rhs, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
                     moved, new = _impulse(
@@ -563,7 +482,7 @@ def solve_bodies(
         friction_applied = applied
         for sweep in range(ITERATIONS):  # every normal row, then every friction row
             for k in range(NUM_ROWS):
-                on = live & (((mask >> k) & 1) != 0)
+                on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
                     a, b, row, _, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
                     moved, new = _impulse(
@@ -573,7 +492,7 @@ def solve_bodies(
                     dv, dw = moved
                     normal_applied = _put(normal_applied, k, new, NUM_ROWS)
             for k in range(NUM_ROWS):
-                on = live & (((mask >> k) & 1) != 0)
+                on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
                     a, b, _, _, f_row, friction = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
                     held = _pick(normal_applied, k, NUM_ROWS)

@@ -1,6 +1,6 @@
-"""`kernels/car_bump.py` and `kernels/car_contacts.py`'s car-car part against the references: every
-pair's contact points in random games (cars crowded round one spot), then the bump and demolition
-rule over them, under each demo mode."""
+"""`kernels/car_car.py` and `kernels/car_bump.py` against the references: every pair's box-box
+manifold in random games (cars crowded round one spot), then the bump and demolition rule over it,
+under each demo mode."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import torch
 
 from nitro.envs.soccar import car_bump as reference
 from nitro.envs.soccar import car_contacts
-from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.contacts import CAR_CAR_POINTS, car_pairs
 from nitro.envs.soccar.kernels import car_bump as twin
+from nitro.envs.soccar.kernels import car_car as pairs_twin
 from nitro.envs.soccar.kernels import car_contacts as contacts_twin
-from nitro.envs.soccar.kernels.vec import load, store
+from nitro.envs.soccar.kernels.vec import load, scale, store
 from nitro.envs.soccar.mutators import MutatorConfig, TickParams
 from nitro.envs.soccar.rules import game_config
 from tests.envs.soccar.kernels.game_states import car_params, flat, random_game
@@ -22,8 +22,8 @@ from tests.envs.soccar.kernels.twins import BLOCK, DEVICE, NORMAL_TOL, REL_TOL, 
 triton = pytest.importorskip("triton")
 tl = triton.language
 pytestmark = runnable
-LOCAL_TOL = 2e-3
-"""UU: contact points in a car's frame, from corners at up to ~5,000 UU (an ulp: 4.9e-4)."""
+LOCAL_TOL = 4e-5
+"""BT: contact points, from positions at up to ~100 BT (5,000 UU; an ulp 7.6e-6): a few ulps."""
 
 
 @triton.jit
@@ -43,7 +43,7 @@ def load_state(ptrs, row, live):
 @triton.jit
 def bump_kernel(
     pos_ptr, vel_ptr, rot_ptr, ground_ptr, ss_ptr, id_ptr, cd_ptr, demoed_ptr, timer_ptr, cache_ptr,
-    hitbox_ptr, points_ptr, bumped_ptr, demoed_by_ptr, n, demo_mode, enable_team_demos,
+    hitbox_ptr, points_ptr, count_ptr, bumped_ptr, demoed_by_ptr, n, demo_mode, enable_team_demos,
     bump_force_scale, bump_cooldown_time, respawn_delay,
     BLUE: tl.constexpr, NUM_CARS: tl.constexpr, POINTS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
@@ -58,23 +58,26 @@ def bump_kernel(
         for b in tl.static_range(a + 1, NUM_CARS):
             sa = states[a]
             sb = states[b]
-            first, second, normal, separation = contacts_twin.car_car_contacts(
-                sa[0], sa[2], contacts_twin.load_hitbox(hitbox_ptr, a), sa[7],
-                sb[0], sb[2], contacts_twin.load_hitbox(hitbox_ptr, b), sb[7],
+            added, local_b, local_a, held, normal, on_b, on_a, depth = pairs_twin.car_car_contacts(
+                scale(sa[0], 0.02), sa[2], contacts_twin.load_box(hitbox_ptr, a),
+                scale(sb[0], 0.02), sb[2], contacts_twin.load_box(hitbox_ptr, b),
             )  # fmt: skip
-            points = (first, second)
+            both = (~sa[7]) & (~sb[7])
+            held = tl.where(both, held, 0)
             pair = a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)  # `contacts.car_pairs` order
+            tl.store(count_ptr + lane * (NUM_CARS * (NUM_CARS - 1) // 2) + pair, held, mask=live)
             forward = ()
             for k in tl.static_range(POINTS):
-                base = points_ptr + ((lane * (NUM_CARS * (NUM_CARS - 1) // 2) + pair) * POINTS + k) * 14
-                tl.store(base, points[k][0].to(tl.float32), mask=live)
-                store(base + 1, points[k][1], live)
-                store(base + 4, points[k][2], live)
-                store(base + 7, points[k][3], live)
-                store(base + 10, normal, live)
-                tl.store(base + 13, separation, mask=live)
-                to_bt = 0.02  # the forward coordinates as the reference's callbacks read them (BT, back in UU)
-                forward = forward + ((points[k][0], (points[k][1][0] * to_bt) * 50.0, (points[k][2][0] * to_bt) * 50.0),)
+                base = points_ptr + ((lane * (NUM_CARS * (NUM_CARS - 1) // 2) + pair) * POINTS + k) * 17
+                is_added = both & added[k]
+                tl.store(base, is_added.to(tl.float32), mask=live)
+                store(base + 1, local_a[k], live)
+                store(base + 4, local_b[k], live)
+                store(base + 7, on_b[k], live)
+                store(base + 10, on_a[k], live)
+                store(base + 13, normal, live)
+                tl.store(base + 16, depth[k], mask=live)
+                forward = forward + ((is_added, local_a[k][0] * 50.0, local_b[k][0] * 50.0),)
             hit_ab, hit_ba = twin.pair_bumps(
                 sa, sb, (a < BLUE) == (b < BLUE), demo_mode, enable_team_demos,
                 bump_force_scale,
@@ -121,23 +124,29 @@ def test_bumps_match_the_reference(blue, orange, mutators):
               "is_demoed", "demo_respawn_timer", "velocity_impulse_cache")  # fmt: skip
     buffers = [flat(getattr(cars, f).clone()) for f in fields]
     pairs = len(car_pairs(num_cars))
-    points = torch.zeros(n, pairs, CAR_CAR_POINTS, 14, device=DEVICE)
+    points = torch.zeros(n, pairs, CAR_CAR_POINTS, 17, device=DEVICE)
+    count = torch.zeros(n, pairs, dtype=torch.int32, device=DEVICE)
     bumped = torch.zeros(n, num_cars, dtype=torch.int32, device=DEVICE)
     demoed_by = torch.zeros_like(bumped)
     bump_kernel[programs(n)](
-        *buffers, contacts_twin.hitbox_table(params), points, bumped, demoed_by, n,
+        *buffers, contacts_twin.hitbox_table(params), points, count, bumped, demoed_by, n,
         tick.demo_mode, int(tick.enable_team_demos), tick.bump_force_scale, tick.bump_cooldown_time,
         tick.respawn_delay, BLUE=blue, NUM_CARS=num_cars, POINTS=CAR_CAR_POINTS, BLOCK=BLOCK,
     )  # fmt: skip
-    same = assert_same(points[..., 0].bool(), contacts.is_contact)
-    assert bool(contacts.is_contact.any())
-    held = contacts.is_contact.cpu() & same[:, None, None]
-    assert_close(points[..., 1:4][held], contacts.local_point_a[held], atol=LOCAL_TOL)
-    assert_close(points[..., 4:7][held], contacts.local_point_b[held], atol=LOCAL_TOL)
-    # the solver's rows: the point (on both cars), the normal from car a into car b, the depth
-    assert_close(points[..., 7:10][held] * C.UU_TO_BT, found.point_on_b[held], atol=LOCAL_TOL * C.UU_TO_BT)
-    assert_close(points[..., 10:13][held], found.normal[held], atol=NORMAL_TOL)
-    assert_close(points[..., 13][held] * C.UU_TO_BT, found.depth[held], atol=LOCAL_TOL * C.UU_TO_BT)
+    # the detector's points, as the callbacks read them (BT)
+    same = assert_same(points[..., 0].bool(), found.added)
+    assert bool(found.added.any())
+    added = found.added.cpu() & same[:, None, None]
+    assert_close(points[..., 1:4][added], found.local_point_a[added], atol=LOCAL_TOL)
+    assert_close(points[..., 4:7][added], found.local_point_b[added], atol=LOCAL_TOL)
+    # the manifold after the refresh: the held points (on both cars), the normal, the depths
+    same = assert_same(count.long(), found.count)
+    held = (torch.arange(CAR_CAR_POINTS) < found.count.cpu()[..., None]) & same[:, None, None]
+    assert bool(held.any())
+    assert_close(points[..., 7:10][held], found.point_on_b[held], atol=LOCAL_TOL)
+    assert_close(points[..., 10:13][held], found.point_on_a[held], atol=LOCAL_TOL)
+    assert_close(points[..., 13:16][held], found.normal[held], atol=NORMAL_TOL)
+    assert_close(points[..., 16][held], found.depth[held], atol=LOCAL_TOL)
     assert_same(bumped, expected_bumped)
     assert_same(demoed_by, expected_demoed)
     assert bool((expected_bumped >= 0).any() or (expected_demoed >= 0).any())
