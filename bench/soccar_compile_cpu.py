@@ -1,7 +1,8 @@
 """Compile time of the fused soccar step's stage kernels for an H100/H200 (sm_90), on a machine without
 a GPU: Triton's whole pipeline (TTIR, TTGIR, LLVM IR, PTX, cubin) per kernel and team size, stage by
-stage, with an empty Triton cache. The fused step's kernels are compiled at their first launch, so this
-is the wait a user's first `Arena(mode="fused")` step pays on the GPU's host (a faster CPU there).
+stage, with an empty Triton cache, and each kernel's registers and stack (spills) from its cubin. The
+fused step's kernels are compiled at their first launch, so this is the wait a user's first
+`Arena(mode="fused")` step pays on the GPU's host (a faster CPU there).
 
     python bench/soccar_compile_cpu.py OUT [--sizes 0v0,1v0,1v1,2v2,3v3] [--block 32] [--kernels pre_tick_kernel,...]
 
@@ -104,7 +105,28 @@ def compile_for_sm90(kernel, kwargs: dict) -> dict:
         total = time.perf_counter() - start
     finally:
         CUDABackend.add_stages = add_stages
-    return {"seconds": round(total, 2), "stages": stages, "ptx_lines": compiled.asm["ptx"].count("\n")}
+    return {
+        "seconds": round(total, 2), "stages": stages, "ptx_lines": compiled.asm["ptx"].count("\n"),
+        **resource_usage(compiled.asm["cubin"]),
+    }
+
+
+def resource_usage(cubin: bytes) -> dict:
+    """Registers per thread and stack bytes (register spills and local arrays) of a cubin, as
+    `cuobjdump -res-usage` (shipped with Triton's CUDA backend) reports them: what sets occupancy,
+    without a GPU."""
+    import re
+    import subprocess
+
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([str(tool), "-res-usage", f.name], capture_output=True, text=True, check=True).stdout
+    usage = re.search(r"REG:(\d+) STACK:(\d+)", out)
+    return {"registers": int(usage[1]), "stack_bytes": int(usage[2])} if usage else {}
 
 
 def main() -> None:
@@ -132,7 +154,8 @@ def main() -> None:
                 continue
             row = {"size": size, "kernel": name, **compile_for_sm90(kernel, kwargs)}
             print(
-                f"{size:>4} {name:<22} {row['seconds']:7.1f} s  ttgir {row['stages'].get('ttgir', 0):6.1f} s",
+                f"{size:>4} {name:<22} {row['seconds']:7.1f} s  ttgir {row['stages'].get('ttgir', 0):6.1f} s"
+                f"  registers {row.get('registers')}  stack {row.get('stack_bytes')} B",
                 flush=True,
             )
             rows.append(row)

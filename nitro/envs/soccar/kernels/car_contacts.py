@@ -333,15 +333,17 @@ friction, the restitution, two spare; BT."""
 PAIR_COUNT_BITS = constexpr(3)
 """Bits per car pair in an env's `body_mask` word, after one bit per car-ball row: the pair's points
 held (0 to 4), which fill its first rows."""
+PAIR_COUNT_MASK = constexpr(7)
 
 
 @jit
 def row_held(mask, k, NUM_CARS: tl.constexpr, POINTS: tl.constexpr):
     """Whether an env's body row ``k`` holds a point, from its `body_mask` word: bit k for the car-ball
     rows (k < NUM_CARS), else the pair's count of held points (`PAIR_COUNT_BITS` bits per pair)."""
-    pair = (k - NUM_CARS) // POINTS
-    count = (mask >> (NUM_CARS + PAIR_COUNT_BITS * tl.maximum(pair, 0))) & ((1 << PAIR_COUNT_BITS) - 1)
-    return tl.where(k < NUM_CARS, ((mask >> k) & 1) != 0, (k - NUM_CARS) % POINTS < count)
+    k = k + mask * 0  # a tensor, as the loop's index is on the GPU (the interpreter's is an int)
+    pair = tl.maximum((k - NUM_CARS) // POINTS, 0)
+    count = (mask >> (NUM_CARS + PAIR_COUNT_BITS * pair)) & PAIR_COUNT_MASK
+    return tl.where(k < NUM_CARS, ((mask >> k) & 1) != 0, k - NUM_CARS - pair * POINTS < count)
 
 
 @jit
