@@ -7,8 +7,6 @@ polygons are tuples of 8 slots (x, y) with a count, as the reference's [P, 8, 2]
 
 from __future__ import annotations
 
-import numpy as np
-
 from nitro.envs.soccar import car_car as reference
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
