@@ -58,8 +58,9 @@ def to_actions(actions: Any, space: Space, device: torch.device) -> torch.Tensor
     return actions
 
 
-def to_numpy(x: torch.Tensor) -> np.ndarray:
-    """A numpy copy (never a view of env state, which nitro may hand out as the observation)."""
+def to_numpy(x: torch.Tensor, copy: bool = True) -> np.ndarray:
+    """A numpy copy (never a view of env state, which nitro may hand out as the observation); with
+    ``copy=False`` a CPU tensor's own memory, for arrays that are read and not handed on."""
     if x.device.type == "cpu" and not x.requires_grad:
-        return x.numpy().copy()  # no kernel: what small CPU batches pay for
+        return x.numpy().copy() if copy else x.numpy()  # no kernel: what small CPU batches pay for
     return x.detach().to("cpu", copy=True).numpy()

@@ -67,7 +67,7 @@ class SB3VecEnv(_SB3VecEnv):
         if actions is None:
             raise RuntimeError("call step_async(actions) before step_wait()")
         obs, reward, terminated, truncated, info = self.venv.step(actions)
-        terminated, truncated = to_numpy(terminated), to_numpy(truncated)
+        terminated, truncated = to_numpy(terminated, copy=False), to_numpy(truncated, copy=False)
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{"TimeLimit.truncated": t} for t in (truncated & ~terminated).tolist()]
         if dones.any():

@@ -23,7 +23,7 @@ from typing import Any, Callable, Generic, NamedTuple, TypeVar
 
 import torch
 
-from nitro.core import rng, tree
+from nitro.core import host, rng, tree
 from nitro.core.spaces import Space
 
 S = TypeVar("S")
@@ -132,9 +132,11 @@ def autoreset_step(env: Env, state, action: torch.Tensor, key: torch.Tensor, laz
     host, so it is for eager stepping on a CPU, where that costs nothing and the reset's kernels do)."""
     k_step, k_reset = rng.split(key)
     final_state, final_obs, reward, terminated, truncated = env.step(state, action, k_step)
-    done = terminated | truncated
+    ended, cut = host.views(terminated, truncated)  # numpy views on small CPU batches (nitro.core.host)
+    done = ended | cut
     if lazy and not bool(done.any()):  # sync-ok: only on a CPU (VecEnv)
         return Transition(final_state, final_obs, reward, terminated, truncated, final_obs, final_state)
+    (done,) = host.tensors(done)
     num_envs = done.shape[0]
     fresh = env.reset(k_reset, num_envs, done.device)
     next_state = tree.where(done, fresh, final_state)

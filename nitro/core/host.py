@@ -25,8 +25,8 @@ def eager_cpu(x: torch.Tensor) -> bool:
     ``torch.compile``'s and the JIT tracer's tracing and outside any dispatch mode (one that watches or
     fakes the ops, as tests/host_traffic.py does, must see PyTorch's route, the one CUDA takes): where
     numpy views are both possible and worth it."""
-    return (type(x) is torch.Tensor and x.device.type == "cpu" and 0 < x.dim() and x.numel() < GRAIN
-            and not torch.compiler.is_compiling() and not torch.jit.is_tracing()
+    return (type(x) is torch.Tensor and x.is_cpu and 0 < x.ndim and x.numel() < GRAIN
+            and not torch.compiler.is_compiling() and not torch._C._is_tracing()
             and not is_in_torch_dispatch_mode())
 
 
@@ -39,3 +39,19 @@ def views(*xs: torch.Tensor) -> tuple:
 def tensors(*xs) -> tuple[torch.Tensor, ...]:
     """Tensors sharing memory with numpy results; tensors pass through."""
     return tuple(torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in xs)
+
+
+def where(condition, x, y):
+    """``torch.where`` on tensors, ``numpy.where`` on numpy views: the one selection the operators lack.
+    Python floats select as float32 on both routes (PyTorch's default dtype; numpy would widen them)."""
+    if isinstance(condition, np.ndarray):
+        f32 = lambda v: np.float32(v) if isinstance(v, float) else v
+        return np.where(condition, f32(x), f32(y))
+    return torch.where(condition, x, y)
+
+
+def stack(xs, dim: int):
+    """``torch.stack`` of tensors, ``numpy.stack`` of numpy views."""
+    if isinstance(xs[0], np.ndarray):
+        return np.stack(xs, axis=dim)
+    return torch.stack(xs, dim)

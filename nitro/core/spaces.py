@@ -35,7 +35,7 @@ def _check_meta(name: str, actions, num_envs: int, shape: tuple[int, ...], kinds
     kind = "float" if actions.dtype.is_floating_point else ("bool" if actions.dtype == torch.bool else "integer")
     if kind not in kinds:
         raise TypeError(f"{name} actions must have an {' or '.join(kinds)} dtype, got {actions.dtype}")
-    if actions.device != torch.device(device):
+    if actions.device != (device if isinstance(device, torch.device) else torch.device(device)):
         raise ValueError(f"{name} actions are on {actions.device} but the env runs on {device}; "
                          f"move them with actions.to({str(device)!r})")
 

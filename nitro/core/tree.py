@@ -9,7 +9,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+import numpy as np
 import torch
+
+from nitro.core import host
 
 
 def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
@@ -39,9 +42,19 @@ def leaves(tree: Any) -> list[torch.Tensor]:
 def where(mask: torch.Tensor, a: Any, b: Any) -> Any:
     """Select per env: ``a`` where ``mask`` [N] is true, else ``b`` (leaf-wise)."""
 
-    def pick(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        m = mask if x.dim() == mask.dim() else mask.view(mask.shape + (1,) * (x.dim() - mask.dim()))
-        return torch.where(m, x, y)
+    if host.eager_cpu(mask):  # small CPU batches select through numpy views (nitro.core.host)
+        (m,) = host.views(mask)
+
+        def pick(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            if x.dtype != y.dtype or x.shape != y.shape or x.device.type != "cpu":
+                return torch.where(mask.view(mask.shape + (1,) * (x.dim() - mask.dim())), x, y)
+            mx = m if x.dim() == m.ndim else m.reshape(m.shape + (1,) * (x.dim() - m.ndim))
+            return torch.from_numpy(np.where(mx, x.numpy(), y.numpy()))  # sync-ok: CPU tensors
+    else:
+
+        def pick(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            m = mask if x.dim() == mask.dim() else mask.view(mask.shape + (1,) * (x.dim() - mask.dim()))
+            return torch.where(m, x, y)
 
     return tree_map(pick, a, b)
 

@@ -74,11 +74,11 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
         p = self.params
         total_mass = p.masspole + p.masscart
         polemass_length = p.masspole * p.length
-        force = torch.where(action == 1, p.force_mag, -p.force_mag)
         costheta, sintheta = torch.cos(state.theta), torch.sin(state.theta)
         # operators only from here on: on small CPU batches they run on numpy views (nitro.core.host)
-        x, x_dot, theta, theta_dot, elapsed, force, costheta, sintheta = host.views(
-            state.x, state.x_dot, state.theta, state.theta_dot, state.elapsed, force, costheta, sintheta)
+        x, x_dot, theta, theta_dot, elapsed, action, costheta, sintheta = host.views(
+            state.x, state.x_dot, state.theta, state.theta_dot, state.elapsed, action, costheta, sintheta)
+        force = host.where(action == 1, p.force_mag, -p.force_mag)
 
         temp = (force + polemass_length * theta_dot**2 * sintheta) / total_mass
         thetaacc = (p.gravity * sintheta - costheta * temp) / (
@@ -98,15 +98,13 @@ class CartPole(Env[CartPoleState, CartPoleParams]):
         elapsed = elapsed + 1
         terminated = (abs(x) > p.x_threshold) | (abs(theta) > p.theta_threshold_radians)
         truncated = elapsed >= p.max_episode_steps
-        x, x_dot, theta, theta_dot, elapsed, terminated, truncated = host.tensors(
-            x, x_dot, theta, theta_dot, elapsed, terminated, truncated)
         # Gymnasium pays the step reward on the failing step too; only Sutton-Barto's variant differs.
-        if p.sutton_barto_reward:
-            reward = torch.where(terminated, -1.0, 0.0)
-        else:
-            reward = torch.ones_like(x)
-        next_state = CartPoleState(x, x_dot, theta, theta_dot, elapsed)
-        return next_state, self.observe(next_state), reward, terminated, truncated
+        on_failure, otherwise = (-1.0, 0.0) if p.sutton_barto_reward else (1.0, 1.0)
+        reward = host.where(terminated, on_failure, otherwise)
+        obs = host.stack((x, x_dot, theta, theta_dot), -1)  # `observe`
+        x, x_dot, theta, theta_dot, elapsed, obs, reward, terminated, truncated = host.tensors(
+            x, x_dot, theta, theta_dot, elapsed, obs, reward, terminated, truncated)
+        return CartPoleState(x, x_dot, theta, theta_dot, elapsed), obs, reward, terminated, truncated
 
     def observe(self, state):
         return torch.stack([state.x, state.x_dot, state.theta, state.theta_dot], -1)
