@@ -42,19 +42,14 @@ def leaves(tree: Any) -> list[torch.Tensor]:
 def where(mask: torch.Tensor, a: Any, b: Any) -> Any:
     """Select per env: ``a`` where ``mask`` [N] is true, else ``b`` (leaf-wise)."""
 
-    if host.eager_cpu(mask):  # small CPU batches select through numpy views (nitro.core.host)
-        (m,) = host.views(mask)
+    m = host.views(mask)[0] if host.eager_cpu(mask) else None  # small CPU batches: numpy views (nitro.core.host)
 
-        def pick(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            if x.dtype != y.dtype or x.shape != y.shape or x.device.type != "cpu":
-                return torch.where(mask.view(mask.shape + (1,) * (x.dim() - mask.dim())), x, y)
-            mx = m if x.dim() == m.ndim else m.reshape(m.shape + (1,) * (x.dim() - m.ndim))
-            return torch.from_numpy(np.where(mx, x.numpy(), y.numpy()))  # sync-ok: CPU tensors
-    else:
-
-        def pick(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            m = mask if x.dim() == mask.dim() else mask.view(mask.shape + (1,) * (x.dim() - mask.dim()))
-            return torch.where(m, x, y)
+    def pick(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        extra = (1,) * (x.dim() - mask.dim())
+        if (m is not None and x.dtype == y.dtype and x.shape == y.shape and x.is_cpu and y.is_cpu
+                and not (x.requires_grad or y.requires_grad)):
+            return torch.from_numpy(np.where(m.reshape(m.shape + extra), x.numpy(), y.numpy()))  # sync-ok: CPU
+        return torch.where(mask.view(mask.shape + extra), x, y)
 
     return tree_map(pick, a, b)
 

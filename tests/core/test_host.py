@@ -40,9 +40,9 @@ def test_key_hashes_match_bit_for_bit(monkeypatch):
         assert ours.dtype == theirs.dtype and torch.equal(ours, theirs)
 
 
-@pytest.mark.parametrize("integrator", ["euler", "semi-implicit euler"])
-def test_cartpole_step_matches_bit_for_bit(monkeypatch, integrator):
-    env = CartPole(CartPoleParams(kinematics_integrator=integrator))
+@pytest.mark.parametrize("integrator, sutton_barto", [("euler", False), ("semi-implicit euler", True)])
+def test_cartpole_step_matches_bit_for_bit(monkeypatch, integrator, sutton_barto):
+    env = CartPole(CartPoleParams(kinematics_integrator=integrator, sutton_barto_reward=sutton_barto))
     g = torch.Generator().manual_seed(1)
     n = 4096  # below host.GRAIN: the numpy route
     # states well past the termination bounds too, and step counts at the time limit

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from nitro.core import tree
+from nitro.core.host import GRAIN
 
 
 @dataclass
@@ -49,6 +50,22 @@ def test_where_selects_per_env_for_every_leaf():
     w = tree.where(mask, a, b)
     for leaf, la, lb in zip(tree.leaves(w), tree.leaves(a), tree.leaves(b)):
         assert torch.equal(leaf[mask], la[mask]) and torch.equal(leaf[~mask], lb[~mask])
+
+
+def test_where_numpy_route_matches_torch_where():
+    """Small CPU batches select through numpy views (`host.eager_cpu`); a batch of GRAIN envs and a
+    leaf that needs grad take PyTorch's route. Every leaf must come out as torch.where gives it: same
+    values, dtype and shape."""
+    for n in (4, GRAIN):
+        a, b = make(n, offset=0.0), make(n, offset=10.0)
+        a.inner.vel.requires_grad_(True)
+        mask = torch.arange(n) % 3 == 0
+        w = tree.where(mask, a, b)
+        for leaf, la, lb in zip(tree.leaves(w), tree.leaves(a), tree.leaves(b)):
+            m = mask.view(mask.shape + (1,) * (la.dim() - 1))
+            expected = torch.where(m, la, lb)
+            assert leaf.dtype == expected.dtype and torch.equal(leaf.detach(), expected.detach())
+        assert w.inner.vel.requires_grad
 
 
 def test_index_and_put():
