@@ -11,7 +11,7 @@ from nitro.envs.soccar import car_car as reference
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
 from nitro.envs.soccar.kernels.rigid_body import column, mat_vec
-from nitro.envs.soccar.kernels.vec import add, atan2, dot, neg, scale, sub, where
+from nitro.envs.soccar.kernels.vec import add, atan2, dot, neg, pick, pick3, scale, sub, where
 
 FUDGE_FACTOR = constexpr(reference.FUDGE_FACTOR)
 FUDGE2 = constexpr(reference.FUDGE2)
@@ -29,24 +29,6 @@ POINTS = constexpr(reference.BOX_BOX_MAX_CONTACTS)
 def _vec_mat(v, m):
     """v * m (= transpose(m) v): each column of ``m`` dotted with ``v``."""
     return dot(column(m, 0), v), dot(column(m, 1), v), dot(column(m, 2), v)
-
-
-@jit
-def _pick(values, index, N: tl.constexpr):
-    """values[index] for a per-lane index over a static tuple of N per-lane values."""
-    out = values[0]
-    for j in tl.static_range(1, N):
-        out = tl.where(index == j, values[j], out)
-    return out
-
-
-@jit
-def _pick3(vectors, index, N: tl.constexpr):
-    """vectors[index] for a per-lane index over a static tuple of N vectors."""
-    out = vectors[0]
-    for j in tl.static_range(1, N):
-        out = where(index == j, vectors[j], out)
-    return out
 
 
 @jit
@@ -147,8 +129,8 @@ def cull_points(x, y, n, first):
         cx = tl.where(live, cx + q * (x[i] + x[i + 1]), cx)
         cy = tl.where(live, cy + q * (y[i] + y[i + 1]), cy)
     last = tl.maximum(n - 1, 0)
-    xl = _pick(x, last, SLOTS)
-    yl = _pick(y, last, SLOTS)
+    xl = pick(x, last, SLOTS)
+    yl = pick(y, last, SLOTS)
     q = xl * y[0] - x[0] * yl
     area = a + q
     big = tl.abs(area) > SIMD_EPSILON
@@ -160,21 +142,21 @@ def cull_points(x, y, n, first):
     for i in tl.static_range(SLOTS):
         angles = angles + (atan2(y[i] - cy, x[i] - cx),)
         taken = taken + ((i >= n) | (first == i),)
-    a0 = _pick(angles, first, SLOTS)
+    a0 = pick(angles, first, SLOTS)
     chosen = (first,)
     for j in tl.static_range(1, POINTS):
         target = j * CULL_STEP + a0
         target = tl.where(target > M_PI_F, target - TWO_PI_F, target)
         best = zero + 1e9
-        pick = first
+        nearest = first
         for i in tl.static_range(SLOTS):  # strict <: the first nearest wins
             diff = tl.abs(angles[i] - target)
             diff = tl.where(diff > M_PI_F, TWO_PI_F - diff, diff)
             better = (~taken[i]) & (diff < best)
             best = tl.where(better, diff, best)
-            pick = tl.where(better, i, pick)
-        taken = _put(taken, pick, True, True, SLOTS)
-        chosen = chosen + (pick,)
+            nearest = tl.where(better, i, nearest)
+        taken = _put(taken, nearest, True, True, SLOTS)
+        chosen = chosen + (nearest,)
     return chosen
 
 
@@ -247,8 +229,8 @@ def box_box(p1, r1, a, p2, r2, b):
         invert = tl.where(better, expr1 < 0, invert)
         code = tl.where(better, k + 7, code)
     touching = (~separated) & (code > 0)
-    face_normal = where(code <= 3, _pick3(c1, tl.minimum(tl.maximum(code - 1, 0), 2), 3),
-                        _pick3(c2, tl.minimum(tl.maximum(code - 4, 0), 2), 3))  # fmt: skip
+    face_normal = where(code <= 3, pick3(c1, tl.minimum(tl.maximum(code - 1, 0), 2), 3),
+                        pick3(c2, tl.minimum(tl.maximum(code - 4, 0), 2), 3))  # fmt: skip
     normal = where(code <= 6, face_normal, mat_vec(r1, normal_c))
     normal = where(invert, neg(normal), normal)
     depth = -s
@@ -262,8 +244,8 @@ def box_box(p1, r1, a, p2, r2, b):
     for j in tl.static_range(3):
         sign = tl.where(dot(normal, c2[j]) > 0, -1.0, 1.0)
         pb = add(pb, scale(c2[j], sign * b[j]))
-    ua = _pick3(c1, tl.minimum(tl.maximum((code - 7) // 3, 0), 2), 3)
-    ub = _pick3(c2, (code + 2) % 3, 3)  # (code - 7) mod 3, non-negative
+    ua = pick3(c1, tl.minimum(tl.maximum((code - 7) // 3, 0), 2), 3)
+    ub = pick3(c2, (code + 2) % 3, 3)  # (code - 7) mod 3, non-negative
     _, beta = line_closest_approach(pa, ua, pb, ub)
     edge_point = add(pb, scale(ub, beta))
 
@@ -281,39 +263,39 @@ def box_box(p1, r1, a, p2, r2, b):
     lanr = tl.where(anr[1] > anr[0], tl.where(anr[1] > anr[2], 1, 2), tl.where(anr[0] > anr[2], 0, 2))
     a1i = tl.where(lanr == 0, 1, 0)
     a2i = tl.where(lanr == 2, 1, 2)
-    sb_l = _pick(sb, lanr, 3)
-    rb_l = _pick3(rb, lanr, 3)
-    nr_l = _pick(nr, lanr, 3)
+    sb_l = pick(sb, lanr, 3)
+    rb_l = pick3(rb, lanr, 3)
+    nr_l = pick(nr, lanr, 3)
     offset = sub(pb_f, pa_f)
     center = where(nr_l < 0, add(offset, scale(rb_l, sb_l)), sub(offset, scale(rb_l, sb_l)))
     code_n = tl.minimum(tl.maximum(tl.where(on_1, code - 1, code - 4), 0), 2)
     code1 = tl.where(code_n == 0, 1, 0)
     code2 = tl.where(code_n == 2, 1, 2)
-    ra1 = _pick3(ra, code1, 3)
-    ra2 = _pick3(ra, code2, 3)
-    rb1 = _pick3(rb, a1i, 3)
-    rb2 = _pick3(rb, a2i, 3)
+    ra1 = pick3(ra, code1, 3)
+    ra2 = pick3(ra, code2, 3)
+    rb1 = pick3(rb, a1i, 3)
+    rb2 = pick3(rb, a2i, 3)
     cc1 = dot(center, ra1)
     cc2 = dot(center, ra2)
     m11 = dot(ra1, rb1)
     m12 = dot(ra1, rb2)
     m21 = dot(ra2, rb1)
     m22 = dot(ra2, rb2)
-    sb1 = _pick(sb, a1i, 3)
-    sb2 = _pick(sb, a2i, 3)
+    sb1 = pick(sb, a1i, 3)
+    sb2 = pick(sb, a2i, 3)
     k1 = m11 * sb1
     k2 = m21 * sb1
     k3 = m12 * sb2
     k4 = m22 * sb2
     quad_x = (cc1 - k1 - k3, cc1 - k1 + k3, cc1 + k1 + k3, cc1 + k1 - k3)
     quad_y = (cc2 - k2 - k4, cc2 - k2 + k4, cc2 + k2 + k4, cc2 + k2 - k4)
-    rx, ry, n = intersect_rect_quad((_pick(sa, code1, 3), _pick(sa, code2, 3)), quad_x, quad_y)
+    rx, ry, n = intersect_rect_quad((pick(sa, code1, 3), pick(sa, code2, 3)), quad_x, quad_y)
     det1 = 1.0 / (m11 * m22 - m12 * m21)
     m11 = m11 * det1
     m12 = m12 * det1
     m21 = m21 * det1
     m22 = m22 * det1
-    sa_n = _pick(sa, code_n, 3)
+    sa_n = pick(sa, code_n, 3)
     # the points inside the reference face's slab, compacted in order: (x, y, point, depth)
     kx = _fill(zero, SLOTS)
     ky = kx
@@ -344,17 +326,18 @@ def box_box(p1, r1, a, p2, r2, b):
         best = tl.where(better, dep[i], best)
         deepest = tl.where(better, i, deepest)
     many = cnum > POINTS
-    pick = (deepest * 0, deepest * 0 + 1, deepest * 0 + 2, deepest * 0 + 3)
+    slots = (deepest * 0, deepest * 0 + 1, deepest * 0 + 2, deepest * 0 + 3)
     if tl.max(many.to(tl.int32), axis=0) > 0:
         culled = cull_points(kx, ky, cnum, deepest)
-        pick = (tl.where(many, culled[0], pick[0]), tl.where(many, culled[1], pick[1]),
-                tl.where(many, culled[2], pick[2]), tl.where(many, culled[3], pick[3]))  # fmt: skip
+        slots = (tl.where(many, culled[0], slots[0]), tl.where(many, culled[1], slots[1]),
+                tl.where(many, culled[2], slots[2]), tl.where(many, culled[3], slots[3]))  # fmt: skip
     count = tl.where(touching, tl.where(code > 6, 1, tl.minimum(cnum, POINTS)), 0)
     points = ()
     depths = ()
     for j in tl.static_range(POINTS):
-        face_point = add((_pick(px, pick[j], SLOTS), _pick(py, pick[j], SLOTS), _pick(pz, pick[j], SLOTS)), pa_f)
-        face_dep = _pick(dep, pick[j], SLOTS)
+        face_point = (pick(px, slots[j], SLOTS), pick(py, slots[j], SLOTS), pick(pz, slots[j], SLOTS))
+        face_point = add(face_point, pa_f)
+        face_dep = pick(dep, slots[j], SLOTS)
         face_point = where(on_1, face_point, sub(face_point, scale(normal, face_dep)))
         points = points + (where(code > 6, edge_point, face_point),)
         depths = depths + (-tl.where(code > 6, depth, face_dep),)
@@ -437,7 +420,7 @@ def car_car_contacts(pos_a, rot_a, hitbox_a, pos_b, rot_b, hitbox_b):
         moved = ()
         for f in tl.static_range(7):
             moved = moved + (
-                _put(columns[f], POINTS - 1 - j + last * 0, _pick(columns[f], last, POINTS), gone[POINTS - 1 - j], POINTS),
+                _put(columns[f], POINTS - 1 - j + last * 0, pick(columns[f], last, POINTS), gone[POINTS - 1 - j], POINTS),
             )
         columns = moved
         kept = kept - gone[POINTS - 1 - j].to(tl.int32)

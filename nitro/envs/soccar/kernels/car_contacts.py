@@ -21,7 +21,9 @@ from nitro.envs.soccar.kernels.manifolds import add_manifold_point, fill4, fill1
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec
 from nitro.envs.soccar.kernels.sequential_impulse import row_impulse, setup_rows, simd_dot3
 from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
-from nitro.envs.soccar.kernels.vec import add, cross, dot, load, load_row, load_uniform, neg, scale, sub, where
+from nitro.envs.soccar.kernels.vec import (
+    add, cross, dot, load, load_row, load_uniform, neg, pick, pick3, scale, sub, where,
+)
 from nitro.envs.soccar.vec import BOX_SUPPORT_TIE as _BOX_SUPPORT_TIE
 
 UU_TO_BT = constexpr(C.UU_TO_BT)
@@ -355,23 +357,6 @@ def body_row(normal, rel_a, rel_b, depth, body_a, body_b, friction, restitution)
 
 
 @jit
-def _pick(values, index, N: tl.constexpr):
-    """values[index] for a per-lane index, over a static tuple of N per-lane values."""
-    out = values[0]
-    for j in tl.static_range(1, N):
-        out = tl.where(index == j, values[j], out)
-    return out
-
-
-@jit
-def _pick3(vectors, index, N: tl.constexpr):
-    out = vectors[0]
-    for j in tl.static_range(1, N):
-        out = where(index == j, vectors[j], out)
-    return out
-
-
-@jit
 def _pick9(matrices, index, N: tl.constexpr):
     out = matrices[0]
     for j in tl.static_range(1, N):
@@ -405,8 +390,8 @@ def _body(bodies, index, N: tl.constexpr):
     inv_inertia), each a tuple over the N bodies, as `setup_rows` takes one."""
     vel, ang_vel, ext_v, ext_w, inv_mass, inv_inertia = bodies
     return (
-        _pick3(vel, index, N), _pick3(ang_vel, index, N), _pick3(ext_v, index, N), _pick3(ext_w, index, N),
-        _pick(inv_mass, index, N), _pick9(inv_inertia, index, N),
+        pick3(vel, index, N), pick3(ang_vel, index, N), pick3(ext_v, index, N), pick3(ext_w, index, N),
+        pick(inv_mass, index, N), _pick9(inv_inertia, index, N),
     )  # fmt: skip
 
 
@@ -417,12 +402,12 @@ def _impulse(state, a, b, row, rhs, applied, lower, upper, on, inv_mass_a, inv_m
     and the new applied impulse."""
     lin, ang = state
     n_, angular_a, normal_b, angular_b = row[0], row[2], row[3], row[5]
-    lin_a, ang_a = _pick3(lin, a, N), _pick3(ang, a, N)
-    lin_b, ang_b = _pick3(lin, b, N), _pick3(ang, b, N)
+    lin_a, ang_a = pick3(lin, a, N), pick3(ang, a, N)
+    lin_b, ang_b = pick3(lin, b, N), pick3(ang, b, N)
     delta, new = row_impulse(row, rhs, applied, lower, upper, on, lin_a, ang_a, lin_b, ang_b)
     lin = _put3(lin, a, add(lin_a, scale(scale(n_, inv_mass_a), delta)), N)
     ang = _put3(ang, a, add(ang_a, scale(angular_a, delta)), N)
-    lin_b, ang_b = _pick3(lin, b, N), _pick3(ang, b, N)
+    lin_b, ang_b = pick3(lin, b, N), pick3(ang, b, N)
     lin = _put3(lin, b, add(lin_b, scale(scale(normal_b, inv_mass_b), delta)), N)
     ang = _put3(ang, b, add(ang_b, scale(angular_b, delta)), N)
     return (lin, ang), tl.where(on, new, applied)
@@ -475,8 +460,8 @@ def solve_bodies(
                 if tl.max(on.to(tl.int32), axis=0) > 0:
                     a, b, row, push_rhs, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
                     moved, new = _impulse(
-                        (push, turn), a, b, row, push_rhs, _pick(pushed, k, NUM_ROWS), 0.0, 1e30, on & (push_rhs != 0),
-                        _pick(bodies[4], a, NUM_BODIES), _pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
+                        (push, turn), a, b, row, push_rhs, pick(pushed, k, NUM_ROWS), 0.0, 1e30, on & (push_rhs != 0),
+                        pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     push, turn = moved
                     pushed = _put(pushed, k, new, NUM_ROWS)
@@ -488,8 +473,8 @@ def solve_bodies(
                 if tl.max(on.to(tl.int32), axis=0) > 0:
                     a, b, row, _, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
                     moved, new = _impulse(
-                        (dv, dw), a, b, row, row[7], _pick(normal_applied, k, NUM_ROWS), 0.0, 1e30, on,
-                        _pick(bodies[4], a, NUM_BODIES), _pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
+                        (dv, dw), a, b, row, row[7], pick(normal_applied, k, NUM_ROWS), 0.0, 1e30, on,
+                        pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     dv, dw = moved
                     normal_applied = _put(normal_applied, k, new, NUM_ROWS)
@@ -497,11 +482,11 @@ def solve_bodies(
                 on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
                     a, b, _, _, f_row, friction = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
-                    held = _pick(normal_applied, k, NUM_ROWS)
+                    held = pick(normal_applied, k, NUM_ROWS)
                     limit = friction * held
                     moved, new = _impulse(
-                        (dv, dw), a, b, f_row, f_row[7], _pick(friction_applied, k, NUM_ROWS), -limit, limit,
-                        on & (held > 0), _pick(bodies[4], a, NUM_BODIES), _pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
+                        (dv, dw), a, b, f_row, f_row[7], pick(friction_applied, k, NUM_ROWS), -limit, limit,
+                        on & (held > 0), pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     dv, dw = moved
                     friction_applied = _put(friction_applied, k, new, NUM_ROWS)

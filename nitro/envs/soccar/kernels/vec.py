@@ -43,6 +43,24 @@ def where(c, a, b):
 
 
 @jit
+def pick(values, index, N: tl.constexpr):
+    """values[index] for a per-lane index, over a static tuple of N per-lane values."""
+    out = values[0]
+    for j in tl.static_range(1, N):
+        out = tl.where(index == j, values[j], out)
+    return out
+
+
+@jit
+def pick3(vectors, index, N: tl.constexpr):
+    """`pick` over a static tuple of N vectors."""
+    out = vectors[0]
+    for j in tl.static_range(1, N):
+        out = where(index == j, vectors[j], out)
+    return out
+
+
+@jit
 def rotate(v, axis, angle):
     """Rotate v about ``axis`` (any length) by angle, right-handed (Rodrigues, as btQuaternion)."""
     k = scale(axis, 1.0 / tl.sqrt(dot(axis, axis)))
