@@ -26,9 +26,9 @@ memory operations times the square of the kernel's size, 600 s of a CPU for one 
 What differs from the reference tick: each car body meets the arena in Bullet's step through
 `car_contacts.car_world_contacts` (separating axes for the mesh triangles, the deepest corner for the
 planes, as `car_world.plane_contacts`) and is solved by `car_contacts.solve_car_world`, where the
-reference runs Bullet's GJK/EPA; the contacts between bodies come from `kernels/car_contacts.py` (the
-car-ball distance in closed form, the car pairs' separating axes and deepest corners, where the
-reference runs GJK and btBoxBoxDetector), and Bullet's one joint solve of every row is split in two:
+reference runs Bullet's GJK/EPA; the car-ball contact comes from `kernels/car_contacts.py` (the
+distance in closed form, where the reference runs GJK; the car pairs' are btBoxBoxDetector's, as the
+reference's, `kernels/car_car.py`), and Bullet's one joint solve of every row is split in two:
 the rows between bodies solved alone (`solve_bodies`), then each body's arena rows starting from
 their deltas (docs/SOCCAR.md measures what that costs). The callbacks fire from the same contacts.
 The wheels' rays, as the reference's, meet the arena, the other cars and the ball
