@@ -137,16 +137,8 @@ def closest_pt_point_tetrahedron(a, b, c, d):
         any_out = any_out | (o > 0)
         point, sub_bary, sub_used = closest_pt_point_triangle(p, q, r)
         first = f == 0
-        face_bary = (
-            tl.where(first, sub_bary[0], face_bary[0]),
-            tl.where(first, sub_bary[1], face_bary[1]),
-            tl.where(first, sub_bary[2], face_bary[2]),
-        )
-        face_used = (
-            tl.where(first, sub_used[0], face_used[0]),
-            tl.where(first, sub_used[1], face_used[1]),
-            tl.where(first, sub_used[2], face_used[2]),
-        )
+        face_bary = where(first, sub_bary, face_bary)
+        face_used = where(first, sub_used, face_used)
         sq = dot(point, point)
         better = (o > 0) & (sq < best)
         best = tl.where(better, sq, best)
