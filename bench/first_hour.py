@@ -7,8 +7,11 @@ Gymnasium's SyncVectorEnv of its own CartPole.
     python3 bench/first_hour.py OUTDIR --parts train sb3   # CPU
 
 train: ``python3 -m nitro.cli train cartpole`` as a user runs it (a fresh process, the preset as it
-is), wall time from start to exit. Cold: empty Inductor and Triton caches (new folders given through
-TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR); warm: the same command again, reusing them. Each run must
+is), wall time from start to exit. Cold: empty Inductor, Triton and Python bytecode caches (new folders
+given through TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR and PYTHONPYCACHEPREFIX: the lent GPU machines'
+PyTorch install has no .pyc files and cannot take any, so without the prefix every run compiled PyTorch's
+sources again, about 3 s, where a pip install has them precompiled); warm: the same command again,
+reusing them. Each run must
 reach the preset's target (mean return of the last 100 episodes >= 475). Each run's wall time is split
 into phases: import (Python, PyTorch and nitro, up to the train command's start), setup (config,
 device, env, policy, run directory), capture (compile and CUDA graph capture before the first update),
@@ -56,7 +59,8 @@ def train_runs(out: Path, warm_runs: int) -> tuple[list[dict], dict]:
     out = out.resolve()  # the command runs in ``out``: a relative run.dir would land below it
     caches = Path(tempfile.mkdtemp(prefix="nitro-first-hour-"))
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton")}
+           "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton"),
+           "PYTHONPYCACHEPREFIX": str(caches / "pycache")}
     rows = [train_run(out, env, "cold" if i == 0 else f"warm {i}") for i in range(1 + warm_runs)]
     profile = out / "train.prof"
     profiled = train_run(out, env, "warm, under cProfile", ("-m", "cProfile", "-o", str(profile)))

@@ -96,39 +96,52 @@ def handle_mode(mode: str, device: torch.device) -> str:
     return mode
 
 
-def _handle_step(env, state, actions, keys):
-    """One handle step: split the keys, step with same-step auto-reset (what ``VecEnv.step`` does)."""
-    use, keys = rng.split(keys)
+def _handle_step(env, state, keys, actions, results) -> None:
+    """One handle step in place (what ``VecEnv.step`` does): split the keys, step with same-step
+    auto-reset; ``state`` and ``keys`` advance, and (obs, reward, terminated, truncated, final_obs) are
+    written to ``results``. Compiled, each result is stored straight from the kernel that computes it."""
+    use, next_keys = rng.split(keys)
     t = autoreset_step(env, state, actions, use)
-    return t.state, keys, (t.obs, t.reward, t.terminated, t.truncated, t.final_obs)
+    tree.copy_(state, t.state)
+    keys.copy_(next_keys)
+    for buffer, value in zip(results, (t.obs, t.reward, t.terminated, t.truncated, t.final_obs)):
+        buffer.copy_(value)
 
 
-def _handle_sample(env, num_rows: int, num_agents: int, state, keys):
-    """Uniform legal actions for every agent row (what ``VecEnv.sample_actions`` does)."""
-    use, keys = rng.split(keys)
-    actions = env.action_space.sample(agents.row_keys(use, num_agents), num_rows, env.action_mask(state))
-    return keys, actions
+def _handle_sample(env, num_rows: int, num_agents: int, state, keys, actions) -> None:
+    """Uniform legal actions for every agent row into ``actions`` (what ``VecEnv.sample_actions`` does);
+    ``keys`` advance."""
+    use, next_keys = rng.split(keys)
+    actions.copy_(env.action_space.sample(agents.row_keys(use, num_agents), num_rows, env.action_mask(state)))
+    keys.copy_(next_keys)
+
+
+SHARED_RESULTS = 2
+"""Result sets whose buffers a step hands out as they are: a loop that keeps only the latest results
+(``obs, ... = env.step(...)``) alternates between two, and never pays a copy."""
 
 
 class HandleSteps:
     """``VecEnv.step`` and ``sample_actions`` compiled ("compile"), and on CUDA each also captured in a
-    CUDA graph ("graph"): a call is then one replay plus one copy of the results out per dtype (and one
-    copy of the actions in, unless they are the ones ``sample_actions`` just gave, which need neither a
-    copy nor a check). The graphs run over static buffers (state, keys, actions) that they update in
-    place; results are copied out of packed buffers (``_Packed``), so tensors a caller holds are never
-    overwritten by a later step."""
+    CUDA graph ("graph"). Both run in place over static buffers (state, keys, actions), so a call is one
+    compiled call or one replay. Sampled actions are handed out as a copy and, while unchanged, stepped
+    without a copy or a check; a policy's own actions are checked and copied in. Results land in a result
+    set (``_Results``): one of two shared sets, handed out without a copy as long as the caller no longer
+    holds anything of that set's last results, else a private set whose results are cloned out, so
+    tensors a caller holds are never overwritten by a later step."""
 
     def __init__(self, env, num_rows: int, num_agents: int, mode: str, check_actions: bool,
                  device: torch.device):
-        self.env, self.num_rows, self.check_actions, self.device = env, num_rows, check_actions, device
+        self.env, self.num_rows, self.num_agents = env, num_rows, num_agents
+        self.check_actions, self.device = check_actions, device
         self.graphed = mode == "graph"
         self.step_fn = compile(functools.partial(_handle_step, env))
         self.sample_fn = compile(functools.partial(_handle_sample, env, num_rows, num_agents))
         self.state = self.keys = self.actions = None
-        """Static buffers (graph mode)."""
-        self.step_graph: torch.cuda.CUDAGraph | None = None
+        """Static buffers: the state and keys every call advances, the actions every step reads."""
+        self.shared: list[_Results] = []
+        self.private: _Results | None = None
         self.sample_graph: torch.cuda.CUDAGraph | None = None
-        self.step_out: _Packed | None = None
         self.sampled: tuple[torch.Tensor, int] | None = None
         """The last sample_actions result and its version counter, while the actions buffer holds it."""
 
@@ -137,38 +150,36 @@ class HandleSteps:
         fresh = self.sampled is not None and actions is self.sampled[0] and actions._version == self.sampled[1]
         if self.check_actions and not fresh:
             self.env.action_space.check(actions, self.num_rows, self.device)
-        if not self.graphed:
-            return self.step_fn(state, actions, keys)
         self._load(state, keys, actions)
         if not fresh:
             self.actions.copy_(actions)
             self.sampled = None
-        if self.step_graph is None:
-            self.step_out = _Packed(self._warm(self._step_body), self.device)
-            self.step_graph = self._capture(lambda: self.step_out.write(self._step_body()))
-        self.step_graph.replay()
-        return self.state, self.keys, tuple(self.step_out.read())
+        results = self._results()
+        if results.graph is not None:
+            results.graph.replay()
+        else:
+            self.step_fn(self.state, self.keys, self.actions, results.buffers)
+        return self.state, self.keys, results.read()
 
     def sample(self, state, keys):
         """(keys, actions): uniform legal actions for every agent row."""
-        if not self.graphed:
-            return self.sample_fn(state, keys)
         self._load(state, keys, None)
-        if self.sample_graph is None:
-            self._warm(self._sample_body)
-            self.sample_graph = self._capture(self._sample_body)
-        self.sample_graph.replay()
+        if self.graphed and self.sample_graph is None:
+            self._warm(lambda: self.sample_fn(self.state, self.keys, self.actions))
+            self.sample_graph = self._capture(lambda: self.sample_fn(self.state, self.keys, self.actions))
+        if self.sample_graph is not None:
+            self.sample_graph.replay()
+        else:
+            self.sample_fn(self.state, self.keys, self.actions)
         actions = self.actions.clone()
         self.sampled = (actions, actions._version)
         return self.keys, actions
 
-    # ---- graph mode -------------------------------------------------------------------------------------
-
     def _load(self, state, keys, actions) -> None:
         """Make ``state`` and ``keys`` (new tensors after a reset) the static buffers' contents."""
         if self.actions is None:  # shape and dtype from the first actions seen, given or sampled
-            self.actions = (actions.detach().clone() if actions is not None
-                            else self.sample_fn(state, keys)[1])
+            self.actions = (actions.detach().clone() if actions is not None else self.env.action_space.sample(
+                agents.row_keys(keys, self.num_agents), self.num_rows, self.env.action_mask(state)))
         if state is self.state and keys is self.keys:
             return
         if self.state is None:
@@ -177,31 +188,43 @@ class HandleSteps:
             tree.copy_(self.state, state)
             self.keys.copy_(keys)
 
-    def _step_body(self) -> tuple:
-        state, keys, out = self.step_fn(self.state, self.actions, self.keys)
-        tree.copy_(self.state, state)
-        self.keys.copy_(keys)
-        return out
+    def _results(self) -> _Results:
+        """A shared result set the caller no longer holds, a new one, or else the private one."""
+        free = next((r for r in self.shared if r.free()), None)
+        if free is not None:
+            return free
+        if len(self.shared) < SHARED_RESULTS:
+            self.shared.append(self._new_results(shared=True))
+            return self.shared[-1]
+        if self.private is None:
+            self.private = self._new_results(shared=False)
+        return self.private
 
-    def _sample_body(self) -> None:
-        keys, actions = self.sample_fn(self.state, self.keys)
-        self.actions.copy_(actions)
-        self.keys.copy_(keys)
+    def _new_results(self, shared: bool) -> _Results:
+        """Buffers shaped as one step's results (an eager step of the static buffers, nothing written)
+        and, in graph mode, the graph that fills them."""
+        use = rng.split(self.keys)[0]
+        t = autoreset_step(self.env, self.state, self.actions, use)
+        results = _Results((t.obs, t.reward, t.terminated, t.truncated, t.final_obs), shared)
+        if self.graphed:
+            step = functools.partial(self.step_fn, self.state, self.keys, self.actions, results.buffers)
+            if not self.shared and self.private is None:  # the first set: compile and autotune first
+                self._warm(step)
+            results.graph = self._capture(step)
+        return results
 
-    def _warm(self, body):
-        """Compile and autotune outside the capture, on a side stream, leaving the buffers as they were;
-        returns the body's result (its shapes size the packed results)."""
+    def _warm(self, body) -> None:
+        """Compile and autotune outside the capture, on a side stream, leaving the buffers as they were."""
         saved = (tree.clone(self.state), self.keys.clone(), self.actions.clone())
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(2):  # each run from the same buffers: the actions are legal in that state only
-                out = body()
+                body()
                 tree.copy_(self.state, saved[0])
                 self.keys.copy_(saved[1])
                 self.actions.copy_(saved[2])
         torch.cuda.current_stream().wait_stream(side)
-        return out
 
     def _capture(self, body) -> torch.cuda.CUDAGraph:
         """A graph of ``body``; the capture runs nothing, so the buffers keep their values."""
@@ -211,38 +234,26 @@ class HandleSteps:
         return graph
 
 
-class _Packed:
-    """Tensors of fixed shapes and dtypes laid out in one flat buffer per dtype (each tensor 16-byte
-    aligned), so copying them all out is one launch per dtype, and few host calls view the copies."""
+class _Results:
+    """One step's result buffers and, in graph mode, the graph that writes them. A shared set hands out
+    views of its buffers; it is free again once the caller holds none of them (nor any view of them:
+    each view holds the buffer's storage, so the storage's use count tells). The private set hands out
+    clones."""
 
-    def __init__(self, like: tuple[torch.Tensor, ...], device: torch.device):
-        self.count = len(like)
-        groups: dict[torch.dtype, list[tuple[int, int, int, torch.Size]]] = {}
-        for i, t in enumerate(like):
-            align = max(1, 16 // t.element_size())
-            groups.setdefault(t.dtype, []).append((i, t.numel(), -(-t.numel() // align) * align, t.shape))
-        self.buffers = {dtype: torch.empty(sum(m[2] for m in members), dtype=dtype, device=device)
-                        for dtype, members in groups.items()}
-        self.plan = [(dtype, [m[2] for m in members],
-                      [(i, None if padded == n else n, None if len(shape) == 1 else shape)
-                       for i, n, padded, shape in members]) for dtype, members in groups.items()]
-        """Per dtype: the split sizes (padded), and per tensor its index, its length where padded and its
-        shape where not flat."""
-        self.views = self._views(self.buffers)
+    def __init__(self, like: tuple[torch.Tensor, ...], shared: bool):
+        self.buffers = tuple(torch.empty_like(t) for t in like)
+        self.shared = shared
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.idle = [_uses(b) for b in self.buffers]
+        """Each buffer's storage use count while only this set holds it."""
 
-    def _views(self, buffers: dict[torch.dtype, torch.Tensor]) -> list[torch.Tensor]:
-        out: list = [None] * self.count
-        for dtype, sizes, members in self.plan:
-            for (i, length, shape), part in zip(members, buffers[dtype].split_with_sizes(sizes)):
-                if length is not None:
-                    part = part[:length]
-                out[i] = part if shape is None else part.view(shape)
-        return out
+    def free(self) -> bool:
+        return all(_uses(b) == n for b, n in zip(self.buffers, self.idle))
 
-    def write(self, tensors) -> None:
-        for view, t in zip(self.views, tensors):
-            view.copy_(t)
+    def read(self) -> tuple[torch.Tensor, ...]:
+        return tuple(b.view(b.shape) if self.shared else b.clone() for b in self.buffers)
 
-    def read(self) -> list[torch.Tensor]:
-        """Fresh copies of the tensors (one clone per dtype, viewed)."""
-        return self._views({dtype: b.clone() for dtype, b in self.buffers.items()})
+
+def _uses(t: torch.Tensor) -> int:
+    """How many tensors hold ``t``'s storage (PyTorch's own test of whether a graph's outputs are alive)."""
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)

@@ -132,16 +132,32 @@ def test_handle_modes_resolve_per_device():
         nitro.make("CartPole-v1", device="cpu", mode="fast")
 
 
-def test_packed_results_come_out_as_fresh_copies():
-    like = (torch.zeros(5, 3), torch.zeros(5), torch.zeros(5, dtype=torch.bool), torch.zeros(7, dtype=torch.int64),
-            torch.zeros(3, dtype=torch.bool))
-    packed = fast._Packed(like, torch.device("cpu"))
-    values = (torch.randn(5, 3), torch.randn(5), torch.tensor([True, False, True, True, False]),
-              torch.arange(7) * 10**10, torch.tensor([False, True, True]))
-    packed.write(values)
-    first = packed.read()
-    for got, want in zip(first, values):
-        assert got.dtype == want.dtype and torch.equal(got, want)
-        assert got.data_ptr() % 16 == 0
-    packed.write(tuple(torch.zeros_like(v) for v in values))
-    assert all(torch.equal(got, want) for got, want in zip(first, values))  # earlier results stand
+def test_handle_results_are_shared_until_held(monkeypatch):
+    """The README's loop (keeping only the latest results) alternates between the two shared result sets
+    and copies nothing; results a caller keeps, whole or as a view, are never overwritten: the steps
+    after them write the other set or the private one, whose results come out as clones."""
+    monkeypatch.setattr(fast, "compile", _dynamo_only)
+    torch._dynamo.reset()
+    eager = nitro.make("CartPole-v1", num_envs=16, device="cpu", seed=5)
+    env = nitro.make("CartPole-v1", num_envs=16, device="cpu", seed=5, mode="compile")
+    eager.reset(), env.reset()
+    addresses = set()
+    for _ in range(6):
+        actions = eager.sample_actions()
+        sampled = env.sample_actions()
+        assert torch.equal(sampled, actions)
+        obs, reward, terminated, truncated, info = env.step(sampled)
+        assert torch.equal(obs, eager.step(actions)[0])
+        addresses.add(obs.data_ptr())
+    assert len(addresses) == 2 and env._fast.private is None  # the two shared sets, in turn
+    kept = []
+    for i in range(8):
+        actions = eager.sample_actions()
+        env.sample_actions()
+        e, g = eager.step(actions), env.step(actions)
+        assert all(torch.equal(a, b) for a, b in zip(e[:4], g[:4]))
+        kept.append((g[0] if i % 2 else g[0][3:], g[4]["final_obs"][:, 1], e[0] if i % 2 else e[0][3:],
+                     e[4]["final_obs"][:, 1]))  # whole results and views of them
+    assert env._fast.private is not None
+    for got, final, want, want_final in kept:
+        assert torch.equal(got, want) and torch.equal(final, want_final)
