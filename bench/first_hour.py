@@ -9,8 +9,8 @@ Gymnasium's SyncVectorEnv of its own CartPole.
 train: ``python3 -m nitro.cli train cartpole`` as a user runs it (a fresh process, the preset as it
 is), wall time from start to exit. Cold: empty Inductor, Triton and Python bytecode caches (new folders
 given through TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR and PYTHONPYCACHEPREFIX: the lent GPU machines'
-PyTorch install has no .pyc files and cannot take any, so without the prefix every run compiled PyTorch's
-sources again, about 3 s, where a pip install has them precompiled); warm: the same command again,
+PyTorch install has no .pyc files, and PYTHONDONTWRITEBYTECODE set: without the prefix every run compiled
+PyTorch's sources again, about 4 s, where a pip install has them precompiled); warm: the same command again,
 reusing them. Each run must
 reach the preset's target (mean return of the last 100 episodes >= 475). Each run's wall time is split
 into phases: import (Python, PyTorch and nitro, up to the train command's start), setup (config,
@@ -61,6 +61,7 @@ def train_runs(out: Path, warm_runs: int) -> tuple[list[dict], dict]:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton"),
            "PYTHONPYCACHEPREFIX": str(caches / "pycache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as a user's Python, which keeps the bytecode it compiles
     rows = [train_run(out, env, "cold" if i == 0 else f"warm {i}") for i in range(1 + warm_runs)]
     profile = out / "train.prof"
     profiled = train_run(out, env, "warm, under cProfile", ("-m", "cProfile", "-o", str(profile)))
