@@ -142,6 +142,8 @@ class HandleSteps:
         self.shared: list[_Results] = []
         self.private: _Results | None = None
         self.sample_graph: torch.cuda.CUDAGraph | None = None
+        self.pool = None
+        """The graphs' shared memory pool (graph mode)."""
         self.sampled: tuple[torch.Tensor, int] | None = None
         """The last sample_actions result and its version counter, while the actions buffer holds it."""
 
@@ -227,10 +229,13 @@ class HandleSteps:
         torch.cuda.current_stream().wait_stream(side)
 
     def _capture(self, body) -> torch.cuda.CUDAGraph:
-        """A graph of ``body``; the capture runs nothing, so the buffers keep their values."""
+        """A graph of ``body``; the capture runs nothing, so the buffers keep their values. The graphs
+        share one memory pool: each writes its results to buffers made outside it, so none leaves
+        anything alive in the pool, and they run one after another on one stream."""
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, pool=self.pool):
             body()
+        self.pool = graph.pool()
         return graph
 
 

@@ -80,10 +80,15 @@ def fold_in(key: torch.Tensor, data: int | torch.Tensor) -> torch.Tensor:
 
 def split(key: torch.Tensor, n: int = 2) -> list[torch.Tensor]:
     """``n`` independent keys derived from ``key`` (the usual way to advance a stream: use some of
-    them now and keep the last for the next step). Key ``i`` is ``fold_in(key, i + 1)``, hashed for all
-    ``n`` at once (fewer kernels: what small eager batches pay for)."""
+    them now and keep the last for the next step). Key ``i`` is ``fold_in(key, i + 1)``. Eager, all
+    ``n`` are hashed at once (fewer kernels: what small eager batches pay for); compiled, each key is
+    its own pointwise hash, which Inductor fuses into the kernels that use it (the stacked [n, N] keys
+    were kernels and buffers of their own: a graphed CartPole handle step of 1M envs on an H200 took
+    83 us, and 73 us with one hash per key, the same keys)."""
     if n == 0:
         return []
+    if torch.compiler.is_compiling():
+        return [_mix(key ^ _mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667)) for i in range(n)]
     if host.eager_cpu(key):
         words = key.numpy().view(np.uint32)  # sync-ok: a CPU tensor
         mixed = _mix_words(words[None] ^ _split_salts(n, key.dim())).view(np.int32)
