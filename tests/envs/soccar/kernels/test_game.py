@@ -13,6 +13,8 @@ import pytest
 import torch
 
 from nitro.core import tree
+from nitro.envs.soccar import boost_pads
+from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels.arena import launch_step_ticks_
 from nitro.envs.soccar.state import ArenaEvents, CarState
@@ -60,6 +62,37 @@ def game(blue: int, orange: int, seed: int) -> Arena:
     return arena
 
 
+def pads_report(differ: list, fused, expected, arena: Arena) -> str:
+    """What a pad difference's (env, pad) pairs held at the end: the locks and each car's margin (UU) to
+    the pad's tests in both states: cylinder radius and half-height, lock box faces, grid cell border
+    (a margin within the cars' rounding says a tie; the last tick's lock is decided on these positions)."""
+    lines = []
+    for env, pad in differ[:4]:
+        row = [f"env {env} pad {pad}: locked {int(fused.pads.prev_locked_car_id[env, pad])} (fused) vs "
+               f"{int(expected.pads.prev_locked_car_id[env, pad])}"]
+        for name, state in (("fused", fused), ("twin", expected)):
+            margins = pad_margins(state.cars, arena, env, pad)
+            row.append(f"{name} margins {[[round(float(m), 4) for m in car] for car in margins]}")
+        lines.append("; ".join(row))
+    return "\n".join(lines)
+
+
+def pad_margins(cars: CarState, arena: Arena, env: int, pad: int) -> torch.Tensor:
+    """[C, 4] each car's distance (UU) to the edges of `boost_pads.check_collision`'s tests of a pad."""
+    pos, centre = cars.pos[env], arena.world.pads.pos[pad]
+    big = bool(arena.world.pads.is_big[pad])
+    radial = (pos[:, :2] - centre[:2]).norm(dim=-1) - (C.BOOST_PAD_CYL_RAD_BIG if big else C.BOOST_PAD_CYL_RAD_SMALL)
+    height = (pos[:, 2] - centre[2]).abs() - C.BOOST_PAD_CYL_HEIGHT
+    lo, hi = (x[env] / C.UU_TO_BT for x in boost_pads.car_aabb(cars, arena.world.cars))
+    box_rad = C.BOOST_PAD_BOX_RAD_BIG if big else C.BOOST_PAD_BOX_RAD_SMALL
+    box_lo = centre - torch.tensor([box_rad, box_rad, 0.0], device=centre.device)
+    box_hi = centre + torch.tensor([box_rad, box_rad, C.BOOST_PAD_BOX_HEIGHT], device=centre.device)
+    faces = torch.cat((box_hi - lo, hi - box_lo), -1).abs().amin(-1)
+    cell = pos[:, :2] / torch.tensor(C.BOOST_PAD_GRID_CELL_SIZE, device=pos.device)
+    border = ((cell - cell.round()).abs() * torch.tensor(C.BOOST_PAD_GRID_CELL_SIZE, device=pos.device)).amin(-1)
+    return torch.stack((radial.abs(), height.abs(), faces, border), -1)
+
+
 def flat_cars(cars: CarState, n: int) -> CarState:
     """[N, C, ...] cars as [N * C, 1, ...] (`assert_cars_close`'s layout)."""
     return CarState(**{name: getattr(cars, name).reshape(n, 1, *getattr(cars, name).shape[2:]) for name in CarState.FIELDS})
@@ -90,7 +123,12 @@ def test_fused_games(blue, orange):
     for name in ("tick_count", "blue_score", "orange_score", "scored_last_tick", "kickoff_count"):
         assert torch.equal(getattr(fused, name).cpu(), getattr(expected, name).cpu()), name
     for name in ("is_active", "cooldown", "prev_locked_car_id"):  # a pad's radius is a threshold: GPU ties
-        assert_same(getattr(fused.pads, name), getattr(expected.pads, name))
+        kernel, reference = getattr(fused.pads, name), getattr(expected.pads, name)
+        try:
+            assert_same(kernel, reference)
+        except AssertionError as error:
+            differ = (kernel != reference).nonzero().tolist()
+            raise AssertionError(f"pads' {name}: {error}\n{pads_report(differ, fused, expected, arena)}") from error
     assert_close(fused.ball.pos, expected.ball.pos, atol=BALL_TOL)
     assert_close(fused.ball.vel, expected.ball.vel, atol=BALL_TOL, rtol=2e-5)
     # every car field but the vehicle's hidden wheel state, which the car twins check (test_car,
