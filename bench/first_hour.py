@@ -22,9 +22,11 @@ loop: the README's loop, timed around ``--steps`` iterations (CUDA events on a G
 host's work: they wait for the Python loop), after warm-up, median of ``--repeats``. Correctness first
 (GPU): the graphed handle's episodes equal the eager handle's (observations to 1e-5, Inductor's
 rounding; flags where no float sits on a threshold).
-sb3: microseconds per step of ``SB3VecEnv("CartPole-v1", num_envs=8, device="cpu")`` and of
-``gymnasium.vector.SyncVectorEnv`` over 8 ``gymnasium.make("CartPole-v1")``, the same random actions,
-alternated in one process (so both see the same machine load), median of ``--repeats``.
+sb3: microseconds per step of ``SB3VecEnv("CartPole-v1", num_envs=8, device="cpu")``, eager and with
+``mode="aot"`` (the step compiled ahead of time; its first step compiles the library into nitro's cache,
+or loads it, timed apart), and of ``gymnasium.vector.SyncVectorEnv`` over 8 ``gymnasium.make("CartPole-v1")``,
+the same random actions, alternated in one process (so all see the same machine load), median of
+``--repeats``.
 Writes OUTDIR/first_hour_<device>.json and prints a table last.
 """
 
@@ -141,32 +143,45 @@ def loop_rate(num_envs: int, mode: str, steps: int, repeats: int) -> float:
 
 
 def sb3_step_us(repeats: int, steps: int = 2000) -> dict:
-    """Microseconds per step at 8 CPU envs: nitro's SB3 adapter and Gymnasium's SyncVectorEnv."""
+    """Microseconds per step at 8 CPU envs: nitro's SB3 adapter (eager, and ``mode="aot"``, the step
+    compiled ahead of time) and Gymnasium's SyncVectorEnv; and seconds to the aot env's first step
+    (compiling its library, or loading it from nitro's cache)."""
     import gymnasium as gym
 
     from nitro.adapters.sb3 import SB3VecEnv
 
     actions = [np.random.default_rng(i).integers(0, 2, 8) for i in range(64)]  # random play: frequent resets
-    ours = SB3VecEnv("CartPole-v1", num_envs=8, device="cpu")
-    ours.reset()
+    envs = {"nitro_sb3": SB3VecEnv("CartPole-v1", num_envs=8, device="cpu"),
+            "nitro_sb3_aot": SB3VecEnv("CartPole-v1", num_envs=8, device="cpu", mode="aot")}
+    for env in envs.values():
+        env.reset()
+    start = time.perf_counter()
+    envs["nitro_sb3_aot"].step(actions[0])
+    first_step_s = time.perf_counter() - start
     theirs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(8)])
     theirs.reset(seed=0)
 
-    def ours_loop():
-        for i in range(steps):
-            ours.step_async(actions[i % 64])
-            ours.step_wait()
+    def loop(env):
+        def run():
+            for i in range(steps):
+                env.step_async(actions[i % 64])
+                env.step_wait()
+
+        return run
 
     def theirs_loop():
         for i in range(steps):
             theirs.step(actions[i % 64])
 
-    timed, times = _timer(torch.device("cpu")), {"nitro_sb3": [], "gymnasium_sync": []}
-    ours_loop(), theirs_loop()  # warm-up
-    for _ in range(repeats):
-        times["nitro_sb3"].append(timed(ours_loop) / steps * 1e6)
-        times["gymnasium_sync"].append(timed(theirs_loop) / steps * 1e6)
-    return {k: statistics.median(v) for k, v in times.items()} | {"num_envs": 8, "threads": torch.get_num_threads()}
+    loops = {**{name: loop(env) for name, env in envs.items()}, "gymnasium_sync": theirs_loop}
+    timed, times = _timer(torch.device("cpu")), {name: [] for name in loops}
+    for run in loops.values():  # warm-up
+        run()
+    for _ in range(repeats):  # alternated, so all see the same machine load
+        for name, run in loops.items():
+            times[name].append(timed(run) / steps * 1e6)
+    return ({k: statistics.median(v) for k, v in times.items()}
+            | {"aot_first_step_s": first_step_s, "num_envs": 8, "threads": torch.get_num_threads()})
 
 
 def main() -> None:
@@ -213,8 +228,8 @@ def main() -> None:
             print(f"{r['num_envs']:>10,} {r['auto_sps']:>12.3g} {r['eager_sps']:>12.3g}")
     if result["sb3"]:
         r = result["sb3"]
-        print(f"8 CPU envs, us/step: nitro SB3VecEnv {r['nitro_sb3']:.0f}, "
-              f"Gymnasium SyncVectorEnv {r['gymnasium_sync']:.0f}")
+        print(f"8 CPU envs, us/step: nitro SB3VecEnv {r['nitro_sb3']:.0f}, with mode='aot' {r['nitro_sb3_aot']:.0f} "
+              f"(first step {r['aot_first_step_s']:.1f} s), Gymnasium SyncVectorEnv {r['gymnasium_sync']:.0f}")
     if result["train"]:
         print(f"{'nitro train cartpole':<22} {'wall s':>8} {'cpu s':>8} {'training s':>11} {'env steps':>11}")
         for r in result["train"]:

@@ -80,7 +80,7 @@ def make(id: str, num_envs: int = 1, device: torch.device | str | None = None, s
          check_actions: bool = True, mode: str = "eager", **params: Any) -> VecEnv:
     """``num_envs`` copies of env ``id`` on ``device`` (default: CUDA if present), seeded by ``seed``.
 
-    ``mode`` is how ``step`` and ``sample_actions`` run: eager, compile, graph (CUDA) or auto (graph on
-    CUDA, eager elsewhere); see ``VecEnv``. Keyword ``params`` override the env's params dataclass
+    ``mode`` is how ``step`` and ``sample_actions`` run: eager, compile, graph (CUDA), auto (graph on
+    CUDA, eager elsewhere) or aot (the CPU step compiled ahead of time, cached on disk); see ``VecEnv``. Keyword ``params`` override the env's params dataclass
     (``nitro envs`` lists them)."""
     return VecEnv(make_env(id, **params), num_envs, device, seed, check_actions, mode)

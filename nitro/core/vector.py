@@ -3,8 +3,10 @@
 It owns the batched state and the random key, checks actions (shape, dtype, device, range, NaN),
 and returns tensors on the env's device. Nothing in ``step`` waits on the host. ``mode`` picks how a
 step runs: "eager" (plain PyTorch, the default), "compile" (``torch.compile``), "graph" (compiled and
-replayed from a CUDA graph: one launch per call, the fast path for Python loops on a GPU) or "auto"
-(graph on CUDA, eager elsewhere); all give the same results (``nitro.core.fast.HandleSteps``). For a multi-agent env
+replayed from a CUDA graph: one launch per call, the fast path for Python loops on a GPU), "auto"
+(graph on CUDA, eager elsewhere) or "aot" (the CPU step compiled ahead of time into a C++ library and
+cached on disk, ``nitro.core.fast.AotStep``: for small batches stepped from Python, such as SB3's); all
+give the same results, to Inductor's rounding (``nitro.core.fast.HandleSteps``). For a multi-agent env
 actions, observations, rewards and masks have ``num_envs * num_agents`` rows (env-major) and the done
 flags ``num_envs``.
 """
@@ -25,7 +27,6 @@ class VecEnv:
                  seed: int = 0, check_actions: bool = True, mode: str = "eager"):
         num_envs = as_count("num_envs", num_envs)
         agents.check(env)
-        self.env = env
         self.num_envs = num_envs
         self.num_agents = env.num_agents
         self.num_rows = num_envs * env.num_agents
@@ -38,8 +39,21 @@ class VecEnv:
         self.state = None
         self._keys = rng.env_keys(rng.key(seed, self.device), num_envs)
         self.mode = fast.handle_mode(mode, self.device)
-        self._fast = None if self.mode == "eager" else fast.HandleSteps(
-            env, self.num_rows, self.num_agents, self.mode, check_actions, self.device)
+        self.env = env
+
+    @property
+    def env(self) -> Env:
+        return self._env
+
+    @env.setter
+    def env(self, env: Env) -> None:
+        """The env (a new one keeps the spaces, as SB3's ``set_attr`` of a params field does); steps
+        compiled for the one before are dropped."""
+        self._env = env
+        self._fast = None if self.mode in ("eager", "aot") else fast.HandleSteps(
+            env, self.num_rows, self.num_agents, self.mode, self.check_actions, self.device)
+        self._aot: fast.AotStep | None = None
+        """mode="aot": the compiled step, made at the first step (its actions fix the dtype)."""
 
     @property
     def params(self):
@@ -71,9 +85,21 @@ class VecEnv:
             return obs, reward, terminated, truncated, {"final_obs": final_obs}
         if self.check_actions:
             self.env.action_space.check(actions, self.num_rows, self.device)
+        if self.mode == "aot":
+            return self._aot_step(actions)
         t = autoreset_step(self.env, self.state, actions, self._next_key(), lazy=self.device.type == "cpu")
         self.state = t.state
         return t.obs, t.reward, t.terminated, t.truncated, {"final_obs": t.final_obs}
+
+    def _aot_step(self, actions: torch.Tensor):
+        if self._aot is None:
+            self._aot = fast.AotStep(self.env, self.state, self._keys, actions)
+        elif actions.dtype != self._aot.actions_dtype:
+            raise ValueError(f"mode='aot' compiled this env's step for {self._aot.actions_dtype} actions, got "
+                             f"{actions.dtype}: pass {self._aot.actions_dtype} actions, or use mode='eager'")
+        self.state, self._keys, (obs, reward, terminated, truncated, final_obs) = self._aot(
+            self.state, self._keys, actions)
+        return obs, reward, terminated, truncated, {"final_obs": final_obs}
 
     def action_mask(self) -> torch.Tensor | None:
         return self.env.action_mask(self.state)
