@@ -113,13 +113,14 @@ class AotStep:
     The first step of an env, batch size and dtype compiles it (30-60 s on two cores) into
     ``cache_dir()/aot``; later ones load it. The file's name hashes what the library computes and where:
     the env, its params and the tensors it holds, the arguments' shapes and dtypes, PyTorch's version,
-    nitro's own source and the CPU, so an edited env never runs a stale library. Results equal eager stepping's to Inductor's rounding (its
-    sine, cosine and fused multiply-adds: an ulp or so), as ``mode="compile"``'s do."""
+    nitro's own source and the CPU, so an edited env never runs a stale library. Arguments go in
+    contiguous, as they were compiled. Results equal eager stepping's to Inductor's rounding (its sine,
+    cosine and fused multiply-adds: an ulp or so), as ``mode="compile"``'s do."""
 
     def __init__(self, env, state, keys: torch.Tensor, actions: torch.Tensor):
         self.template, self.actions_dtype = state, actions.dtype
         self.count = len(tree.leaves(state))
-        args = (*tree.leaves(state), keys, actions)
+        args = tuple(x.contiguous() for x in (*tree.leaves(state), keys, actions))
         data = hashlib.sha256(b"".join(t.detach().cpu().numpy().tobytes() for t in tree.leaves(vars(env))))
         what = (repr(env), data.hexdigest(), [(tuple(a.shape), str(a.dtype)) for a in args], torch.__version__,
                 source_digest(), CPU_OPTIONS, platform.machine(), torch.backends.cpu.get_cpu_capability())
@@ -136,7 +137,7 @@ class AotStep:
 
     def __call__(self, state, keys: torch.Tensor, actions: torch.Tensor):
         """(state, keys, (obs, reward, terminated, truncated, final_obs)) after one step."""
-        out = self.run([*tree.leaves(state), keys, actions])
+        out = self.run([x.contiguous() for x in (*tree.leaves(state), keys, actions)])
         return _rebuild(self.template, out[: self.count]), out[self.count], tuple(out[self.count + 1:])
 
 
@@ -149,10 +150,8 @@ class _FlatStep(torch.nn.Module):
         self.env, self.template, self.count = env, template, count
 
     def forward(self, *args):
-        state, keys, actions = _rebuild(self.template, args[: self.count]), args[self.count], args[self.count + 1]
-        use, keys = rng.split(keys)
-        t = autoreset_step(self.env, state, actions, use)
-        return (*tree.leaves(t.state), keys, t.obs, t.reward, t.terminated, t.truncated, t.final_obs)
+        state, keys, results = _step(self.env, _rebuild(self.template, args[: self.count]), *args[self.count:])
+        return (*tree.leaves(state), keys, *results)
 
 
 def _aot_compile(module: torch.nn.Module, args: tuple, path: Path) -> None:
@@ -191,15 +190,21 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def _handle_step(env, state, keys, actions, results) -> None:
-    """One handle step in place (what ``VecEnv.step`` does): split the keys, step with same-step
-    auto-reset; ``state`` and ``keys`` advance, and (obs, reward, terminated, truncated, final_obs) are
-    written to ``results``. Compiled, each result is stored straight from the kernel that computes it."""
-    use, next_keys = rng.split(keys)
+def _step(env, state, keys, actions):
+    """One handle step (what ``VecEnv.step`` does): split the keys, step with same-step auto-reset;
+    (state, keys, (obs, reward, terminated, truncated, final_obs))."""
+    use, keys = rng.split(keys)
     t = autoreset_step(env, state, actions, use)
-    tree.copy_(state, t.state)
+    return t.state, keys, (t.obs, t.reward, t.terminated, t.truncated, t.final_obs)
+
+
+def _handle_step(env, state, keys, actions, results) -> None:
+    """``_step`` in place: ``state`` and ``keys`` advance, the results are written to ``results``.
+    Compiled, each result is stored straight from the kernel that computes it."""
+    next_state, next_keys, values = _step(env, state, keys, actions)
+    tree.copy_(state, next_state)
     keys.copy_(next_keys)
-    for buffer, value in zip(results, (t.obs, t.reward, t.terminated, t.truncated, t.final_obs)):
+    for buffer, value in zip(results, values):
         buffer.copy_(value)
 
 
@@ -300,9 +305,7 @@ class HandleSteps:
     def _new_results(self, shared: bool) -> _Results:
         """Buffers shaped as one step's results (an eager step of the static buffers, nothing written)
         and, in graph mode, the graph that fills them."""
-        use = rng.split(self.keys)[0]
-        t = autoreset_step(self.env, self.state, self.actions, use)
-        results = _Results((t.obs, t.reward, t.terminated, t.truncated, t.final_obs), shared)
+        results = _Results(_step(self.env, self.state, self.keys, self.actions)[2], shared)
         if self.graphed:
             step = functools.partial(self.step_fn, self.state, self.keys, self.actions, results.buffers)
             if not self.shared and self.private is None:  # the first set: compile and autotune first
