@@ -111,9 +111,8 @@ class AotStep:
     call is one call into the library, no Python per operation and none of ``torch.compile``'s guards.
 
     The first step of an env, batch size and dtype compiles it (30-60 s on two cores) into
-    ``cache_dir()/aot``; later ones load it. The file's name hashes what the library computes and where:
-    the env, its params and the tensors it holds, the arguments' shapes and dtypes, PyTorch's version,
-    nitro's own source and the CPU, so an edited env never runs a stale library. Arguments go in
+    ``cache_dir()/aot``; later ones load it. The file's name hashes what the library computes and where
+    (`_aot_path`), so an edited env never runs a stale library. Arguments go in
     contiguous, as they were compiled. Results equal eager stepping's to Inductor's rounding (its sine,
     cosine and fused multiply-adds: an ulp or so), as ``mode="compile"``'s do."""
 
@@ -121,10 +120,7 @@ class AotStep:
         self.template, self.actions_dtype = state, actions.dtype
         self.count = len(tree.leaves(state))
         args = tuple(x.contiguous() for x in (*tree.leaves(state), keys, actions))
-        data = hashlib.sha256(b"".join(t.detach().cpu().numpy().tobytes() for t in tree.leaves(vars(env))))
-        what = (repr(env), data.hexdigest(), [(tuple(a.shape), str(a.dtype)) for a in args], torch.__version__,
-                source_digest(), CPU_OPTIONS, platform.machine(), torch.backends.cpu.get_cpu_capability())
-        path = cache_dir() / "aot" / f"{type(env).__name__}-{hashlib.sha256(repr(what).encode()).hexdigest()[:24]}.pt2"
+        path = _aot_path(env, args)
         if not path.exists():
             _aot_compile(_FlatStep(env, state, self.count), args, path)
         package = logging.getLogger("torch.export.pt2_archive._package")
@@ -152,6 +148,16 @@ class _FlatStep(torch.nn.Module):
     def forward(self, *args):
         state, keys, results = _step(self.env, _rebuild(self.template, args[: self.count]), *args[self.count:])
         return (*tree.leaves(state), keys, *results)
+
+
+def _aot_path(env, args: tuple) -> Path:
+    """The library's file: its name hashes the env, its params and tensors, the arguments' shapes and
+    dtypes, PyTorch's version, nitro's source and the CPU."""
+    data = hashlib.sha256(b"".join(t.detach().cpu().numpy().tobytes()  # sync-ok: once, at the first step
+                                   for t in tree.leaves(vars(env))))
+    what = (repr(env), data.hexdigest(), [(tuple(a.shape), str(a.dtype)) for a in args], torch.__version__,
+            source_digest(), CPU_OPTIONS, platform.machine(), torch.backends.cpu.get_cpu_capability())
+    return cache_dir() / "aot" / f"{type(env).__name__}-{hashlib.sha256(repr(what).encode()).hexdigest()[:24]}.pt2"
 
 
 def _aot_compile(module: torch.nn.Module, args: tuple, path: Path) -> None:

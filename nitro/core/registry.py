@@ -81,6 +81,6 @@ def make(id: str, num_envs: int = 1, device: torch.device | str | None = None, s
     """``num_envs`` copies of env ``id`` on ``device`` (default: CUDA if present), seeded by ``seed``.
 
     ``mode`` is how ``step`` and ``sample_actions`` run: eager, compile, graph (CUDA), auto (graph on
-    CUDA, eager elsewhere) or aot (the CPU step compiled ahead of time, cached on disk); see ``VecEnv``. Keyword ``params`` override the env's params dataclass
-    (``nitro envs`` lists them)."""
+    CUDA, eager elsewhere) or aot (the CPU step compiled ahead of time, cached on disk); see ``VecEnv``.
+    Keyword ``params`` override the env's params dataclass (``nitro envs`` lists them)."""
     return VecEnv(make_env(id, **params), num_envs, device, seed, check_actions, mode)

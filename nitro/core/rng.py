@@ -88,20 +88,25 @@ def split(key: torch.Tensor, n: int = 2) -> list[torch.Tensor]:
     if n == 0:
         return []
     if torch.compiler.is_compiling():
-        return [_mix(key ^ _mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667)) for i in range(n)]
+        return [_mix(key ^ _split_salt(i)) for i in range(n)]
     if host.eager_cpu(key):
         words = key.numpy().view(np.uint32)  # sync-ok: a CPU tensor
         mixed = _mix_words(words[None] ^ _split_salts(n, key.dim())).view(np.int32)
         return [torch.from_numpy(row) for row in mixed]
-    salted = torch.stack([key ^ _mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)])
+    salted = torch.stack([key ^ _split_salt(i) for i in range(n)])
     return list(_mix(salted).unbind(0))
+
+
+def _split_salt(i: int) -> int:
+    """What ``split`` xors key ``i`` with: ``fold_in``'s salt of ``i + 1``."""
+    return _mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667)
 
 
 @functools.cache
 def _split_salts(n: int, dims: int) -> np.ndarray:
     """What ``split`` xors key ``i`` with (as uint32 words [n, 1, ...] for keys of ``dims`` dims), for its
     numpy route (never traced); read-only, as it is shared."""
-    salts = np.array([_mix_int((i + 1) * 0x9E3779B9 + 0x6A09E667) for i in range(n)], np.int32).view(np.uint32)
+    salts = np.array([_split_salt(i) for i in range(n)], np.int32).view(np.uint32)
     salts = salts.reshape(n, *(1,) * dims)
     salts.flags.writeable = False
     return salts

@@ -42,7 +42,7 @@ def leaves(tree: Any) -> list[torch.Tensor]:
 def where(mask: torch.Tensor, a: Any, b: Any) -> Any:
     """Select per env: ``a`` where ``mask`` [N] is true, else ``b`` (leaf-wise)."""
 
-    m = host.views(mask)[0] if host.eager_cpu(mask) else None  # small CPU batches: numpy views (nitro.core.host)
+    m = mask.numpy() if host.eager_cpu(mask) else None  # sync-ok: small CPU batches' numpy views (nitro.core.host)
 
     def pick(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         extra = (1,) * (x.dim() - mask.dim())
