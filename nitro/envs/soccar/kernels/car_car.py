@@ -11,7 +11,7 @@ from nitro.envs.soccar import car_car as reference
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
 from nitro.envs.soccar.kernels.rigid_body import column, mat_vec
-from nitro.envs.soccar.kernels.vec import add, atan2, dot, neg, pick, pick3, scale, sub, where
+from nitro.envs.soccar.kernels.vec import add, atan2, dot, neg, pick, pick3, put, scale, sub, where
 
 FUDGE_FACTOR = constexpr(reference.FUDGE_FACTOR)
 FUDGE2 = constexpr(reference.FUDGE2)
@@ -29,15 +29,6 @@ POINTS = constexpr(reference.BOX_BOX_MAX_CONTACTS)
 def _vec_mat(v, m):
     """v * m (= transpose(m) v): each column of ``m`` dotted with ``v``."""
     return dot(column(m, 0), v), dot(column(m, 1), v), dot(column(m, 2), v)
-
-
-@jit
-def _put(values, index, value, on, N: tl.constexpr):
-    """``values`` (N per-lane values) with entry ``index`` (per lane) replaced by ``value`` where ``on``."""
-    out = ()
-    for j in tl.static_range(N):
-        out = out + (tl.where(on & (index == j), value, values[j]),)
-    return out
 
 
 @jit
@@ -89,7 +80,7 @@ def intersect_rect_quad(h, quad_x, quad_y):
                     nxt = (q[0][0], q[1][0])
                 inside = sign * pq[axis] < h[axis]
                 add_it = live & inside
-                r = (_put(r[0], nr, pq[0], add_it, SLOTS), _put(r[1], nr, pq[1], add_it, SLOTS))
+                r = (put(r[0], nr, pq[0], add_it, SLOTS), put(r[1], nr, pq[1], add_it, SLOTS))
                 nr = nr + add_it.to(tl.int32)
                 full = full | (live & (nr >= SLOTS))
                 crosses = live & (~full) & (inside ^ (sign * nxt[axis] < h[axis]))
@@ -99,7 +90,7 @@ def intersect_rect_quad(h, quad_x, quad_y):
                     cut = (limit, moved)
                 else:
                     cut = (moved, limit)
-                r = (_put(r[0], nr, cut[0], crosses, SLOTS), _put(r[1], nr, cut[1], crosses, SLOTS))
+                r = (put(r[0], nr, cut[0], crosses, SLOTS), put(r[1], nr, cut[1], crosses, SLOTS))
                 nr = nr + crosses.to(tl.int32)
                 full = full | (crosses & (nr >= SLOTS))
             qx = ()
@@ -155,7 +146,7 @@ def cull_points(x, y, n, first):
             better = (~taken[i]) & (diff < best)
             best = tl.where(better, diff, best)
             nearest = tl.where(better, i, nearest)
-        taken = _put(taken, nearest, True, True, SLOTS)
+        taken = put(taken, nearest, True, True, SLOTS)
         chosen = chosen + (nearest,)
     return chosen
 
@@ -312,12 +303,12 @@ def box_box(p1, r1, a, p2, r2, b):
         point = add(add(center, scale(rb1, kk1)), scale(rb2, kk2))
         d = sa_n - dot(normal2, point)
         keep = (i < n) & (d >= 0)
-        kx = _put(kx, cnum, rx[i], keep, SLOTS)
-        ky = _put(ky, cnum, ry[i], keep, SLOTS)
-        px = _put(px, cnum, point[0], keep, SLOTS)
-        py = _put(py, cnum, point[1], keep, SLOTS)
-        pz = _put(pz, cnum, point[2], keep, SLOTS)
-        dep = _put(dep, cnum, d, keep, SLOTS)
+        kx = put(kx, cnum, rx[i], keep, SLOTS)
+        ky = put(ky, cnum, ry[i], keep, SLOTS)
+        px = put(px, cnum, point[0], keep, SLOTS)
+        py = put(py, cnum, point[1], keep, SLOTS)
+        pz = put(pz, cnum, point[2], keep, SLOTS)
+        dep = put(dep, cnum, d, keep, SLOTS)
         cnum = cnum + keep.to(tl.int32)
     deepest = cnum * 0
     best = dep[0]
@@ -420,7 +411,7 @@ def car_car_contacts(pos_a, rot_a, hitbox_a, pos_b, rot_b, hitbox_b):
         moved = ()
         for f in tl.static_range(7):
             moved = moved + (
-                _put(columns[f], POINTS - 1 - j + last * 0, pick(columns[f], last, POINTS), gone[POINTS - 1 - j], POINTS),
+                put(columns[f], POINTS - 1 - j + last * 0, pick(columns[f], last, POINTS), gone[POINTS - 1 - j], POINTS),
             )
         columns = moved
         kept = kept - gone[POINTS - 1 - j].to(tl.int32)

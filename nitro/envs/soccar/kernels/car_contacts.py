@@ -22,7 +22,7 @@ from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_w
 from nitro.envs.soccar.kernels.sequential_impulse import row_impulse, setup_rows, simd_dot3
 from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.kernels.vec import (
-    add, cross, dot, load, load_row, load_uniform, neg, pick, pick3, scale, sub, where,
+    add, cross, dot, load, load_row, load_uniform, neg, pick, pick3, put, put3, scale, sub, where,
 )
 from nitro.envs.soccar.vec import BOX_SUPPORT_TIE as _BOX_SUPPORT_TIE
 
@@ -368,23 +368,6 @@ def _pick9(matrices, index, N: tl.constexpr):
 
 
 @jit
-def _put(values, index, value, N: tl.constexpr):
-    """``values`` with entry ``index`` (per lane) replaced by ``value``."""
-    out = ()
-    for j in tl.static_range(N):
-        out = out + (tl.where(index == j, value, values[j]),)
-    return out
-
-
-@jit
-def _put3(vectors, index, value, N: tl.constexpr):
-    out = ()
-    for j in tl.static_range(N):
-        out = out + (where(index == j, value, vectors[j]),)
-    return out
-
-
-@jit
 def _body(bodies, index, N: tl.constexpr):
     """Solver body ``index`` (per lane) of ``bodies`` = (vel, ang_vel, ext_v, ext_w, inv_mass,
     inv_inertia), each a tuple over the N bodies, as `setup_rows` takes one."""
@@ -405,11 +388,11 @@ def _impulse(state, a, b, row, rhs, applied, lower, upper, on, inv_mass_a, inv_m
     lin_a, ang_a = pick3(lin, a, N), pick3(ang, a, N)
     lin_b, ang_b = pick3(lin, b, N), pick3(ang, b, N)
     delta, new = row_impulse(row, rhs, applied, lower, upper, on, lin_a, ang_a, lin_b, ang_b)
-    lin = _put3(lin, a, add(lin_a, scale(scale(n_, inv_mass_a), delta)), N)
-    ang = _put3(ang, a, add(ang_a, scale(angular_a, delta)), N)
+    lin = put3(lin, a, add(lin_a, scale(scale(n_, inv_mass_a), delta)), True, N)
+    ang = put3(ang, a, add(ang_a, scale(angular_a, delta)), True, N)
     lin_b, ang_b = pick3(lin, b, N), pick3(ang, b, N)
-    lin = _put3(lin, b, add(lin_b, scale(scale(normal_b, inv_mass_b), delta)), N)
-    ang = _put3(ang, b, add(ang_b, scale(angular_b, delta)), N)
+    lin = put3(lin, b, add(lin_b, scale(scale(normal_b, inv_mass_b), delta)), True, N)
+    ang = put3(ang, b, add(ang_b, scale(angular_b, delta)), True, N)
     return (lin, ang), tl.where(on, new, applied)
 
 
@@ -464,7 +447,7 @@ def solve_bodies(
                         pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     push, turn = moved
-                    pushed = _put(pushed, k, new, NUM_ROWS)
+                    pushed = put(pushed, k, new, True, NUM_ROWS)
         normal_applied = applied
         friction_applied = applied
         for sweep in range(ITERATIONS):  # every normal row, then every friction row
@@ -477,7 +460,7 @@ def solve_bodies(
                         pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     dv, dw = moved
-                    normal_applied = _put(normal_applied, k, new, NUM_ROWS)
+                    normal_applied = put(normal_applied, k, new, True, NUM_ROWS)
             for k in range(NUM_ROWS):
                 on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
@@ -489,5 +472,5 @@ def solve_bodies(
                         on & (held > 0), pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     dv, dw = moved
-                    friction_applied = _put(friction_applied, k, new, NUM_ROWS)
+                    friction_applied = put(friction_applied, k, new, True, NUM_ROWS)
     return dv, dw, push, turn

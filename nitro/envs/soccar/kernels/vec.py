@@ -61,6 +61,25 @@ def pick3(vectors, index, N: tl.constexpr):
 
 
 @jit
+def put(values, index, value, on, N: tl.constexpr):
+    """``values`` (a static tuple of N per-lane values) with entry ``index`` (per lane) replaced by
+    ``value`` where ``on``."""
+    out = ()
+    for j in tl.static_range(N):
+        out = out + (tl.where(on & (index == j), value, values[j]),)
+    return out
+
+
+@jit
+def put3(vectors, index, value, on, N: tl.constexpr):
+    """`put` over a static tuple of N vectors."""
+    out = ()
+    for j in tl.static_range(N):
+        out = out + (where(on & (index == j), value, vectors[j]),)
+    return out
+
+
+@jit
 def rotate(v, axis, angle):
     """Rotate v about ``axis`` (any length) by angle, right-handed (Rodrigues, as btQuaternion)."""
     k = scale(axis, 1.0 / tl.sqrt(dot(axis, axis)))
