@@ -70,16 +70,19 @@ from nitro.envs.soccar.kernels.car import (
     CAR_WIDTH,
     PACKED,
     SOLVER_DEFAULT_TIME_STEP,
+    car_of_row,
     car_table,
     load_car,
+    load_car_row,
     load_car_params,
     load_controls,
     pack_cars,
+    store_car_row,
     unpack_cars_,
 )
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
-from nitro.envs.soccar.kernels.vec import add, load, load_row, scale, store, store_row, sub, where
+from nitro.envs.soccar.kernels.vec import add, load, load_columns, load_row, scale, store, store_row, sub, where
 from nitro.envs.soccar.kernels.vehicle import bodies_of
 from nitro.envs.soccar.mutators import TickParams, ball_mass_props
 from nitro.envs.soccar.state import ArenaEvents, GameState, World
@@ -193,10 +196,13 @@ def env_lanes(n, BLOCK: tl.constexpr):
 def load_car_and_hit_info(
     rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK: tl.constexpr
 ):
-    """A car (`load_car`), its `car_ints` row and its ball hit info (`load_hit_info`)."""
-    car = load_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, BLOCK)
+    """A car (`load_car`), its `car_ints` row and its ball hit info (`load_hit_info`), its row read once."""
+    v = load_car_row(rows_ptr, row, live, BLOCK)
+    car = car_of_row(
+        v, tl.load(car_contact_id_ptr + row, mask=live, other=0), tl.load(tick_count_since_update_ptr + row, mask=live, other=0)
+    )
     ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
-    return car, ints, load_hit_info(rows_ptr, ints, row, live, BLOCK)
+    return car, ints, hit_info_of(v, ints)
 
 
 @jit
@@ -542,7 +548,7 @@ def body_solve_kernel(
 @jit
 def load_body(rows_ptr, row, live, BLOCK: tl.constexpr):
     """A car's (pos, rot_mat, vel, ang_vel) from its packed row (`kernels/car.pack_cars`' first columns)."""
-    v = load_row(rows_ptr, row, live, CAR_WIDTH, BLOCK)
+    v = load_columns(rows_ptr, row, live, CAR_WIDTH, 18, 32, BLOCK)
     return (
         (v[0], v[1], v[2]),
         ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])),
@@ -677,7 +683,7 @@ def ball_and_rules_kernel(
             hit_infos = hit_infos + (info,)
             ticks_of_cars = ticks_of_cars + (load_car_tick(car_tick_ptr, lane * NUM_CARS + c, live, BLOCK),)
         cars, pickup_pad = update_pads(
-            cars, env, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
+            cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
             hitbox_table_ptr, tick_time, f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
         )  # fmt: skip
         vel, ang_vel, velocity_impulse_cache, tick_count_since_update = finish_physics_tick(  # 8. ball finish
@@ -733,17 +739,17 @@ def ball_and_rules_kernel(
             tick_count_since_update = tl.where(kickoff, 0, tick_count_since_update)
             for p in range(BOOST_PAD_COUNT):
                 tl.store(
-                    pad_is_active_ptr + env * BOOST_PAD_COUNT + p,
+                    pad_is_active_ptr + pad_at(env, p, n),
                     tl.full([BLOCK], 1, tl.int8),
                     mask=live & kickoff,
                 )
                 tl.store(
-                    pad_cooldown_ptr + env * BOOST_PAD_COUNT + p,
+                    pad_cooldown_ptr + pad_at(env, p, n),
                     tl.zeros([BLOCK], dtype=tl.float32),
                     mask=live & kickoff,
                 )
                 tl.store(
-                    pad_prev_locked_car_id_ptr + env * BOOST_PAD_COUNT + p,
+                    pad_prev_locked_car_id_ptr + pad_at(env, p, n),
                     tl.zeros([BLOCK], dtype=tl.int32),
                     mask=live & kickoff,
                 )
@@ -775,7 +781,7 @@ def ball_and_rules_kernel(
 
 @jit
 def update_pads(
-    cars, env, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr,
+    cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr,
     tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """3. and 7.: each pad's cooldown, the car it is locked to, the boost it gives (after the cars'
@@ -800,8 +806,8 @@ def update_pads(
     if NUM_CARS > 0:
         for p in range(BOOST_PAD_COUNT):
             pad_pos, is_big = boost_pads.load_pad(pad_table_ptr, p)
-            cooldown = tl.load(pad_cooldown_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0.0)
-            prev = tl.load(pad_prev_locked_car_id_ptr + env * BOOST_PAD_COUNT + p, mask=live, other=0)
+            cooldown = tl.load(pad_cooldown_ptr + pad_at(env, p, n), mask=live, other=0.0)
+            prev = tl.load(pad_prev_locked_car_id_ptr + pad_at(env, p, n), mask=live, other=0)
             is_active, cooldown = boost_pads.pre_tick_update(cooldown, tick_time)
             locked = boost_pads.check_collision(
                 prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS
@@ -816,14 +822,21 @@ def update_pads(
                 new_pad = new_pad + (tl.where(pickup == c + 1, p, pickup_pad[c]),)
             given = new_given
             pickup_pad = new_pad
-            tl.store(pad_is_active_ptr + env * BOOST_PAD_COUNT + p, is_active.to(tl.int8), mask=live)
-            tl.store(pad_cooldown_ptr + env * BOOST_PAD_COUNT + p, cooldown, mask=live)
-            tl.store(pad_prev_locked_car_id_ptr + env * BOOST_PAD_COUNT + p, prev, mask=live)
+            tl.store(pad_is_active_ptr + pad_at(env, p, n), is_active.to(tl.int8), mask=live)
+            tl.store(pad_cooldown_ptr + pad_at(env, p, n), cooldown, mask=live)
+            tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), prev, mask=live)
     new_cars = ()
     for c in tl.static_range(NUM_CARS):
         car = cars[c]
         new_cars = new_cars + (car[:16] + (boost_pads.give_boost(car[16], given[c]),) + car[17:],)
     return new_cars, pickup_pad
+
+
+@jit
+def pad_at(env, p, n):
+    """Where env ``env``'s pad ``p`` sits in the pads' arrays, laid out pad by pad ([34, n]: a pad's lanes
+    side by side, so each of the walk's reads and writes is one coalesced access)."""
+    return env + p * tl.cast(n, tl.int64)
 
 
 @jit
@@ -850,7 +863,12 @@ def fold_tick(events, goal, tick_count, touched, demoed_by, bumped_by, pickup_pa
 def load_hit_info(rows_ptr, ints, row, live, BLOCK: tl.constexpr):
     """A car's ball hit info: its ``ball_hit_info_*`` floats from the car's packed row (after `load_car`'s
     fields, `HIT_INFO_AT`) and its two tick counts from its `car_ints`."""
-    v = load_row(rows_ptr, row, live, CAR_WIDTH, BLOCK)
+    return hit_info_of(load_car_row(rows_ptr, row, live, BLOCK), ints)
+
+
+@jit
+def hit_info_of(v, ints):
+    """`load_hit_info` of a car row's floats ``v`` (`kernels/car.load_car_row`)."""
     return (
         v[HIT_INFO_AT] != 0,
         (v[HIT_INFO_AT + 1], v[HIT_INFO_AT + 2], v[HIT_INFO_AT + 3]),
@@ -873,11 +891,8 @@ def store_car_and_hit_info(
     )  # fmt: skip
     values = ()
     for k in tl.static_range(CAR_WIDTH):
-        if k < HIT_INFO_AT + 10:
-            values = values + (f[k].to(tl.float32),)
-        else:
-            values = values + (f[0].to(tl.float32) * 0.0,)
-    store_row(rows_ptr, row, values, live, CAR_WIDTH, BLOCK)
+        values = values + (f[k].to(tl.float32),)
+    store_car_row(rows_ptr, row, values, live, BLOCK)
     tl.store(car_contact_id_ptr + row, car[26], mask=live)
     tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
 
@@ -903,7 +918,7 @@ def step_ticks_op(
     """The fused step as a registered op: ``ball`` (pos, vel, ang_vel, velocity_impulse_cache,
     tick_count_since_update), ``game`` (tick_count, `game_ints`), ``cars`` (the packed rows,
     car_contact_id, tick_count_since_update, `car_ints`), ``pads`` (is_active, cooldown,
-    prev_locked_car_id), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`). ``maxnreg``: ptxas's
+    prev_locked_car_id, each [34, N]: `pad_at`), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`). ``maxnreg``: ptxas's
     register cap per thread (trading spills for occupancy; eager launches only, as torch.compile does
     not pass it through to Triton)."""
     envs, num_cars = ball[0].shape[0], controls.shape[1]
@@ -1007,11 +1022,14 @@ def launch_step_ticks_(
     car_rows = pack_cars(cars)  # one row per car: read and written with one memory operation each
     game_ints = pack_game_ints(state, events)
     car_ints = pack_car_ints(cars, events)
+    pads = [_int8(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id]
+    walked = cars.pos.shape[1] > 0 or world.game.kickoff_after_goal  # else the kernel leaves the pads be
+    by_pad = [x.t().contiguous() for x in pads] if walked else pads  # [34, N], as `pad_at` lays them out
     step_ticks_op(
         [b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update],
         [state.tick_count, game_ints],
         [car_rows, cars.car_contact_id, cars.tick_count_since_update, car_ints],
-        [_int8(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id],
+        by_pad,
         controls.contiguous(),
         _tables(world, mesh),
         int(ticks),
@@ -1026,6 +1044,9 @@ def launch_step_ticks_(
     )
     unpack_cars_(car_rows, cars)
     unpack_ints_(game_ints, car_ints, state, events)
+    if walked:
+        for x, y in zip(pads, by_pad):
+            x.copy_(y.t())
 
 
 GAME_WIDTH = constexpr(8)

@@ -35,7 +35,9 @@ from nitro.envs.soccar.kernels.rigid_body import (
     where_mat,
 )
 from nitro.envs.soccar.kernels.rigid_body import external_impulses as external_impulses_of
-from nitro.envs.soccar.kernels.vec import add, atan2, cross, dot, load_row, neg, scale, store_row, sub, where
+from nitro.envs.soccar.kernels.vec import (
+    add, atan2, cross, dot, load_columns, load_row, neg, scale, store_columns, sub, where,
+)  # fmt: skip
 from nitro.envs.soccar.kernels.vehicle import (
     BODY_DEMOED_AT,
     BODY_ROW,
@@ -766,15 +768,18 @@ PACKED = tuple(name for name, (_, dtype) in CarState.FIELDS.items() if dtype in 
 0 / 1): all but the two integer ones (`car_contact_id`, `tick_count_since_update`), which keep their own
 arrays."""
 _WIDTHS = [math.prod(CarState.FIELDS[name][0]) for name in PACKED]
-CAR_WIDTH = constexpr(128)
-"""Floats per car row (the packed fields take 78; rows are a power of two wide, as `vec.load_row` reads)."""
 AT = constexpr(tuple(sum(_WIDTHS[:i]) for i in range(len(PACKED))))
 """Where each packed field starts in a car row, in `PACKED` order."""
 PACKED_FLOATS = constexpr(sum(_WIDTHS))
+CAR_WIDTH = PACKED_FLOATS
+"""Floats per car row: the packed fields back to back (88)."""
+CAR_TILE = constexpr(128)
+"""The power of two a car row is read and written through (`load_car_row`; the columns beyond the row's
+masked off, so they cost no memory traffic)."""
 CAR_TUPLE_FLOATS = constexpr(sum(_WIDTHS[: PACKED.index("extra_pushback") + 1]))
 """The packed floats of `load_car`'s tuple; the ball hit info's follow them in the row (the game rules'
 kernels read and write those: `kernels/arena.load_hit_info`)."""
-assert PACKED_FLOATS.value <= CAR_WIDTH.value
+assert PACKED_FLOATS.value <= CAR_TILE.value
 # the wheel rays read the other cars' rows and the car table as `kernels/vehicle.py` lays them out
 assert PACKED[:4] == ("pos", "rot_mat", "vel", "ang_vel") and AT.value[:5] == (0, 3, 12, 15, 18)
 assert (CAR_WIDTH.value, AT.value[PACKED.index("is_demoed")]) == (BODY_ROW.value, BODY_DEMOED_AT.value)
@@ -785,7 +790,6 @@ def pack_cars(cars: CarState) -> torch.Tensor:
     """The cars' `PACKED` fields as [N * C, CAR_WIDTH] float32 rows, contiguous (`load_car`'s input)."""
     rows = cars.pos.shape[0] * cars.pos.shape[1]
     parts = [getattr(cars, name).reshape(rows, width).to(torch.float32) for name, width in zip(PACKED, _WIDTHS)]
-    parts.append(torch.zeros(rows, CAR_WIDTH.value - sum(_WIDTHS), device=cars.pos.device))
     return torch.cat(parts, 1)
 
 
@@ -800,15 +804,33 @@ def unpack_cars_(rows: torch.Tensor, cars: CarState) -> None:
 def load_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, BLOCK: tl.constexpr):
     """Car ``row`` (= env * C + car) as the kernel's car tuple, in `CarState.FIELDS` order: its packed
     row (`pack_cars`, one memory operation) and its two integer fields."""
-    v = load_row(rows_ptr, row, live, CAR_WIDTH, BLOCK)
+    v = load_car_row(rows_ptr, row, live, BLOCK)
+    return car_of_row(
+        v, tl.load(car_contact_id_ptr + row, mask=live, other=0), tl.load(tick_count_since_update_ptr + row, mask=live, other=0)
+    )
+
+
+@jit
+def load_car_row(rows_ptr, row, live, BLOCK: tl.constexpr):
+    """Car row ``row``'s `CAR_WIDTH` floats (0 where not live)."""
+    return load_columns(rows_ptr, row, live, CAR_WIDTH, CAR_WIDTH, CAR_TILE, BLOCK)
+
+
+@jit
+def store_car_row(rows_ptr, row, values, live, BLOCK: tl.constexpr):
+    """`load_car_row`'s inverse."""
+    store_columns(rows_ptr, row, values, live, CAR_WIDTH, CAR_WIDTH, CAR_TILE, BLOCK)
+
+
+@jit
+def car_of_row(v, car_contact_id, tick_count_since_update):
+    """The car tuple of a car row's floats ``v`` (`load_car_row`) and its two integer fields."""
     return (
         vec3(v, AT[0]), mat3(v, AT[1]), vec3(v, AT[2]), vec3(v, AT[3]), v[AT[4]] != 0, flags4(v, AT[5]),
         v[AT[6]] != 0, v[AT[7]] != 0, v[AT[8]] != 0, vec3(v, AT[9]), v[AT[10]], v[AT[11]], v[AT[12]] != 0,
         v[AT[13]] != 0, v[AT[14]], v[AT[15]], v[AT[16]], v[AT[17]], v[AT[18]] != 0, v[AT[19]], v[AT[20]],
-        v[AT[21]] != 0, v[AT[22]], v[AT[23]], v[AT[24]] != 0, vec3(v, AT[25]),
-        tl.load(car_contact_id_ptr + row, mask=live, other=0),
-        v[AT[26]], v[AT[27]] != 0, v[AT[28]], floats8(v, AT[29]),
-        tl.load(tick_count_since_update_ptr + row, mask=live, other=0),
+        v[AT[21]] != 0, v[AT[22]], v[AT[23]], v[AT[24]] != 0, vec3(v, AT[25]), car_contact_id,
+        v[AT[26]], v[AT[27]] != 0, v[AT[28]], floats8(v, AT[29]), tick_count_since_update,
         v[AT[30]] != 0, v[AT[31]], vec3(v, AT[32]), v[AT[33]], v[AT[34]], v[AT[35]], floats4(v, AT[36]),
         floats4(v, AT[37]), floats4(v, AT[38]),
     )  # fmt: skip
@@ -827,8 +849,8 @@ def store_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, li
         if k < CAR_TUPLE_FLOATS:
             values = values + (f[k].to(tl.float32),)
         else:
-            values = values + (f[0].to(tl.float32) * 0.0,)
-    store_row(rows_ptr, row, values, live, CAR_WIDTH, BLOCK)
+            values = values + (f[0].to(tl.float32) * 0.0,)  # the ball hit info's floats
+    store_car_row(rows_ptr, row, values, live, BLOCK)
     tl.store(car_contact_id_ptr + row, car[26], mask=live)
     tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
 

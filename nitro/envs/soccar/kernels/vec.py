@@ -197,3 +197,16 @@ def load_columns(ptr, row, live, STRIDE: tl.constexpr, COUNT: tl.constexpr, W: t
     for k in tl.static_range(COUNT):
         out = out + (values[k],)
     return out
+
+
+@jit
+def store_columns(
+    ptr, row, values, live, STRIDE: tl.constexpr, COUNT: tl.constexpr, W: tl.constexpr, BLOCK: tl.constexpr
+):
+    """`load_columns`' inverse: COUNT per-lane float values into the first COUNT columns of row ``row`` of
+    a [rows, STRIDE] float32 array, written as one [BLOCK, W] tile (the columns beyond masked off)."""
+    padded = values
+    for _ in tl.static_range(W - COUNT):
+        padded = padded + (values[0] * 0.0,)
+    at = tl.arange(0, W)
+    tl.store(ptr + row[:, None] * STRIDE + at[None, :], tile_of(padded, W, BLOCK), mask=live[:, None] & (at < COUNT)[None, :])

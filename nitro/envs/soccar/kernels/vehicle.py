@@ -51,7 +51,7 @@ VEHICLE_CONTACT_DAMPING = constexpr(C.VEHICLE_CONTACT_DAMPING)
 SOLVER_ERP = constexpr(C.SOLVER_ERP)
 BT_TO_UU = constexpr(C.BT_TO_UU)
 UU_TO_BT = constexpr(C.UU_TO_BT)
-BODY_ROW = constexpr(128)
+BODY_ROW = constexpr(88)
 """Floats per car row of ``bodies`` (`kernels/car.CAR_WIDTH`): pos, rot_mat (rows), vel and ang_vel are its
 first 18 floats, is_demoed its float `BODY_DEMOED_AT` (`kernels/car.py` asserts this layout)."""
 BODY_DEMOED_AT = constexpr(48)
