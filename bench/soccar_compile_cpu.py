@@ -5,6 +5,7 @@ fused step's kernels are compiled at their first launch, so this is the wait a u
 `Arena(mode="fused")` step pays on the GPU's host (a faster CPU there).
 
     python bench/soccar_compile_cpu.py OUT [--sizes 0v0,1v0,1v1,2v2,3v3] [--block 32] [--kernels pre_tick_kernel,...]
+        [--cache DIR [--strip]]      # then, on the GPU machine: python bench/soccar_compile_cpu.py --relocate DIR
 
 Writes OUT/soccar_compile_cpu.json and prints a table. Needs Triton (a CUDA build of PyTorch, or the
 triton wheel); the kernels' arguments are captured from a real `launch_step_ticks_` on CPU tensors.
@@ -13,6 +14,7 @@ triton wheel); the kernels' arguments are captured from a real `launch_step_tick
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -24,9 +26,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
-
-DTYPES = {torch.float32: "*fp32", torch.int64: "*i64", torch.int32: "*i32", torch.int8: "*i8"}
-
 
 def captured_launches(blue: int, orange: int, block: int) -> list:
     """Each stage kernel of one fused step of a ``blue``v``orange`` arena with its launch arguments."""
@@ -59,26 +58,30 @@ def captured_launches(blue: int, orange: int, block: int) -> list:
     return launches
 
 
-def compile_for_sm90(kernel, kwargs: dict) -> dict:
-    """Triton's compile of one launch for sm_90: seconds per stage and in all, PTX lines."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.backends.nvidia.compiler import CUDABackend
-    from triton.compiler import ASTSource
+class Sm90Driver:
+    """What a kernel's launch asks of Triton's active driver, answered for an H100/H200 (sm_90) without
+    one: a launch with ``warmup=True`` then binds and specializes its arguments and compiles exactly as
+    on the GPU (the same cache key), and stops before launching."""
 
-    signature, constexprs = {}, {}
-    for i, name in enumerate(kernel.arg_names):
-        value = kwargs[name]
-        if kernel.params[i].is_constexpr:
-            signature[name], constexprs[(i,)] = "constexpr", value
-        elif isinstance(value, torch.Tensor):
-            signature[name] = DTYPES[value.dtype]
-        elif isinstance(value, bool):
-            signature[name] = "i1"
-        elif isinstance(value, int):
-            signature[name] = "i32"
-        else:
-            signature[name] = "fp32"
+    def get_current_device(self):
+        return 0
+
+    def get_current_stream(self, device):
+        return 0
+
+    def get_current_target(self):
+        from triton.backends.compiler import GPUTarget
+
+        return GPUTarget("cuda", 90, 32)
+
+
+def compile_for_sm90(kernel, kwargs: dict) -> dict:
+    """Triton's compile of one launch for sm_90, through the kernel's own launch path: seconds per stage
+    and in all, PTX lines, registers and stack; the kernel lands in Triton's cache under the key a
+    launch on the GPU computes."""
+    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.runtime.driver import driver
+
     stages: dict[str, float] = {}
     add_stages = CUDABackend.add_stages
 
@@ -95,20 +98,15 @@ def compile_for_sm90(kernel, kwargs: dict) -> dict:
             table[key] = timed
 
     CUDABackend.add_stages = timed_stages
+    driver.set_active(Sm90Driver())  # kept: there is no other driver on this machine
     try:
         start = time.perf_counter()
-        compiled = triton.compile(
-            ASTSource(fn=kernel, signature=signature, constexprs=constexprs),
-            target=GPUTarget("cuda", 90, 32),
-            options={"num_warps": kwargs.get("num_warps", 1)},
-        )
+        compiled = kernel.run(grid=(1,), warmup=True, **kwargs)
         total = time.perf_counter() - start
     finally:
         CUDABackend.add_stages = add_stages
-    return {
-        "seconds": round(total, 2), "stages": stages, "ptx_lines": compiled.asm["ptx"].count("\n"),
-        **resource_usage(compiled.asm["cubin"]),
-    }
+    ptx = compiled.asm.get("ptx", "")
+    return {"seconds": round(total, 2), "stages": stages, "ptx_lines": ptx.count("\n"), **resource_usage(compiled.asm["cubin"])}
 
 
 def resource_usage(cubin: bytes) -> dict:
@@ -131,7 +129,7 @@ def resource_usage(cubin: bytes) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", type=Path, help="folder for soccar_compile_cpu.json")
+    parser.add_argument("out", type=Path, nargs="?", help="folder for soccar_compile_cpu.json")
     parser.add_argument("--sizes", default="0v0,1v0,1v1,3v3", help="team sizes, BLUEvORANGE, comma-separated")
     parser.add_argument(
         "--block", type=int, default=32, help="lanes per program (the fused step's default: 32)"
@@ -139,11 +137,33 @@ def main() -> None:
     parser.add_argument(
         "--kernels", default="", help="stage kernels to compile, comma-separated (default: all of each size)"
     )
+    parser.add_argument(
+        "--cache", type=Path, help="keep the compiled kernels in this Triton cache folder (empty: all compiled "
+        "cold), to carry to a GPU machine with the same Triton; there run --relocate on it first",
+    )
+    parser.add_argument("--strip", action="store_true", help="with --cache: keep only what a launch loads")
+    parser.add_argument(
+        "--key-as", type=Path, help="with --cache: key the kernels as the Triton package at this folder would (the "
+        "same version's wheel for the GPU machine's Python, unpacked: only its libtriton differs)",
+    )
+    parser.add_argument(
+        "--relocate", type=Path, help="point a carried --cache folder's entries at where it now lies, then exit"
+    )
     args = parser.parse_args()
+    if args.relocate:
+        relocate(args.relocate)
+        return
+    if args.out is None:
+        parser.error("give OUT, the folder for soccar_compile_cpu.json (or --relocate DIR)")
     only = set(filter(None, args.kernels.split(",")))
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="nitro_compile_")  # every kernel compiled cold
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    cache = args.cache or Path(tempfile.mkdtemp(prefix="nitro_compile_"))
+    if cache.exists() and any(cache.iterdir()):
+        parser.error(f"--cache {cache} is not empty; give an empty or new folder, so every kernel compiles cold")
+    os.environ["TRITON_CACHE_DIR"] = str(cache.resolve())
     import triton
+
+    if args.key_as:
+        key_as(args.key_as)
 
     rows = []
     for size in args.sizes.split(","):
@@ -172,11 +192,40 @@ def main() -> None:
             s: round(sum(r["seconds"] for r in rows if r["size"] == s), 1) for s in args.sizes.split(",")
         },
     }
+    if args.cache and args.strip:
+        for path in cache.rglob("*"):
+            if path.is_file() and path.suffix not in (".cubin", ".json"):
+                path.unlink()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "soccar_compile_cpu.json").write_text(json.dumps(result, indent=1))
     print("size  seconds (all stage kernels)")
     for size, seconds in result["per_size_seconds"].items():
         print(f"{size:>4}  {seconds}")
+
+
+def key_as(package: Path) -> None:
+    """Key Triton's cache as the Triton package at ``package`` (its ``triton`` folder) would: Triton's own
+    key function, run over that package's files."""
+    import types
+
+    from triton.runtime import cache
+
+    own = getattr(cache.triton_key, "__wrapped__", cache.triton_key)
+    there = types.FunctionType(own.__code__, {**own.__globals__, "__file__": str(package / "runtime" / "cache.py")})
+    key = there()
+    cache.triton_key = lambda: key
+    print(f"cache keys as the Triton at {package}: {hashlib.sha256(key.encode()).hexdigest()[:16]}", flush=True)
+
+
+def relocate(cache: Path) -> None:
+    """Rewrite the absolute paths Triton's cache groups hold (``__grp__*.json``) to ``cache``'s own place."""
+    cache = cache.resolve()
+    for group in cache.glob("*/__grp__*.json"):
+        data = json.loads(group.read_text())
+        data["child_paths"] = {
+            name: str(group.parent / Path(path).name) for name, path in data["child_paths"].items()
+        }
+        group.write_text(json.dumps(data))
 
 
 if __name__ == "__main__":

@@ -48,7 +48,6 @@ import soccar_gpu as common  # the section machinery: Recorder, timing, workers,
 SECTIONS = ("game_checks", "game_fused", "game_eager")
 SHARES = {"game_checks": 0.40, "game_fused": 0.45, "game_eager": 0.15}
 DEFAULT_SIZES = (1 << 10, 1 << 14, 1 << 18, 1 << 20)
-TEAMS = ((1, 1), (2, 2), (3, 3))
 CONTROL_POOL = 8  # random control sets the timed calls cycle through
 BOUNDS = (3500.0, 4500.0)  # where the cars start, |x| and |y| (UU): clear of the walls
 
@@ -148,7 +147,7 @@ def section_game_checks(rec, args) -> None:
     from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
 
     n = args.check_envs
-    for blue, orange in TEAMS:
+    for blue, orange in args.teams:
 
         def check(blue=blue, orange=orange):
             arena = game_arena(n, blue, orange, "eager", args.meshes, seed=3)
@@ -193,7 +192,7 @@ def section_game_fused(rec, args) -> None:
 
     rec.data["compile_seconds"] = {}
     sizes = common._sizes_largest_first(args)
-    for blue, orange in TEAMS:
+    for blue, orange in args.teams:
         name = f"fused {blue}v{orange}"
 
         def launcher(n, blue=blue, orange=orange):
@@ -252,7 +251,7 @@ def section_game_fused(rec, args) -> None:
 
 def section_game_eager(rec, args) -> None:
     sizes = [n for n in common._sizes_largest_first(args) if n <= (1 << 14) or common.DEVICE != "cuda"]
-    for blue, orange in TEAMS:
+    for blue, orange in args.teams:
         for n in sizes:
 
             def one(n=n, blue=blue, orange=orange):
@@ -327,6 +326,7 @@ def main() -> None:
     parser.add_argument("--check-steps", type=int, default=None, help="calls of K ticks per check (6; 2 dry)")
     parser.add_argument("--budget", type=float, default=230.0, help="seconds for all sections together")
     parser.add_argument("--only", default=",".join(SECTIONS), help="sections to run, comma-separated")
+    parser.add_argument("--teams", default="1v1,2v2,3v3", help="team sizes, BLUEvORANGE, comma-separated")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--limit", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
@@ -335,6 +335,7 @@ def main() -> None:
     if dry:
         os.environ["TRITON_INTERPRET"] = "1"
     args.sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else ((32,) if dry else DEFAULT_SIZES)
+    args.teams = tuple(tuple(int(x) for x in team.split("v")) for team in args.teams.split(","))
     args.ticks = args.ticks or (2 if dry else 8)
     args.repeats = args.repeats or (1 if dry else 10)
     args.check_envs = args.check_envs or (32 if dry else 4096)
@@ -351,6 +352,7 @@ def main() -> None:
     wanted = common.run_sections(__file__, args, SECTIONS, SHARES, [
         "--sizes", ",".join(map(str, args.sizes)), "--ticks", str(args.ticks), "--repeats", str(args.repeats),
         "--check-envs", str(args.check_envs), "--check-steps", str(args.check_steps),
+        "--teams", ",".join(f"{b}v{o}" for b, o in args.teams),
     ])
     print(common._table(Path(args.out), wanted) + _summary(Path(args.out)), flush=True)
 

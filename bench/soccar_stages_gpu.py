@@ -103,6 +103,14 @@ def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
     }  # fmt: skip
 
 
+def env_order(cars, mesh):
+    """`kernels/arena.car_order`'s stand-in for ``--car-order identity``: every slot's envs in order."""
+    import torch
+
+    envs, slots = cars.pos.shape[:2]
+    return torch.arange(envs, dtype=torch.int32, device=cars.pos.device).expand(slots, envs).contiguous()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="folder for soccar_stages.json")
@@ -110,15 +118,23 @@ def main() -> None:
     parser.add_argument("--envs", type=int, default=1 << 20, help="envs per arena batch")
     parser.add_argument("--block", type=int, default=32, help="envs per program")
     parser.add_argument("--calls", type=int, default=5, help="timed calls of 8 ticks")
+    parser.add_argument(
+        "--car-order", choices=("sorted", "identity"), default="sorted",
+        help="the car kernels' lanes: `kernels/arena.car_order`'s (sorted by the arena each car meets) or env order",
+    )
     parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
     args = parser.parse_args()
     import torch
     import triton
 
     common.DEVICE = "cuda"
+    if args.car_order == "identity":
+        from nitro.envs.soccar.kernels import arena as arena_kernels
+
+        arena_kernels.car_order = env_order
     rows = []
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-              "results": rows}  # fmt: skip
+              "car_order": args.car_order, "results": rows}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     for size in args.sizes.split(","):
         row = profile(size, args.envs, args.block, args.calls, args.meshes)

@@ -103,11 +103,12 @@ class ArenaMesh:
 
     def cell_index(self, points: torch.Tensor) -> torch.Tensor:
         """Flat index of the grid cell holding each point [..., 3] (clamped to the grid) -> [...]."""
-        origin = torch.tensor(self.grid_origin, dtype=points.dtype, device=points.device)
-        dims = torch.tensor(self.grid_dims, device=points.device)
-        ijk = torch.floor((points - origin) / self.cell_size).to(torch.int64)
-        ijk = torch.minimum(torch.clamp(ijk, min=0), dims - 1)
-        return (ijk[..., 0] * self.grid_dims[1] + ijk[..., 1]) * self.grid_dims[2] + ijk[..., 2]
+        i, j, k = (
+            torch.floor((points[..., axis] - self.grid_origin[axis]) / self.cell_size).to(torch.int64)
+            .clamp(0, self.grid_dims[axis] - 1)
+            for axis in range(3)
+        )  # fmt: skip
+        return (i * self.grid_dims[1] + j) * self.grid_dims[2] + k
 
 
 def load_arena_mesh(
