@@ -3,7 +3,9 @@
 # other stages on request (league, skullking, skullking-checks, skullking-ppo, skullking-learn: ~8 min each;
 # soccar-cars, soccar-game, soccar-rl: ~4-5 min each, their first fused launches compile the stage kernels;
 # soccar-learn: ~9 min; soccar stages need the meshes: carry .meshes and export NITRO_MESHES; soccar-warm
-# compiles the fused step's kernels in parallel into TRITON_CACHE_DIR, set it to keep them for later stages).
+# compiles the fused step's kernels in parallel into TRITON_CACHE_DIR, set it to keep them for later stages;
+# or compile them on a CPU beforehand with bench/soccar_compile_cpu.py --cache DIR, carry DIR and the same
+# tree, run its --relocate DIR there and set TRITON_CACHE_DIR=DIR: the soccar stages then start at once).
 # Usage (on the GPU machine, from the repository root): bash bench/gpu_session.sh OUTDIR [stages...]
 set -u
 OUT=${1:?usage: gpu_session.sh OUTDIR [stages]}; shift

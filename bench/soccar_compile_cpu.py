@@ -5,10 +5,17 @@ fused step's kernels are compiled at their first launch, so this is the wait a u
 `Arena(mode="fused")` step pays on the GPU's host (a faster CPU there).
 
     python bench/soccar_compile_cpu.py OUT [--sizes 0v0,1v0,1v1,2v2,3v3] [--block 32] [--kernels pre_tick_kernel,...]
-        [--cache DIR [--strip]]      # then, on the GPU machine: python bench/soccar_compile_cpu.py --relocate DIR
+        [--cache DIR [--strip] [--key-as PKG]]
 
 Writes OUT/soccar_compile_cpu.json and prints a table. Needs Triton (a CUDA build of PyTorch, or the
-triton wheel); the kernels' arguments are captured from a real `launch_step_ticks_` on CPU tensors.
+triton wheel); the kernels' arguments are captured from a real `launch_step_ticks_` on CPU tensors and
+bound by the kernels' own launch path (`Sm90Driver`), so each kernel is specialized and keyed as on an
+H100/H200. With ``--cache DIR`` the compiled kernels stay in DIR, a Triton cache a GPU machine with the
+same Triton version loads instead of compiling: carry DIR there with the same source tree (the keys
+hash every kernel's and helper's source and first line), run ``python bench/soccar_compile_cpu.py
+--relocate DIR`` and set ``TRITON_CACHE_DIR=DIR``. ``--key-as PKG`` keys them for that machine's Python
+when it differs from this one's: PKG is the ``triton`` folder of the same Triton version's wheel for
+that Python, unpacked (``pip download --no-deps triton==X --python-version 3.12 --only-binary=:all:``).
 """
 
 from __future__ import annotations
@@ -186,6 +193,7 @@ def main() -> None:
         "torch": torch.__version__,
         "triton": triton.__version__,
         "target": "cuda sm_90",
+        "keyed_as": str(args.key_as) if args.key_as else None,
         "block": args.block,
         "kernels": rows,
         "per_size_seconds": {
