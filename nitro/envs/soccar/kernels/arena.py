@@ -18,7 +18,8 @@ Each calls the stages of `kernels/ball.py`, `kernels/car.py` and the game rules 
 travel between the kernels as their packed rows (`kernels/car.pack_cars`), `car_tick` (the forces,
 frozen flags and callback results one kernel hands the next), `pair_contacts`, `body_rows`,
 `body_mask` and `body_solve`; an env kernel walks its cars with
-static loops, a car kernel runs one car slot per program (its tables load once per block). Ball-only
+static loops, a car kernel runs one car slot per program (its tables load once per block), its lanes'
+envs in `car_order`'s order (on large batches sorted by the arena each car meets). Ball-only
 arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
 (One kernel with every car unrolled did not compile: Triton's coalesce pass grows with the number of
 memory operations times the square of the kernel's size, 600 s of a CPU for one car with its body.)
