@@ -1056,41 +1056,30 @@ def launch_step_ticks_(
             x.copy_(y.t())
 
 
-SORT_FROM_WAVES = 3
-"""`car_order` sorts the cars when their lanes fill at least this many waves of the GPU (8 one-warp
-programs per SM at the car kernels' 255 registers: 33,792 lanes on an H200); below it, env order.
-Measured on an H200, 1v1 games, ms per tick sorted / in env order: 16,384 envs (1 wave) 1.16 / 0.79,
-65,536 (3.9 waves) 1.56 / 1.64, 262,144 (16 waves) 4.10 / 4.70, 1,048,576 (62) 14.3 / 17.3. In one wave a
-tick lasts as long as its slowest warp, and a warp of 32 cars at the walls is slower than a warp with
-one (docs/PERFORMANCE.md)."""
+SORT_FROM_LANES = {"cuda": 3 * 132 * 8 * FUSED_BLOCK, "cpu": 8}
+"""`car_order` sorts the cars when there are at least this many (env, car) lanes; below it, env order.
+On CUDA, three waves of an H100/H200 (132 SMs, each holding 8 one-warp programs at the car kernels' 255
+registers: 33,792 lanes a wave). Measured on an H200, 1v1 games, ms per tick sorted / in env order:
+16,384 envs (1 wave) 1.16 / 0.79, 65,536 (3.9 waves) 1.56 / 1.64, 262,144 (16 waves) 4.10 / 4.70,
+1,048,576 (62) 14.3 / 17.3. In one wave a tick lasts as long as its slowest warp, and a warp of 32 cars
+at the walls is slower than a warp with one (docs/PERFORMANCE.md). On the CPU (Triton's interpreter,
+the twin tests) from 8 lanes, so the tests run the sorted order."""
 
 
 def car_order(cars: CarState, mesh: ArenaMesh) -> torch.Tensor:
     """Each car slot's envs, [C, N] int32: the order the car kernels take their lanes in (`car_lanes`).
-    With enough cars (`SORT_FROM_WAVES`), sorted by how much of the arena each car meets: the triangles
+    With enough cars (`SORT_FROM_LANES`), sorted by how much of the arena each car meets: the triangles
     listed in the grid cell of the car's centre, then whether it is in the air, so the cars of a warp
     run the same loops and branches (a warp runs as long as its longest lane). Cars move a few cells
     at most within a step, so the order is made once per step; it decides the speed alone, never a
     result."""
     envs, slots = cars.pos.shape[:2]
-    if envs * slots < SORT_FROM_WAVES * _lanes_per_wave(cars.pos.device):
+    if envs * slots < SORT_FROM_LANES.get(cars.pos.device.type, 8):
         return torch.arange(envs, dtype=torch.int32, device=cars.pos.device).expand(slots, envs).contiguous()
     cell = mesh.cell_index(cars.pos.transpose(0, 1))  # [C, N]
     triangles = mesh.cell_start[cell + 1] - mesh.cell_start[cell]
     key = triangles.to(torch.int64) * 2 + (~cars.is_on_ground.transpose(0, 1)).to(torch.int64)
     return key.argsort(dim=1).to(torch.int32).contiguous()
-
-
-def _lanes_per_wave(device: torch.device) -> int:
-    """The car kernels' lanes resident at once: 8 one-warp programs per SM (their registers' limit)."""
-    if device.type != "cuda":
-        return 1  # Triton's interpreter: sorted from 8 lanes, so the twin tests run the sorted order
-    if device not in _LANES_PER_WAVE:
-        _LANES_PER_WAVE[device] = torch.cuda.get_device_properties(device).multi_processor_count * 8 * FUSED_BLOCK
-    return _LANES_PER_WAVE[device]
-
-
-_LANES_PER_WAVE: dict[torch.device, int] = {}
 
 
 GAME_WIDTH = constexpr(8)

@@ -42,7 +42,7 @@ def test_car_order_sorts_each_slot_by_the_arena_its_cars_meet():
 
 
 def test_car_order_is_env_order_below_the_sorting_threshold(monkeypatch):
-    monkeypatch.setattr(arena_kernels, "_lanes_per_wave", lambda device: 10**6)  # a GPU wave larger than the batch
+    monkeypatch.setitem(arena_kernels.SORT_FROM_LANES, "cpu", 2 * ENVS + 1)
     arena = arena_with_cars_at_the_walls()
     order = car_order(arena.state.cars, ball_grid(arena.world))
     assert torch.equal(order, torch.arange(ENVS, dtype=torch.int32).expand(2, ENVS))
