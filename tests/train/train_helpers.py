@@ -11,11 +11,13 @@ from nitro.train import config as C
 QUIET = ["run.console=false", "run.tensorboard=false", "run.device=cpu"]
 """CPU, no TensorBoard writer, no console: what every in-process test run uses."""
 
-CARTPOLE_EVAL = 350.0
+CARTPOLE_EVAL = 250.0
 """The CartPole preset's policy at its stop (tests/train/conftest.py), played deterministically on 100
-fresh episodes, averaged 413, 500, 500, 500 and 464 for seeds 1-5: the training window's episodes began
-up to 16 updates earlier (500 steps at 32 per update), and the policy keeps moving. 350 is below every
-seed and 16x a random policy's ~22."""
+fresh episodes, averaged 413, 500, 500, 500 and 464 for seeds 1-5 on one host and 324, 491, 500, 488 and
+500 on another (an AMD EPYC, where seed 1's run, the tests' own, needs 639k steps instead of ~400k and its
+best checkpoint plays 306 over 20 episodes): the training window's episodes began up to 16 updates
+earlier (500 steps at 32 per update), and the policy keeps moving. 250 is below every seed on both
+hosts and 11x a random policy's ~22."""
 
 
 @contextlib.contextmanager
