@@ -103,14 +103,6 @@ def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
     }  # fmt: skip
 
 
-def env_order(cars, mesh):
-    """`kernels/arena.car_order`'s stand-in for ``--car-order identity``: every slot's envs in order."""
-    import torch
-
-    envs, slots = cars.pos.shape[:2]
-    return torch.arange(envs, dtype=torch.int32, device=cars.pos.device).expand(slots, envs).contiguous()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="folder for soccar_stages.json")
@@ -119,8 +111,9 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=32, help="envs per program")
     parser.add_argument("--calls", type=int, default=5, help="timed calls of 8 ticks")
     parser.add_argument(
-        "--car-order", choices=("sorted", "identity"), default="sorted",
-        help="the car kernels' lanes: `kernels/arena.car_order`'s (sorted by the arena each car meets) or env order",
+        "--car-order", choices=("auto", "sorted", "identity"), default="auto",
+        help="the car kernels' lanes (`kernels/arena.car_order`): sorted by the arena each car meets from "
+        "`SORT_FROM_LANES` up (auto), always sorted, or always in env order",
     )
     parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
     args = parser.parse_args()
@@ -128,10 +121,10 @@ def main() -> None:
     import triton
 
     common.DEVICE = "cuda"
-    if args.car_order == "identity":
+    if args.car_order != "auto":
         from nitro.envs.soccar.kernels import arena as arena_kernels
 
-        arena_kernels.car_order = env_order
+        arena_kernels.SORT_FROM_LANES["cuda"] = 0 if args.car_order == "sorted" else sys.maxsize
     rows = []
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
               "car_order": args.car_order, "results": rows}  # fmt: skip
