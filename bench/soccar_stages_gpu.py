@@ -55,12 +55,17 @@ def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
     plain = arena_kernels.launch
     timings: list[tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
 
-    def timed_launch(kernel, *args, **kwargs):
+    deferred: list = []  # the pre-tick's deferred cars per tick and slot (`kernels/arena.pre_tick_kernel`)
+
+    def timed_launch(kernel, envs, per_env, args, *rest):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        plain(kernel, *args, **kwargs)
+        plain(kernel, envs, per_env, args, *rest)
         end.record()
-        timings.append((kernel.fn.__name__, start, end))
+        second_pass = bool(args.get("DEFERRED"))
+        timings.append((kernel.fn.__name__ + (" (deferred)" if second_pass else ""), start, end))
+        if second_pass:
+            deferred.append(args["deferred_count_ptr"].sum())
 
     def step(i: int) -> None:
         arena_kernels.launch_step_ticks_(arena.state, events, pool[i % len(pool)], arena.world, TICKS, block=block)
@@ -91,7 +96,7 @@ def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
     kernels = {}
     for name in per_call[0]:
         ms = statistics.median(c[name] for c in per_call)
-        kernels[name] = {"ms_per_tick": ms, "registers": kernel_registers(getattr(arena_kernels, name))}
+        kernels[name] = {"ms_per_tick": ms, "registers": kernel_registers(getattr(arena_kernels, name.split()[0]))}
     total = sum(k["ms_per_tick"] for k in kernels.values())
     for k in kernels.values():
         k["share"] = k["ms_per_tick"] / total
@@ -100,6 +105,7 @@ def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
         "size": size, "envs": envs, "block": block, "ticks_per_call": TICKS, "calls": calls,
         "step_ms_per_tick": step_ms, "env_ticks_per_s": envs / (step_ms / 1e3),
         "car_ticks_per_s": envs * cars / (step_ms / 1e3), "kernels": kernels,
+        "deferred_share": float(sum(deferred)) / max(1, len(deferred) * envs * cars),  # sync-ok: after timing
     }  # fmt: skip
 
 
@@ -134,7 +140,8 @@ def main() -> None:
         rows.append(row)
         (args.out / "soccar_stages.json").write_text(json.dumps(result, indent=1))  # each size as it comes
         print(f"{size} at {args.envs} envs: {row['step_ms_per_tick']:.3f} ms per tick, "
-              f"{row['env_ticks_per_s']:.3g} env-ticks/s, {row['car_ticks_per_s']:.3g} car-ticks/s", flush=True)  # fmt: skip
+              f"{row['env_ticks_per_s']:.3g} env-ticks/s, {row['car_ticks_per_s']:.3g} car-ticks/s, "
+              f"{100 * row['deferred_share']:.1f}% of the cars' pre-ticks deferred", flush=True)  # fmt: skip
         for name, k in sorted(row["kernels"].items(), key=lambda kv: -kv[1]["ms_per_tick"]):
             regs = [(r["registers"], r["spills"]) for r in k["registers"]]
             print(f"  {name:<24} {k['ms_per_tick']:8.3f} ms  {100 * k['share']:5.1f}%  (registers, spills) {regs}", flush=True)

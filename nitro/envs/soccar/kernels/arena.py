@@ -84,7 +84,7 @@ from nitro.envs.soccar.kernels.car import (
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
 from nitro.envs.soccar.kernels.vec import add, load, load_columns, load_row, scale, store, store_row, sub, where
-from nitro.envs.soccar.kernels.vehicle import bodies_of
+from nitro.envs.soccar.kernels.vehicle import bodies_of, rays_near_bodies
 from nitro.envs.soccar.mutators import TickParams, ball_mass_props
 from nitro.envs.soccar.state import ArenaEvents, CarState, GameState, World
 
@@ -136,13 +136,16 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
 
     The pre-tick stage reads the cars' rows as the tick starts (``car_rows_ptr``) and writes them to the
     spare buffer (``car_spare_rows_ptr``), which the later stages then update in place: the buffers
-    swap in ``args`` every tick (no copy; one extra buffer of the cars' rows)."""
+    swap in ``args`` every tick (no copy; one extra buffer of the cars' rows). ``args["deferred_count_ptr"]``
+    must be this tick's zeroed counts of the pre-tick's deferred cars, one per car slot."""
     if cars:
         # 2. a demolished car's countdown and respawn, the cars' pre-tick, whose wheel rays meet the
         #    other cars and the ball as they stand now
+        #    (the cars whose rays pass near no body first, then the others: `pre_tick_kernel`)
         start, args["car_rows_ptr"] = args["car_rows_ptr"], args["car_spare_rows_ptr"]
         args["car_spare_rows_ptr"] = start
-        launch(pre_tick_kernel, envs, cars, {**args, "car_start_rows_ptr": start}, block, maxnreg)
+        for deferred in (False, True):
+            launch(pre_tick_kernel, envs, cars, {**args, "car_start_rows_ptr": start, "DEFERRED": deferred}, block, maxnreg)
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps)
         if cars > 1:
             launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, args, block, maxnreg)
@@ -178,15 +181,30 @@ def flag(x):
 
 
 @jit
-def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
+def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None):
     """A car kernel's lanes: BLOCK envs' cars of one slot per program, so the slot's tables load once
-    for the block, the envs taken in `car_order`'s order: (row = env * NUM_CARS + slot, live, env int64,
-    slot)."""
+    for the block, the envs taken in `car_order`'s order ([C, n]: each slot's envs): (row = env * NUM_CARS
+    + slot, live, env int64, slot). With ``count`` (a pointer to one count per slot), the first count
+    envs of the slot's list (`defer_lanes`')."""
     slot = tl.program_id(0) % NUM_CARS
     at = (tl.program_id(0) // NUM_CARS) * BLOCK + tl.arange(0, BLOCK)
-    live = at < n
+    if count is None:
+        live = at < n
+    else:
+        live = at < tl.load(count + slot)
     env = tl.load(car_order_ptr + slot * tl.cast(n, tl.int64) + at, mask=live, other=0)
     return env * NUM_CARS + slot, live, env.to(tl.int64), slot
+
+
+@jit
+def defer_lanes(deferred_ptr, deferred_count_ptr, env, slot, defer, n):
+    """Append the envs of the lanes ``defer`` to car slot ``slot``'s list ([C, n]) for a second pass
+    (`car_lanes` with its count), one atomic add per program; their order in the list is the programs'
+    finishing order, which changes which lane runs which car, never a result."""
+    d = defer.to(tl.int32)
+    first = tl.atomic_add(deferred_count_ptr + slot, tl.sum(d, axis=0))
+    at = first + tl.cumsum(d, axis=0) - d
+    tl.store(deferred_ptr + slot * tl.cast(n, tl.int64) + at, env.to(tl.int32), mask=defer)
 
 
 @jit
@@ -264,7 +282,7 @@ def arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_p
 @stage_jit
 def pre_tick_kernel(
     car_order_ptr, car_start_rows_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
+    deferred_ptr, deferred_count_ptr, tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
     pos_ptr, vel_ptr, ang_vel_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
@@ -272,45 +290,61 @@ def pre_tick_kernel(
     jump_immediate_force, jump_accel, boost_used_per_second, boost_accel_ground, boost_accel_air, unlimited_flips,
     unlimited_double_jumps, flip_z_damp_factor,
     NUM_CARS: tl.constexpr, BLUE: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
+    DEFERRED: tl.constexpr,
 ):  # fmt: skip
     """Stage 2, one car per lane: a demolished car's countdown and respawn (`rules.update_demo`), then
     Car::_PreTickUpdate (suspension, controls, jump, flip, air control, boost). Its forces and torques
     go to `car_tick`, beside whether Bullet skips its body this tick (demolished at the tick's start).
     The cars' rows as the tick starts are read from ``car_start_rows`` (the car's own, and the other
     cars' for its wheel rays, `vehicle.Bodies`), the updated ones written to ``car_rows``: two buffers,
-    because each lane writes the row another lane's wheels read (`tick` swaps them every tick)."""
-    row, live, env, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
-    tick_time = f32(tick_time)
-    tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
-    car, ints, info = load_car_and_hit_info(
-        car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
-    )
-    bodies = bodies_of(  # the wheels' other bodies: the cars' tick-start rows and the ball
-        car_start_rows_ptr, pos_ptr, vel_ptr, ang_vel_ptr, env, slot, live, hitbox_table_ptr, car_table_ptr,
-        f32(ball_radius), f32(ball_inv_mass), f32(ball_inv_inertia), NUM_CARS, BLOCK,
-    )  # fmt: skip
-    frozen = car[28]
-    car, info = rules.update_demo(
-        car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount), live,
-        slot, (slot >= BLUE).to(tl.int32), BLOCK,
-    )  # fmt: skip
-    solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
-    car, force, torque = car_kernels.pre_tick_update(
-        car, load_controls(controls_ptr, row, live, BLOCK), load_car_params(car_table_ptr, slot), tick_time,
-        solver_dt, f32(jump_immediate_force), f32(jump_accel), f32(boost_used_per_second), f32(boost_accel_ground),
-        f32(boost_accel_air), f32(unlimited_flips), f32(unlimited_double_jumps), f32(flip_z_damp_factor), live,
-        arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
-                 plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
-        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), bodies, NUM_CARS, NUM_PLANES, BLOCK,
-    )  # fmt: skip
-    store_car_and_hit_info(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
-    )
-    store_car_ints(car_ints_ptr, row, live, info, car_events_of(ints), BLOCK)
-    none = tl.full([BLOCK], -1, tl.int32)
-    store_car_tick(
-        car_tick_ptr, row, live, force, torque, frozen, tl.zeros([BLOCK], tl.int1), none, none, BLOCK
-    )
+    because each lane writes the row another lane's wheels read (`tick` swaps them every tick).
+
+    Two passes (`tick`): the first takes every car (`car_order`) and finishes those whose wheel rays
+    pass near no other car and no ball (`vehicle.rays_near_bodies`: the rays meet the arena alone),
+    deferring the others to ``deferred`` (`defer_lanes`); the second (``DEFERRED``) runs those with the
+    rays against the bodies. The bodies' casts and what their hits carry take registers every lane
+    pays for, and most cars are far from the rest most of the time."""
+    if DEFERRED:
+        row, live, env, slot = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr)
+    else:
+        row, live, env, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
+    if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
+        tick_time = f32(tick_time)
+        tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
+        car, ints, info = load_car_and_hit_info(
+            car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
+        )
+        bodies = bodies_of(  # the wheels' other bodies: the cars' tick-start rows and the ball
+            car_start_rows_ptr, pos_ptr, vel_ptr, ang_vel_ptr, env, slot, live, hitbox_table_ptr, car_table_ptr,
+            f32(ball_radius), f32(ball_inv_mass), f32(ball_inv_inertia), NUM_CARS, BLOCK,
+        )  # fmt: skip
+        frozen = car[28]
+        car, info = rules.update_demo(
+            car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount),
+            live, slot, (slot >= BLUE).to(tl.int32), BLOCK,
+        )  # fmt: skip
+        params = load_car_params(car_table_ptr, slot)
+        if not DEFERRED:
+            near = rays_near_bodies(bodies, car[0], params[1], params[2], params[3], live, NUM_CARS, BLOCK)
+            defer_lanes(deferred_ptr, deferred_count_ptr, env, slot, near, n)
+            live = live & ~near
+        solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
+        car, force, torque = car_kernels.pre_tick_update(
+            car, load_controls(controls_ptr, row, live, BLOCK), params, tick_time, solver_dt,
+            f32(jump_immediate_force), f32(jump_accel), f32(boost_used_per_second), f32(boost_accel_ground),
+            f32(boost_accel_air), f32(unlimited_flips), f32(unlimited_double_jumps), f32(flip_z_damp_factor), live,
+            arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+                     plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
+            grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), bodies, NUM_CARS, NUM_PLANES, BLOCK, DEFERRED,
+        )  # fmt: skip
+        store_car_and_hit_info(
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
+        )
+        store_car_ints(car_ints_ptr, row, live, info, car_events_of(ints), BLOCK)
+        none = tl.full([BLOCK], -1, tl.int32)
+        store_car_tick(
+            car_tick_ptr, row, live, force, torque, frozen, tl.zeros([BLOCK], tl.int1), none, none, BLOCK
+        )
 
 
 @stage_jit
@@ -936,6 +970,7 @@ def step_ticks_op(
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
         "car_spare_rows_ptr": torch.empty_like(cars[0]),  # `tick`'s second buffer of the cars' rows
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
+        "deferred_ptr": torch.empty(num_cars, envs, dtype=torch.int32, device=controls.device),  # `defer_lanes`
         "pair_contacts_ptr": torch.empty(
             envs * (num_cars * (num_cars - 1) // 2), PAIR_WIDTH.value, device=controls.device
         ),
@@ -966,7 +1001,9 @@ def step_ticks_op(
         launch(ball_and_rules_kernel, envs, 1, {**args, "ticks": ticks}, block, maxnreg)
         return
     args["ticks"] = 1
-    for _ in range(ticks):
+    deferred_counts = torch.zeros(ticks, num_cars, dtype=torch.int32, device=controls.device)
+    for t in range(ticks):
+        args["deferred_count_ptr"] = deferred_counts[t]
         tick(args, envs, num_cars, block, maxnreg)
     if ticks % 2:  # the last tick left the rows in the spare buffer
         cars[0].copy_(args["car_rows_ptr"])

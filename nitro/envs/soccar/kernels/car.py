@@ -584,12 +584,14 @@ def pre_tick_update(
     NUM_CARS: tl.constexpr,
     NUM_PLANES: tl.constexpr,
     BLOCK: tl.constexpr,
+    BODIES: tl.constexpr = True,
 ):
     """Car::_PreTickUpdate of one car per lane: the car's stages in RocketSim's order. Returns the car
     (impulses already in its velocities) and the force and torque for Bullet's step.
 
     ``bodies``: the cars and the ball as the wheels' rays and friction see them (`kernels/vehicle.py`:
-    the state when the cars' pre-ticks start)."""
+    the state when the cars' pre-ticks start); without ``BODIES`` the rays meet the arena alone
+    (`kernels/vehicle.ray_cast`)."""
     (
         pos, rot_mat, vel, ang_vel, is_on_ground, wheels_with_contact, has_jumped, has_double_jumped,
         has_flipped, flip_rel_torque, jump_time, flip_time, is_flipping, is_jumping, air_time,
@@ -609,7 +611,7 @@ def pre_tick_update(
     wheels, extra_pushback = update_vehicle_first(
         pos, rot_mat, vel, ang_vel, steer_angle, engine_force, brake, lat_friction, long_friction,
         extra_pushback, wheel_connection, wheel_radius, suspension_rest_length, inv_inertia_local,
-        inv_inertia, tick_time, solver_dt, live, arena, grid, bodies, NUM_CARS, NUM_PLANES, BLOCK,
+        inv_inertia, tick_time, solver_dt, live, arena, grid, bodies, NUM_CARS, NUM_PLANES, BLOCK, BODIES,
     )  # fmt: skip
     jump_pressed = jump & (last_controls[5] <= 0.5)
     wheels_with_contact = wheels[2]

@@ -11,6 +11,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body
+from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar import vehicle as reference
 from nitro.envs.soccar.kernels import vehicle as twin
 from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
@@ -21,6 +22,8 @@ from nitro.envs.soccar.kernels.car import (
     load_car_params,
 )
 from nitro.envs.soccar.kernels.rigid_body import column, inv_inertia_world
+from nitro.envs.soccar.kernels.vec import load_columns
+from nitro.envs.soccar.rigid_body import angle_to_rot_mat
 from nitro.envs.soccar.state import CarState
 from tests.envs.soccar.kernels.car_states import (
     ATOL,
@@ -331,3 +334,64 @@ def test_wheels_on_bodies(mesh, monkeypatch):
         BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
     )  # fmt: skip
     assert_outputs(split(out, widths), expected, exact=DEVICE == "cpu")  # the interpreter rounds as the reference
+
+
+@triton.jit
+def rays_near_bodies_kernel(
+    car_table_ptr, bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, hitbox_table_ptr,
+    ball_radius, ball_inv_mass, ball_inv_inertia, out_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """rays_near_bodies of each env's car ``slot`` (one slot per program, as `kernels/arena.car_lanes`)."""
+    slot = tl.program_id(0) % NUM_CARS
+    env = (tl.program_id(0) // NUM_CARS) * BLOCK + tl.arange(0, BLOCK)
+    live = env < n
+    row = env * NUM_CARS + slot
+    pos = load_columns(bodies_rows_ptr, row, live, twin.BODY_ROW, 3, 4, BLOCK)
+    _, wheel_connection, wheel_radius, rest, _, _ = load_car_params(car_table_ptr, slot)
+    bodies = twin.bodies_of(
+        bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, env, slot, live, hitbox_table_ptr,
+        car_table_ptr, ball_radius, ball_inv_mass, ball_inv_inertia, NUM_CARS, BLOCK,
+    )  # fmt: skip
+    near = twin.rays_near_bodies(bodies, pos, wheel_connection, wheel_radius, rest, live, NUM_CARS, BLOCK)
+    tl.store(out_ptr + row, near.to(tl.int8), mask=live)
+
+
+@pytest.mark.parametrize("presets", [("octane", "octane"), ("plank", "merc")])
+def test_rays_near_bodies(presets):
+    """The pre-tick's fast lanes (`kernels/arena.pre_tick_kernel`) skip the rays' casts against the
+    bodies where `rays_near_bodies` is false: that must never drop a hit. Cars, turned at random, with
+    the other car and the ball at random offsets of up to 420 UU: every car whose full wheel rays hit a
+    body in the reference (`vehicle.ray_cast_bodies`) is near, and the bound is tight enough to leave
+    most cars more than 250 UU from every body on the fast path."""
+    envs = 512
+    g = torch.Generator().manual_seed(5)
+    u = lambda *shape: torch.rand(*shape, generator=g)
+    direction = lambda: torch.nn.functional.normalize(torch.randn(envs, 3, generator=g), dim=-1)
+    rot = lambda: angle_to_rot_mat((u(envs) - 0.5) * 6.28, (u(envs) - 0.5) * 3.14, (u(envs) - 0.5) * 6.28)
+    pos = torch.stack((u(envs) * 4000 - 2000, u(envs) * 6000 - 3000, 500 + u(envs) * 300), -1)
+    other = pos + direction() * (u(envs, 1) * 420)
+    ball = pos + direction() * (u(envs, 1) * 420)
+    arena = Arena(envs, blue=1, orange=1, car=list(presets), seed=0)
+    arena.set_car(0, pos=pos, rot_mat=rot())
+    arena.set_car(1, pos=other, rot_mat=rot())
+    arena.set_ball(pos=ball)
+    world, cars = arena.world, arena.state.cars
+    config, params = world.cars, world.params
+    hard_point, _ = reference.update_wheel_transforms(cars, config)
+    ray_length = ((config.suspension_rest_length + C.MAX_SUSPENSION_TRAVEL) + config.wheel_radius) - C.SUSPENSION_SUBTRACTION
+    end = hard_point - cars.rot_mat[..., None, :, 2] * ray_length[..., None]
+    bodies = reference.Bodies.of(cars, arena.state.ball, config, params)
+    hit = reference.ray_cast_bodies(bodies, config, params, hard_point, end)[0].any(-1)  # [N, C]
+
+    out = torch.empty(envs * 2, dtype=torch.int8, device=DEVICE)
+    rays_near_bodies_kernel[(triton.cdiv(envs, CAR_BLOCK) * 2,)](
+        car_table(config).to(DEVICE), **bodies_args(cars, arena.state.ball, world),
+        out_ptr=out, n=envs, NUM_CARS=2, BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
+    )  # fmt: skip
+    near = out.cpu().bool().reshape(envs, 2)
+    assert int(hit.sum()) > 50  # the scenes reach rays on bodies
+    assert not bool((hit & ~near).any()), "a car whose rays hit a body was put on the fast path"
+    apart = (other - pos).norm(dim=-1)
+    gap = torch.stack((apart.minimum((ball - pos).norm(dim=-1)), apart.minimum((ball - other).norm(dim=-1))), -1)
+    assert not bool(near[gap > 250].any())
+    assert int((~near).sum()) > envs / 2
