@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
+
 def captured_launches(blue: int, orange: int, block: int) -> list:
     """Each stage kernel of one fused step of a ``blue``v``orange`` arena with its launch arguments."""
     from nitro.envs.soccar import Arena, ArenaEvents

@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-import soccar_cars_gpu as cars_bench  # noqa: E402
-import soccar_game_gpu as game_bench  # noqa: E402
-import soccar_gpu as common  # noqa: E402
+import soccar_cars_gpu as cars_bench
+import soccar_game_gpu as game_bench
+import soccar_gpu as common
 
 TICKS = 8
 
@@ -38,7 +38,7 @@ def kernel_registers(kernel) -> list[dict]:
             for key, c in (caches[0].items() if caches else ())]  # fmt: skip
 
 
-def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
+def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool = False) -> dict:
     import torch
 
     from nitro.envs.soccar.kernels import arena as arena_kernels
@@ -54,15 +54,30 @@ def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
     pool = game_bench.control_pool(envs, cars, 1, arena.device)
     plain = arena_kernels.launch
     timings: list[tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
+    every_car = torch.full((cars,), envs, dtype=torch.int32, device=arena.device)
+
+    def one_pass_launch(kernel, envs, per_env, args, *rest):
+        """The pre-tick in one pass, every car's rays cast against the bodies (its second pass over
+        `car_order`'s full lists; the first pass left out)."""
+        if kernel is arena_kernels.pre_tick_kernel:
+            if not args["DEFERRED"]:
+                return
+            args = {**args, "deferred_ptr": args["car_order_ptr"], "deferred_count_ptr": every_car}
+        plain(kernel, envs, per_env, args, *rest)
+
+    base = one_pass_launch if one_pass else plain
+    arena_kernels.launch = base
 
     deferred: list = []  # the pre-tick's deferred cars per tick and slot (`kernels/arena.pre_tick_kernel`)
 
     def timed_launch(kernel, envs, per_env, args, *rest):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        plain(kernel, envs, per_env, args, *rest)
+        base(kernel, envs, per_env, args, *rest)
         end.record()
-        second_pass = bool(args.get("DEFERRED"))
+        if one_pass and kernel is arena_kernels.pre_tick_kernel and not args["DEFERRED"]:
+            return
+        second_pass = bool(args.get("DEFERRED")) and not one_pass
         timings.append((kernel.fn.__name__ + (" (deferred)" if second_pass else ""), start, end))
         if second_pass:
             deferred.append(args["deferred_count_ptr"].sum())
@@ -105,6 +120,7 @@ def profile(size: str, envs: int, block: int, calls: int, meshes) -> dict:
         "size": size, "envs": envs, "block": block, "ticks_per_call": TICKS, "calls": calls,
         "step_ms_per_tick": step_ms, "env_ticks_per_s": envs / (step_ms / 1e3),
         "car_ticks_per_s": envs * cars / (step_ms / 1e3), "kernels": kernels,
+        "pre_tick_passes": 1 if one_pass else 2,
         "deferred_share": float(sum(deferred)) / max(1, len(deferred) * envs * cars),  # sync-ok: after timing
     }  # fmt: skip
 
@@ -121,6 +137,11 @@ def main() -> None:
         help="the car kernels' lanes (`kernels/arena.car_order`): sorted by the arena each car meets from "
         "`SORT_FROM_LANES` up (auto), always sorted, or always in env order",
     )
+    parser.add_argument(
+        "--one-pass", action="store_true",
+        help="the pre-tick in one pass, every car's wheel rays cast against the other cars and the ball "
+        "(`kernels/arena.pre_tick_kernel`'s second pass over all cars), as before its two passes",
+    )
     parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
     args = parser.parse_args()
     import torch
@@ -136,7 +157,7 @@ def main() -> None:
               "car_order": args.car_order, "results": rows}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     for size in args.sizes.split(","):
-        row = profile(size, args.envs, args.block, args.calls, args.meshes)
+        row = profile(size, args.envs, args.block, args.calls, args.meshes, args.one_pass)
         rows.append(row)
         (args.out / "soccar_stages.json").write_text(json.dumps(result, indent=1))  # each size as it comes
         print(f"{size} at {args.envs} envs: {row['step_ms_per_tick']:.3f} ms per tick, "

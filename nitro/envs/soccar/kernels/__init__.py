@@ -54,10 +54,12 @@ except ImportError:  # pragma: no cover - exercised on CPU-only installs
         return lambda fn: fn
 
 
-UNSPECIALIZED = ("n", "ticks", "hashed_seed")
-"""Integer arguments the fused step's stage kernels are not specialized on (Triton would compile a
-kernel again when such a value becomes 1 or stops being a multiple of 16): one compile per team size,
-whatever the env count, seed or ticks per launch. None of them sizes a memory access."""
+UNSPECIALIZED = ("n", "ticks", "hashed_seed", "deferred_count_ptr")
+"""Arguments the fused step's stage kernels are not specialized on (Triton would compile a kernel
+again when such an integer becomes 1 or stops being a multiple of 16, or such a pointer stops being
+16-byte aligned): one compile per team size, whatever the env count, seed or ticks per launch. None of
+the integers sizes a memory access; the pointer is a row of the pre-tick's per-tick counts
+(`kernels/arena.tick`), 4 bytes per car slot, read as a scalar."""
 
 
 def stage_jit(fn):

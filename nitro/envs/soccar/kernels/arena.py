@@ -1,7 +1,7 @@
 """The fused step: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks` in Triton, each tick
 six stage kernels in Arena::Step order (`tick`), one thread per lane:
 
-- `pre_tick_kernel`, one car per lane: a demolished car's countdown and respawn, Car::_PreTickUpdate;
+- `pre_tick_kernel`, one car per lane, in two passes: a demolished car's respawn, Car::_PreTickUpdate;
 - `car_pairs_kernel`, one car pair per lane: the stand-in contacts between the cars, their solver
   rows and the pair's bump parts (what the bump rule reads of the two cars);
 - `collisions_kernel`, one env per lane: the car-ball contacts and their rows, then the contact
@@ -73,7 +73,6 @@ from nitro.envs.soccar.kernels.car import (
     SOLVER_DEFAULT_TIME_STEP,
     car_of_row,
     car_table,
-    load_car,
     load_car_row,
     load_car_params,
     load_controls,
@@ -83,7 +82,18 @@ from nitro.envs.soccar.kernels.car import (
 )
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
-from nitro.envs.soccar.kernels.vec import add, load, load_columns, load_row, scale, store, store_row, sub, where
+from nitro.envs.soccar.kernels.vec import (
+    add,
+    load,
+    load_columns,
+    load_row,
+    scale,
+    store,
+    store_columns,
+    store_row,
+    sub,
+    where,
+)
 from nitro.envs.soccar.kernels.vehicle import bodies_of, rays_near_bodies
 from nitro.envs.soccar.mutators import TickParams, ball_mass_props
 from nitro.envs.soccar.state import ArenaEvents, CarState, GameState, World
@@ -106,8 +116,18 @@ CARCAR_FRICTION = constexpr(C.CARCAR_COLLISION_FRICTION)
 CARCAR_RESTITUTION = constexpr(C.CARCAR_COLLISION_RESTITUTION)
 UU_TO_BT = constexpr(C.UU_TO_BT)
 BT_TO_UU = constexpr(C.BT_TO_UU)
+AT = car_kernels.AT.value
+BOOST_AT = constexpr(AT[PACKED.index("boost")])
+DEMOED_AT = constexpr(AT[PACKED.index("is_demoed")])
+ON_GROUND_AT = constexpr(AT[PACKED.index("is_on_ground")])
+SUPERSONIC_AT = constexpr(AT[PACKED.index("is_supersonic")])
+BUMP_AT = constexpr(AT[PACKED.index("car_contact_cooldown_timer")])
+"""Where a car row's car_contact_cooldown_timer, is_demoed and demo_respawn_timer sit, side by side."""
+IMPULSE_CACHE_AT = constexpr(AT[PACKED.index("velocity_impulse_cache")])
 HIT_INFO_AT = car_kernels.CAR_TUPLE_FLOATS
 """Where the ball hit info's floats start in a packed car row: right after `load_car`'s fields."""
+HIT_INFO_FLOATS = constexpr(10)
+assert PACKED[PACKED.index("car_contact_cooldown_timer") :][:3] == ("car_contact_cooldown_timer", "is_demoed", "demo_respawn_timer")
 assert PACKED[PACKED.index("ball_hit_info_is_valid") :] == (
     "ball_hit_info_is_valid", "ball_hit_info_relative_pos_on_ball", "ball_hit_info_ball_pos", "ball_hit_info_extra_hit_vel"
 )  # fmt: skip
@@ -228,12 +248,12 @@ def load_car_and_hit_info(
 
 
 @jit
-def store_car_ints(car_ints_ptr, row, live, info, events, BLOCK: tl.constexpr):
-    """A car's `car_ints` row: its hit info's tick counts and its events (touched, demoed_by,
-    bumped_by, pickup pad)."""
+def store_car_ints(car_ints_ptr, row, live, hit_ticks, events, BLOCK: tl.constexpr):
+    """A car's `car_ints` row: its ball hit info's two tick counts (``hit_ticks``: a hit info's last two
+    fields) and its events (touched, demoed_by, bumped_by, pickup pad)."""
     touch, demoer, bumper, pad = events
-    zero = info[4] * 0
-    ints = (info[4], info[5], touch.to(tl.int64), demoer.to(tl.int64), bumper.to(tl.int64), pad.to(tl.int64))
+    zero = hit_ticks[0] * 0
+    ints = (hit_ticks[0], hit_ticks[1], touch.to(tl.int64), demoer.to(tl.int64), bumper.to(tl.int64), pad.to(tl.int64))
     store_row(car_ints_ptr, row, ints + (zero, zero), live, CAR_INTS_WIDTH, BLOCK)
 
 
@@ -340,7 +360,7 @@ def pre_tick_kernel(
         store_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
         )
-        store_car_ints(car_ints_ptr, row, live, info, car_events_of(ints), BLOCK)
+        store_car_ints(car_ints_ptr, row, live, info[4:], car_events_of(ints), BLOCK)
         none = tl.full([BLOCK], -1, tl.int32)
         store_car_tick(
             car_tick_ptr, row, live, force, torque, frozen, tl.zeros([BLOCK], tl.int1), none, none, BLOCK
@@ -350,7 +370,7 @@ def pre_tick_kernel(
 @stage_jit
 def collisions_kernel(
     pos_ptr, vel_ptr, velocity_impulse_cache_ptr, tick_count_ptr,
-    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, pair_contacts_ptr,
+    car_rows_ptr, car_contact_id_ptr, car_ints_ptr, car_tick_ptr, pair_contacts_ptr,
     body_rows_ptr, body_mask_ptr, hitbox_table_ptr, n, ball_damping, ball_radius, ball_contact_gap,
     ball_hit_extra_force_scale, bump_cooldown_time, respawn_delay, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
@@ -365,7 +385,6 @@ def collisions_kernel(
     damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
     velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
-    cars = ()
     all_ints = ()
     hit_infos = ()
     ticks = ()
@@ -374,12 +393,13 @@ def collisions_kernel(
     mask = tl.zeros([BLOCK], tl.int64)
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        car, ints, info = load_car_and_hit_info(
-            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
-        )
+        state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
+        car_pos, car_vel, rot_mat = state[0], state[1], state[2]
+        ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
+        info = load_hit_info(car_rows_ptr, ints, row, live, BLOCK)
         this_tick = load_car_tick(car_tick_ptr, row, live, BLOCK)
         is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
-            pos, car[0], car[1], car_contacts.load_hitbox(hitbox_table_ptr, c), f32(ball_contact_gap),
+            pos, car_pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, c), f32(ball_contact_gap),
             f32(ball_radius), this_tick[2],
         )  # fmt: skip
         body_row = car_contacts.body_row(
@@ -388,16 +408,15 @@ def collisions_kernel(
         store_row(body_rows_ptr, lane * rows + c, body_row, live & is_hit, BODY_ROW_WIDTH, BLOCK)
         mask = mask | (is_hit.to(tl.int64) << c)
         added, info = ball_hit.on_hit(
-            is_hit, relative_pos_on_ball, pos, damped_vel, car[0], car[2], column(car[1], 0), info, tick_count,
+            is_hit, relative_pos_on_ball, pos, damped_vel, car_pos, car_vel, column(rot_mat, 0), info, tick_count,
             f32(ball_hit_extra_force_scale),
         )  # fmt: skip
         velocity_impulse_cache = add(velocity_impulse_cache, added)
-        cars = cars + (car,)
         all_ints = all_ints + (ints,)
         hit_infos = hit_infos + (info,)
         ticks = ticks + (this_tick,)
         touched = touched + (is_hit,)
-        states = states + (car_bump.bump_state(car),)
+        states = states + (state,)
     contacts = ()
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
     for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
@@ -410,18 +429,9 @@ def collisions_kernel(
     )
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        car = car_bump.with_bump_state(cars[c], states[c])
-        store_car_and_hit_info(
-            car_rows_ptr,
-            car_contact_id_ptr,
-            car_tick_count_since_update_ptr,
-            row,
-            live,
-            car,
-            hit_infos[c],
-            BLOCK,
-        )
-        store_car_ints(car_ints_ptr, row, live, hit_infos[c], car_events_of(all_ints[c]), BLOCK)
+        store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], BLOCK)
+        store_hit_info(car_rows_ptr, row, live, hit_infos[c], BLOCK)
+        store_car_ints(car_ints_ptr, row, live, hit_infos[c][4:], car_events_of(all_ints[c]), BLOCK)
         force, torque, frozen = ticks[c][0], ticks[c][1], ticks[c][2]
         store_car_tick(
             car_tick_ptr, row, live, force, torque, frozen, touched[c], demoed_by[c], bumped_by[c], BLOCK
@@ -458,7 +468,7 @@ def pair_cars(pair, NUM_CARS: tl.constexpr):
 
 @stage_jit
 def car_pairs_kernel(
-    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_tick_ptr, pair_contacts_ptr,
+    car_rows_ptr, car_contact_id_ptr, car_tick_ptr, pair_contacts_ptr,
     body_rows_ptr, hitbox_table_ptr, n, demo_mode, enable_team_demos, bump_force_scale,
     NUM_CARS: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
@@ -473,24 +483,20 @@ def car_pairs_kernel(
     env = (tl.program_id(0) // pairs) * BLOCK + tl.arange(0, BLOCK)
     live = env < n
     a, b = pair_cars(pair, NUM_CARS)
-    car_a = load_car(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, env * NUM_CARS + a, live, BLOCK
-    )
-    car_b = load_car(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, env * NUM_CARS + b, live, BLOCK
-    )
+    car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, BLOCK)
+    car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, BLOCK)
     frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
     frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
     pos_a = scale(car_a[0], UU_TO_BT)
     pos_b = scale(car_b[0], UU_TO_BT)
     added, local_b, local_a, held, normal, on_b, on_a, depth = car_car.car_car_contacts(
-        pos_a, car_a[1], car_contacts.load_box(hitbox_table_ptr, a),
-        pos_b, car_b[1], car_contacts.load_box(hitbox_table_ptr, b),
+        pos_a, car_a[2], car_contacts.load_box(hitbox_table_ptr, a),
+        pos_b, car_b[2], car_contacts.load_box(hitbox_table_ptr, b),
     )  # fmt: skip
     both = (~frozen_a) & (~frozen_b)  # a demolished car's body is out of the world
     held = tl.where(both, held, 0)
     hit_ab, hit_ba = car_bump.pair_bumps(
-        car_bump.bump_state(car_a), car_bump.bump_state(car_b), (a < BLUE) == (b < BLUE), flag(demo_mode),
+        car_a, car_b, (a < BLUE) == (b < BLUE), flag(demo_mode),
         flag(enable_team_demos), f32(bump_force_scale),
     )  # fmt: skip
     flags = held << CAR_CAR_POINTS  # `PAIR_WIDTH`'s bit field
@@ -710,23 +716,23 @@ def ball_and_rules_kernel(
             f32(erp2_over_dt), arena, arena_grid, start, NUM_PLANES, PLANE_BASE, MAX_CONTACTS, DEGENERATE_L2, SIMD_EPSILON,
             MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, PUSH_POINTS, BLOCK,
         )  # fmt: skip
-        cars = ()
+        pad_cars = ()
         car_events = ()
-        hit_infos = ()
+        hit_ticks = ()
         ticks_of_cars = ()
-        for c in tl.static_range(NUM_CARS):
-            car, ints, info = load_car_and_hit_info(
-                car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, lane * NUM_CARS + c,
-                live, BLOCK,
-            )  # fmt: skip
-            cars = cars + (car,)
+        for c in tl.static_range(NUM_CARS):  # what the rules read of the cars (the pre-tick wrote the rest)
+            row = lane * NUM_CARS + c
+            pad_cars = pad_cars + (load_pad_car(car_rows_ptr, row, live, BLOCK),)
+            ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
             car_events = car_events + (car_events_of(ints),)
-            hit_infos = hit_infos + (info,)
-            ticks_of_cars = ticks_of_cars + (load_car_tick(car_tick_ptr, lane * NUM_CARS + c, live, BLOCK),)
-        cars, pickup_pad = update_pads(
-            cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
+            hit_ticks = hit_ticks + ((ints[0], ints[1]),)
+            ticks_of_cars = ticks_of_cars + (load_car_tick(car_tick_ptr, row, live, BLOCK),)
+        boosts, pickup_pad = update_pads(
+            pad_cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
             hitbox_table_ptr, tick_time, f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
         )  # fmt: skip
+        for c in tl.static_range(NUM_CARS):
+            tl.store(car_rows_ptr + (lane * NUM_CARS + c) * CAR_WIDTH + BOOST_AT, boosts[c], mask=live)
         vel, ang_vel, velocity_impulse_cache, tick_count_since_update = finish_physics_tick(  # 8. ball finish
             vel,
             ang_vel,
@@ -758,50 +764,27 @@ def ball_and_rules_kernel(
             NUM_CARS,
         )
         if KICKOFF_AFTER_GOAL:  # nitro's option: a kickoff after each goal
-            kickoff = goal > 0
-            order = rules.kickoff_order(hashed_seed, env, kickoff_count)
-            new_cars = ()
-            new_infos = ()
-            for c in tl.static_range(NUM_CARS):
-                fresh, fresh_info = rules.spawned_car(
-                    cars[c], kickoff_spawns_ptr,
-                    (1 if c >= BLUE else 0) * KICKOFF_ROWS + rules.kickoff_spot(order, c - BLUE if c >= BLUE else c),
-                    f32(car_spawn_boost_amount), live, BLOCK,
+            kickoff = live & (goal > 0)
+            if tl.max(kickoff.to(tl.int32), axis=0) > 0:  # the cars and pads of the block's scoring envs
+                kickoff_cars(
+                    kickoff, lane, env, n, hashed_seed, kickoff_count, car_rows_ptr, car_contact_id_ptr,
+                    car_tick_count_since_update_ptr, car_ints_ptr, kickoff_spawns_ptr, pad_is_active_ptr,
+                    pad_cooldown_ptr, pad_prev_locked_car_id_ptr, f32(car_spawn_boost_amount), NUM_CARS, BLUE,
+                    KICKOFF_ROWS, BLOCK,
                 )  # fmt: skip
-                new_cars = new_cars + (car_kernels.where_car(kickoff, fresh, cars[c]),)
-                new_infos = new_infos + (rules.where_info(kickoff, fresh_info, hit_infos[c]),)
-            cars = new_cars
-            hit_infos = new_infos
+            new_ticks = ()
+            for c in tl.static_range(NUM_CARS):  # a fresh ball hit info's
+                new_ticks = new_ticks + ((tl.where(kickoff, -1, hit_ticks[c][0]), tl.where(kickoff, -1, hit_ticks[c][1])),)
+            hit_ticks = new_ticks
             zero = vel[0] * 0.0
             pos = where(kickoff, (zero, zero, zero + BALL_REST_Z), pos)
             vel = where(kickoff, (zero, zero, zero), vel)
             ang_vel = where(kickoff, (zero, zero, zero), ang_vel)
             velocity_impulse_cache = where(kickoff, (zero, zero, zero), velocity_impulse_cache)
             tick_count_since_update = tl.where(kickoff, 0, tick_count_since_update)
-            for p in range(BOOST_PAD_COUNT):
-                tl.store(
-                    pad_is_active_ptr + pad_at(env, p, n),
-                    tl.full([BLOCK], 1, tl.int8),
-                    mask=live & kickoff,
-                )
-                tl.store(
-                    pad_cooldown_ptr + pad_at(env, p, n),
-                    tl.zeros([BLOCK], dtype=tl.float32),
-                    mask=live & kickoff,
-                )
-                tl.store(
-                    pad_prev_locked_car_id_ptr + pad_at(env, p, n),
-                    tl.zeros([BLOCK], dtype=tl.int32),
-                    mask=live & kickoff,
-                )
             kickoff_count += kickoff.to(tl.int64)
         for c in tl.static_range(NUM_CARS):
-            row = lane * NUM_CARS + c
-            store_car_and_hit_info(
-                car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, cars[c], hit_infos[c],
-                BLOCK,
-            )  # fmt: skip
-            store_car_ints(car_ints_ptr, row, live, hit_infos[c], car_events[c], BLOCK)
+            store_car_ints(car_ints_ptr, lane * NUM_CARS + c, live, hit_ticks[c], car_events[c], BLOCK)
         k += 1
     store(pos_ptr + lane * 3, pos, mask=live)
     store(vel_ptr + lane * 3, vel, mask=live)
@@ -826,7 +809,8 @@ def update_pads(
     tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """3. and 7.: each pad's cooldown, the car it is locked to, the boost it gives (after the cars'
-    finish, from their AABBs). Returns the cars with their boost and each car's pad (-1 none)."""
+    finish, from their AABBs). ``cars``: each car's `load_pad_car`. Returns each car's boost after its
+    pads and each car's pad (-1 none)."""
     given = ()
     pickup_pad = ()
     cars_pos = ()
@@ -834,7 +818,7 @@ def update_pads(
     cars_max = ()
     cars_tested = ()
     for c in tl.static_range(NUM_CARS):
-        car = cars[c]
+        car = cars[c]  # pos, rot_mat, is_demoed, boost
         inner, margin, offset, _ = car_contacts.load_hitbox(hitbox_table_ptr, c)
         extent = add(inner, (margin, margin, margin))
         lo, hi = boost_pads.car_aabb(car[0], car[1], sub(offset, extent), add(offset, extent))
@@ -843,7 +827,7 @@ def update_pads(
         cars_pos = cars_pos + (car[0],)
         cars_min = cars_min + (lo,)
         cars_max = cars_max + (hi,)
-        cars_tested = cars_tested + (boost_pads.tested(car[0], car[28], car[16]),)
+        cars_tested = cars_tested + (boost_pads.tested(car[0], car[2], car[3]),)
     if NUM_CARS > 0:
         for p in range(BOOST_PAD_COUNT):
             pad_pos, is_big = boost_pads.load_pad(pad_table_ptr, p)
@@ -866,11 +850,49 @@ def update_pads(
             tl.store(pad_is_active_ptr + pad_at(env, p, n), is_active.to(tl.int8), mask=live)
             tl.store(pad_cooldown_ptr + pad_at(env, p, n), cooldown, mask=live)
             tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), prev, mask=live)
-    new_cars = ()
+    boosts = ()
     for c in tl.static_range(NUM_CARS):
-        car = cars[c]
-        new_cars = new_cars + (car[:16] + (boost_pads.give_boost(car[16], given[c]),) + car[17:],)
-    return new_cars, pickup_pad
+        boosts = boosts + (boost_pads.give_boost(cars[c][3], given[c]),)
+    return boosts, pickup_pad
+
+
+@jit
+def load_pad_car(rows_ptr, row, live, BLOCK: tl.constexpr):
+    """What the pads read of car row ``row``: (pos, rot_mat, is_demoed, boost)."""
+    v = load_columns(rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)
+    is_demoed = tl.load(rows_ptr + row * CAR_WIDTH + DEMOED_AT, mask=live, other=0.0) != 0
+    boost = tl.load(rows_ptr + row * CAR_WIDTH + BOOST_AT, mask=live, other=0.0)
+    return (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])), is_demoed, boost
+
+
+@jit
+def kickoff_cars(
+    kickoff, lane, env, n, hashed_seed, kickoff_count, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr,
+    car_ints_ptr, kickoff_spawns_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr,
+    car_spawn_boost_amount, NUM_CARS: tl.constexpr, BLUE: tl.constexpr, KICKOFF_ROWS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Arena::ResetToRandomKickoff's cars and pads in the lanes ``kickoff``: each car at its spot of the
+    env's seeded kickoff order, fresh (`rules.spawned_car`), and every pad active (the ball is the
+    caller's)."""
+    order = rules.kickoff_order(hashed_seed, env, kickoff_count)
+    for c in tl.static_range(NUM_CARS):
+        row = lane * NUM_CARS + c
+        car, _, _ = load_car_and_hit_info(
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, kickoff, BLOCK
+        )
+        fresh, fresh_info = rules.spawned_car(
+            car, kickoff_spawns_ptr,
+            (1 if c >= BLUE else 0) * KICKOFF_ROWS + rules.kickoff_spot(order, c - BLUE if c >= BLUE else c),
+            car_spawn_boost_amount, kickoff, BLOCK,
+        )  # fmt: skip
+        store_car_and_hit_info(
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, kickoff, fresh, fresh_info, BLOCK
+        )
+    for p in range(BOOST_PAD_COUNT):
+        tl.store(pad_is_active_ptr + pad_at(env, p, n), tl.full([BLOCK], 1, tl.int8), mask=kickoff)
+        tl.store(pad_cooldown_ptr + pad_at(env, p, n), tl.zeros([BLOCK], dtype=tl.float32), mask=kickoff)
+        tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), tl.zeros([BLOCK], dtype=tl.int32), mask=kickoff)
 
 
 @jit
@@ -904,7 +926,39 @@ def fold_tick(events, goal, tick_count, touched, demoed_by, bumped_by, pickup_pa
 def load_hit_info(rows_ptr, ints, row, live, BLOCK: tl.constexpr):
     """A car's ball hit info: its ``ball_hit_info_*`` floats from the car's packed row (after `load_car`'s
     fields, `HIT_INFO_AT`) and its two tick counts from its `car_ints`."""
-    return hit_info_of(load_car_row(rows_ptr, row, live, BLOCK), ints)
+    v = load_columns(rows_ptr + HIT_INFO_AT, row, live, CAR_WIDTH, HIT_INFO_FLOATS, 16, BLOCK)
+    return v[0] != 0, (v[1], v[2], v[3]), (v[4], v[5], v[6]), (v[7], v[8], v[9]), ints[0], ints[1]
+
+
+@jit
+def store_hit_info(rows_ptr, row, live, info, BLOCK: tl.constexpr):
+    """`load_hit_info`'s floats back into the car's row (its tick counts go with `store_car_ints`)."""
+    values = (info[0].to(tl.float32),) + info[1] + info[2] + info[3]
+    store_columns(rows_ptr + HIT_INFO_AT, row, values, live, CAR_WIDTH, HIT_INFO_FLOATS, 16, BLOCK)
+
+
+@jit
+def load_bump_state(rows_ptr, car_contact_id_ptr, row, live, BLOCK: tl.constexpr):
+    """`kernels/car_bump`'s bump state of car row ``row``: (pos, vel, rot_mat, is_on_ground, is_supersonic,
+    car_contact_id, car_contact_cooldown_timer, is_demoed, demo_respawn_timer, velocity_impulse_cache),
+    read as the columns it needs."""
+    v = load_columns(rows_ptr, row, live, CAR_WIDTH, 15, 16, BLOCK)  # pos, rot_mat, vel
+    at = rows_ptr + row * CAR_WIDTH
+    bump = load_columns(rows_ptr + BUMP_AT, row, live, CAR_WIDTH, 3, 4, BLOCK)  # cooldown, is_demoed, timer
+    cache = load_columns(rows_ptr + IMPULSE_CACHE_AT, row, live, CAR_WIDTH, 3, 4, BLOCK)
+    return (
+        (v[0], v[1], v[2]), (v[12], v[13], v[14]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])),
+        tl.load(at + ON_GROUND_AT, mask=live, other=0.0) != 0, tl.load(at + SUPERSONIC_AT, mask=live, other=0.0) != 0,
+        tl.load(car_contact_id_ptr + row, mask=live, other=0), bump[0], bump[1] != 0, bump[2], cache,
+    )  # fmt: skip
+
+
+@jit
+def store_bump_state(rows_ptr, car_contact_id_ptr, row, live, state, BLOCK: tl.constexpr):
+    """The bump state's fields the callbacks write back into the car's row and contact id."""
+    tl.store(car_contact_id_ptr + row, state[5], mask=live)
+    store_columns(rows_ptr + BUMP_AT, row, (state[6], state[7].to(tl.float32), state[8]), live, CAR_WIDTH, 3, 4, BLOCK)
+    store_columns(rows_ptr + IMPULSE_CACHE_AT, row, state[9], live, CAR_WIDTH, 3, 4, BLOCK)
 
 
 @jit

@@ -2,8 +2,8 @@
 
 What the rule reads and writes of each car travels as its bump state, the tuple (pos, vel, rot_mat,
 is_on_ground, is_supersonic, car_contact_id, car_contact_cooldown_timer, is_demoed,
-demo_respawn_timer, velocity_impulse_cache) (`bump_state` / `with_bump_state` move it in and out
-of the kernels' car tuple). What one direction of a pair would do (`bump`) reads only positions,
+demo_respawn_timer, velocity_impulse_cache) (`kernels/arena.load_bump_state` / `store_bump_state` read
+and write it in the cars' packed rows). What one direction of a pair would do (`bump`) reads only positions,
 velocities, rotations, `is_on_ground` and `is_supersonic`, which no callback changes, so the fused
 tick computes it per pair lane (`pair_bumps`, in `car_pairs_kernel`) beside the pair's contact
 points, and the env lane walks only the callbacks' chain (`on_car_car_collision`). A pair's contacts
@@ -24,32 +24,6 @@ BUMP_MIN_FORWARD_DIST = constexpr(C.BUMP_MIN_FORWARD_DIST)
 BUMP_VEL_AMOUNT_GROUND_CURVE = curve(C.BUMP_VEL_AMOUNT_GROUND_CURVE)
 BUMP_VEL_AMOUNT_AIR_CURVE = curve(C.BUMP_VEL_AMOUNT_AIR_CURVE)
 BUMP_UPWARD_VEL_AMOUNT_CURVE = curve(C.BUMP_UPWARD_VEL_AMOUNT_CURVE)
-
-
-@jit
-def bump_state(car):
-    """A kernel car tuple's fields the rule reads and writes (`kernels/car.load_car`'s indices)."""
-    return car[0], car[2], car[1], car[4], car[18], car[26], car[27], car[28], car[29], car[34]
-
-
-@jit
-def with_bump_state(car, state):
-    """``car`` with its bump fields replaced by ``state``'s (the ones the rule writes)."""
-    out = ()
-    for k in tl.static_range(41):
-        if k == 26:
-            out = out + (state[5],)
-        elif k == 27:
-            out = out + (state[6],)
-        elif k == 28:
-            out = out + (state[7],)
-        elif k == 29:
-            out = out + (state[8],)
-        elif k == 34:
-            out = out + (state[9],)
-        else:
-            out = out + (car[k],)
-    return out
 
 
 @jit

@@ -234,7 +234,7 @@ def rays_near_bodies(
     rays' reach of the car's centre (the farthest connection point plus the longest ray), 1 UU to
     spare. Where it is false, `ray_cast_bodies` finds no body for any wheel: the rays meet the arena
     alone (the pre-tick's fast lanes, `kernels/arena.pre_tick_kernel`)."""
-    rows_ptr, first_row, slot, hitbox_table_ptr, car_table_ptr, ball = bodies
+    rows_ptr, first_row, slot, hitbox_table_ptr, _, ball = bodies
     reach = 0.0
     for i in tl.static_range(4):
         c = wheel_connection[i]

@@ -11,8 +11,8 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body
-from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar import vehicle as reference
+from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels import vehicle as twin
 from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
 from nitro.envs.soccar.kernels.car import (
