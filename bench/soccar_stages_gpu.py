@@ -57,9 +57,9 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
     every_car = torch.full((cars,), envs, dtype=torch.int32, device=arena.device)
 
     def one_pass_launch(kernel, envs, per_env, args, *rest):
-        """The pre-tick in one pass, every car's rays cast against the bodies (its second pass over
+        """The two-pass car kernels in one pass, every car on the full path (the second pass over
         `car_order`'s full lists; the first pass left out)."""
-        if kernel is arena_kernels.pre_tick_kernel:
+        if "DEFERRED" in args:
             if not args["DEFERRED"]:
                 return
             args = {**args, "deferred_ptr": args["car_order_ptr"], "deferred_count_ptr": every_car}
@@ -68,19 +68,19 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
     base = one_pass_launch if one_pass else plain
     arena_kernels.launch = base
 
-    deferred: list = []  # the pre-tick's deferred cars per tick and slot (`kernels/arena.pre_tick_kernel`)
+    deferred: dict[str, list] = {}  # each two-pass kernel's deferred cars, per tick (`kernels/arena.defer_lanes`)
 
     def timed_launch(kernel, envs, per_env, args, *rest):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         base(kernel, envs, per_env, args, *rest)
         end.record()
-        if one_pass and kernel is arena_kernels.pre_tick_kernel and not args["DEFERRED"]:
+        if one_pass and args.get("DEFERRED") is False:
             return
         second_pass = bool(args.get("DEFERRED")) and not one_pass
         timings.append((kernel.fn.__name__ + (" (deferred)" if second_pass else ""), start, end))
         if second_pass:
-            deferred.append(args["deferred_count_ptr"].sum())
+            deferred.setdefault(kernel.fn.__name__, []).append(args["deferred_count_ptr"].sum())
 
     def step(i: int) -> None:
         arena_kernels.launch_step_ticks_(arena.state, events, pool[i % len(pool)], arena.world, TICKS, block=block)
@@ -120,8 +120,10 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
         "size": size, "envs": envs, "block": block, "ticks_per_call": TICKS, "calls": calls,
         "step_ms_per_tick": step_ms, "env_ticks_per_s": envs / (step_ms / 1e3),
         "car_ticks_per_s": envs * cars / (step_ms / 1e3), "kernels": kernels,
-        "pre_tick_passes": 1 if one_pass else 2,
-        "deferred_share": float(sum(deferred)) / max(1, len(deferred) * envs * cars),  # sync-ok: after timing
+        "passes": 1 if one_pass else 2,
+        "deferred_share": {  # sync-ok: after timing
+            name: float(sum(counts)) / (len(counts) * envs * cars) for name, counts in deferred.items()
+        },
     }  # fmt: skip
 
 
@@ -139,8 +141,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--one-pass", action="store_true",
-        help="the pre-tick in one pass, every car's wheel rays cast against the other cars and the ball "
-        "(`kernels/arena.pre_tick_kernel`'s second pass over all cars), as before its two passes",
+        help="the two-pass car kernels in one pass, every car on the full path (the pre-tick's rays against "
+        "the other cars and the ball, the car step's contacts with the arena): their second pass over all cars",
     )
     parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
     args = parser.parse_args()
@@ -162,7 +164,8 @@ def main() -> None:
         (args.out / "soccar_stages.json").write_text(json.dumps(result, indent=1))  # each size as it comes
         print(f"{size} at {args.envs} envs: {row['step_ms_per_tick']:.3f} ms per tick, "
               f"{row['env_ticks_per_s']:.3g} env-ticks/s, {row['car_ticks_per_s']:.3g} car-ticks/s, "
-              f"{100 * row['deferred_share']:.1f}% of the cars' pre-ticks deferred", flush=True)  # fmt: skip
+              f"deferred: {', '.join(f'{k} {100 * v:.1f}%' for k, v in row['deferred_share'].items())}",
+              flush=True)  # fmt: skip
         for name, k in sorted(row["kernels"].items(), key=lambda kv: -kv[1]["ms_per_tick"]):
             regs = [(r["registers"], r["spills"]) for r in k["registers"]]
             print(f"  {name:<24} {k['ms_per_tick']:8.3f} ms  {100 * k['share']:5.1f}%  (registers, spills) {regs}", flush=True)

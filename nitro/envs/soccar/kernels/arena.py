@@ -156,16 +156,18 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
 
     The pre-tick stage reads the cars' rows as the tick starts (``car_rows_ptr``) and writes them to the
     spare buffer (``car_spare_rows_ptr``), which the later stages then update in place: the buffers
-    swap in ``args`` every tick (no copy; one extra buffer of the cars' rows). ``args["deferred_count_ptr"]``
-    must be this tick's zeroed counts of the pre-tick's deferred cars, one per car slot."""
+    swap in ``args`` every tick (no copy; one extra buffer of the cars' rows). ``args["deferred_counts"]``:
+    this tick's zeroed counts of the deferred cars ([2, C]: the pre-tick's, the car step's)."""
     if cars:
         # 2. a demolished car's countdown and respawn, the cars' pre-tick, whose wheel rays meet the
         #    other cars and the ball as they stand now
         #    (the cars whose rays pass near no body first, then the others: `pre_tick_kernel`)
         start, args["car_rows_ptr"] = args["car_rows_ptr"], args["car_spare_rows_ptr"]
         args["car_spare_rows_ptr"] = start
+        counts = args["deferred_counts"]  # this tick's, one row per two-pass stage
         for deferred in (False, True):
-            launch(pre_tick_kernel, envs, cars, {**args, "car_start_rows_ptr": start, "DEFERRED": deferred}, block, maxnreg)
+            launch(pre_tick_kernel, envs, cars, {**args, "car_start_rows_ptr": start, "DEFERRED": deferred,
+                                                 "deferred_count_ptr": counts[0]}, block, maxnreg)  # fmt: skip
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps)
         if cars > 1:
             launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, args, block, maxnreg)
@@ -173,7 +175,10 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         # 5. the contacts between bodies solved alone (the arena rows start from their deltas)
         launch(body_solve_kernel, envs, 1, args, block, maxnreg)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
-        launch(car_step_kernel, envs, cars, args, block, maxnreg)
+        #    (the cars whose body touches nothing first, then the others: `car_step_kernel`)
+        for deferred in (False, True):
+            launch(car_step_kernel, envs, cars, {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1]},
+                   block, maxnreg)  # fmt: skip
     # 1. and 5. the ball's sleeping and step; 3. and 7. the pads; 8. ball finish; 9. goals; 10.
     launch(ball_and_rules_kernel, envs, 1, args, block, maxnreg)
 
@@ -611,52 +616,69 @@ def load_body_solve(body_solve_ptr, row, live, BLOCK: tl.constexpr):
 @stage_jit
 def car_step_kernel(
     car_order_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr,
+    deferred_ptr, deferred_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     n, tick_time, gravity_z, car_world_friction, car_world_restitution,
     NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr,
-    EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
+    EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr, DEFERRED: tl.constexpr,
 ):  # fmt: skip
     """The rest of stage 5 for the cars, one car per lane: the body against the arena, solved alone
     from the car's deltas of the solve between bodies (`body_solve`; `car_contacts.car_world_contacts`,
     `solve_car_world`), the solver's write-back and the
     integration; then stage 6, Car::_PostTickUpdate and _FinishPhysicsTick. A car demolished by a
-    callback runs to the step's end; one frozen at the tick's start is not simulated."""
-    row, live, env, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
-    tick_time = f32(tick_time)
-    start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
-    moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
-    pos, rot_mat, vel, ang_vel = moving
-    force, torque, frozen, _, _, _ = load_car_tick(car_tick_ptr, row, live, BLOCK)
-    ext_v, ext_w = car_kernels.external_impulses(
-        moving, force, torque, load_car_params(car_table_ptr, slot)[0], tick_time, f32(gravity_z)
-    )
-    hitbox = car_contacts.load_hitbox(hitbox_table_ptr, slot)
-    body = car_contacts.car_world_contacts(  # the car body against the arena, solved alone
-        pos, rot_mat, hitbox, live & (frozen.to(tl.int32) == 0),
-        arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
-                 plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
-        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
-    )  # fmt: skip
-    solved = car_contacts.solve_car_world(
-        body, rot_mat, vel, ang_vel, ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_table_ptr, slot),
-        f32(car_world_friction), f32(car_world_restitution), tick_time, start, ITERATIONS, BLOCK,
-    )  # fmt: skip
-    # the whole car only now: its other fields are not held in registers through the contacts and solve
-    car, _, info = load_car_and_hit_info(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
-    )
-    controls = load_controls(controls_ptr, row, live, BLOCK)
-    demoed = car[28]  # demolished during the step: simulated to its end, then skipped
-    car = car[:28] + (frozen,) + car[29:]
-    car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)
-    car = car[:28] + (demoed,) + car[29:]
-    car = car_kernels.post_tick_update(car, controls, tick_time)  # 6. cars' post-tick and finish
-    car = car_kernels.finish_physics_tick(car)
-    store_car_and_hit_info(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
-    )
+    callback runs to the step's end; one frozen at the tick's start is not simulated.
+
+    Two passes, as the pre-tick's: the first finishes the cars whose body cannot touch the arena
+    (`car_contacts.may_touch_arena`: no triangle in its grid cell, every plane beyond the contact
+    threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the others to
+    the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts' manifolds
+    and the solver take registers every lane of a kernel pays for."""
+    if DEFERRED:
+        row, live, env, slot = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr)
+    else:
+        row, live, env, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
+    if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
+        tick_time = f32(tick_time)
+        start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
+        moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
+        pos, rot_mat, vel, ang_vel = moving
+        force, torque, frozen, _, _, _ = load_car_tick(car_tick_ptr, row, live, BLOCK)
+        ext_v, ext_w = car_kernels.external_impulses(
+            moving, force, torque, load_car_params(car_table_ptr, slot)[0], tick_time, f32(gravity_z)
+        )
+        hitbox = car_contacts.load_hitbox(hitbox_table_ptr, slot)
+        alive = live & (frozen.to(tl.int32) == 0)
+        arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+                         plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
+        arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
+        if DEFERRED:
+            body = car_contacts.car_world_contacts(  # the car body against the arena, solved alone
+                pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
+            )  # fmt: skip
+            solved = car_contacts.solve_car_world(
+                body, rot_mat, vel, ang_vel, ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_table_ptr, slot),
+                f32(car_world_friction), f32(car_world_restitution), tick_time, start, ITERATIONS, BLOCK,
+            )  # fmt: skip
+        else:
+            touch = car_contacts.may_touch_arena(pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES)
+            defer_lanes(deferred_ptr, deferred_count_ptr, env, slot, touch, n)
+            live = live & ~touch
+            solved = car_contacts.untouched(start)
+        # the whole car only now: its other fields are not held in registers through the contacts and solve
+        car, _, info = load_car_and_hit_info(
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
+        )
+        controls = load_controls(controls_ptr, row, live, BLOCK)
+        demoed = car[28]  # demolished during the step: simulated to its end, then skipped
+        car = car[:28] + (frozen,) + car[29:]
+        car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)
+        car = car[:28] + (demoed,) + car[29:]
+        car = car_kernels.post_tick_update(car, controls, tick_time)  # 6. cars' post-tick and finish
+        car = car_kernels.finish_physics_tick(car)
+        store_car_and_hit_info(
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
+        )
 
 
 @stage_jit
@@ -1055,9 +1077,9 @@ def step_ticks_op(
         launch(ball_and_rules_kernel, envs, 1, {**args, "ticks": ticks}, block, maxnreg)
         return
     args["ticks"] = 1
-    deferred_counts = torch.zeros(ticks, num_cars, dtype=torch.int32, device=controls.device)
+    deferred_counts = torch.zeros(ticks, 2, num_cars, dtype=torch.int32, device=controls.device)
     for t in range(ticks):
-        args["deferred_count_ptr"] = deferred_counts[t]
+        args["deferred_counts"] = deferred_counts[t]
         tick(args, envs, num_cars, block, maxnreg)
     if ticks % 2:  # the last tick left the rows in the spare buffer
         cars[0].copy_(args["car_rows_ptr"])

@@ -220,10 +220,7 @@ def car_world_contacts(
         j += 1
     # the planes, after the meshes: the box's deepest corner along each normal
     for p in range(NUM_PLANES):
-        plane_normal = load_uniform(plane_normals_ptr + p * 3)
-        plane_normal = add((zero, zero, zero), plane_normal)
-        corner = deepest_corner(center, rot_mat, half, neg(plane_normal))
-        depth = dot(corner, plane_normal) - tl.load(plane_offsets_ptr + p)
+        plane_normal, corner, depth = plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)
         has = alive & (depth < threshold)
         if tl.max(has.to(tl.int32), axis=0) > 0:
             manifolds = add_manifold_point(
@@ -233,6 +230,43 @@ def car_world_contacts(
             found += has.to(tl.int32)
             last = where(has, plane_normal, last)
     return manifolds, found > 0, last
+
+
+@jit
+def plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p):
+    """Plane ``p``'s (unit normal, the box's deepest corner along it, that corner's depth above it)."""
+    plane_normal = load_uniform(plane_normals_ptr + p * 3)
+    zero = tl.zeros_like(center[0])
+    plane_normal = add((zero, zero, zero), plane_normal)
+    corner = deepest_corner(center, rot_mat, half, neg(plane_normal))
+    return plane_normal, corner, dot(corner, plane_normal) - tl.load(plane_offsets_ptr + p)
+
+
+@jit
+def may_touch_arena(car_pos, rot_mat, hitbox, alive, arena, grid, NUM_PLANES: tl.constexpr):
+    """Whether `car_world_contacts` can find a contact for the car: its grid cell lists a triangle, or
+    the box's deepest corner along some plane is within the contact threshold (the same numbers
+    `car_world_contacts` computes). Where it is false the body touches nothing (the car step's fast
+    lanes, `kernels/arena.car_step_kernel`)."""
+    plane_normals_ptr, plane_offsets_ptr, cell_start_ptr = arena[5], arena[6], arena[7]
+    inner, margin, offset, threshold = hitbox
+    half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
+    threshold = threshold * BT_TO_UU
+    center = add(car_pos, mat_vec(rot_mat, scale(offset, BT_TO_UU)))
+    _, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
+    touch = length > 0
+    for p in tl.static_range(NUM_PLANES):
+        touch = touch | (plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)[2] < threshold)
+    return alive & touch
+
+
+@jit
+def untouched(start):
+    """`solve_car_world`'s result for a car whose body touches nothing: its deltas of the solve between
+    bodies (``start``, BT), without a world contact."""
+    dv, dw, push, turn = start
+    zero = dw[0] * 0.0
+    return scale(dv, BT_TO_UU), dw, scale(push, BT_TO_UU), turn, zero != zero, (zero, zero, zero)
 
 
 @jit
