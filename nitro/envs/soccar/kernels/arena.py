@@ -1,15 +1,16 @@
 """The fused step: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks` in Triton, each tick
 six stage kernels in Arena::Step order (`tick`), one thread per lane:
 
-- `pre_tick_kernel`, one car per lane, in two passes: a demolished car's respawn, Car::_PreTickUpdate;
+- `pre_tick_kernel`, one car per lane, in two passes: a demolished car's countdown and respawn,
+  Car::_PreTickUpdate;
 - `car_pairs_kernel`, one car pair per lane: the stand-in contacts between the cars, their solver
   rows and the pair's bump parts (what the bump rule reads of the two cars);
 - `collisions_kernel`, one env per lane: the car-ball contacts and their rows, then the contact
   callbacks, car-ball hits and the chain of car-car bumps;
 - `body_solve_kernel`, one env per lane: the rows between bodies solved alone (the sequential impulse
   of `sequential_impulse.py`), each body's deltas into `body_solve`;
-- `car_step_kernel`, one car per lane: the body against the arena, its solve (from the car's
-  deltas), integration, post-tick;
+- `car_step_kernel`, one car per lane, in two passes: the body against the arena, its solve (from
+  the car's deltas), integration, post-tick;
 - `ball_and_rules_kernel`, one env per lane: the ball's step (its arena solve from its deltas), the
   pads, goals, events and kickoffs.
 
@@ -19,7 +20,10 @@ travel between the kernels as their packed rows (`kernels/car.pack_cars`), `car_
 frozen flags and callback results one kernel hands the next), `pair_contacts`, `body_rows`,
 `body_mask` and `body_solve`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block), its lanes'
-envs in `car_order`'s order (on large batches sorted by the arena each car meets). Ball-only
+envs in `car_order`'s order (on large batches sorted by the arena each car meets). The two car kernels
+run twice per tick: a first pass finishes the cars that cannot take their heavy path (the wheel rays
+against the other bodies; the body's contacts with the arena) and defers the others (`defer_lanes`)
+to a second pass that runs it; the env kernels read and write only the car columns they use. Ball-only
 arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
 (One kernel with every car unrolled did not compile: Triton's coalesce pass grows with the number of
 memory operations times the square of the kernel's size, 600 s of a CPU for one car with its body.)
@@ -333,8 +337,8 @@ def pre_tick_kernel(
         row, live, env, slot = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr)
     else:
         row, live, env, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
+    tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
-        tick_time = f32(tick_time)
         tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
         car, ints, info = load_car_and_hit_info(
             car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
@@ -638,8 +642,8 @@ def car_step_kernel(
         row, live, env, slot = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr)
     else:
         row, live, env, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
+    tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
-        tick_time = f32(tick_time)
         start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
         moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
         pos, rot_mat, vel, ang_vel = moving
