@@ -58,8 +58,8 @@ UNSPECIALIZED = ("n", "ticks", "hashed_seed", "deferred_count_ptr")
 """Arguments the fused step's stage kernels are not specialized on (Triton would compile a kernel
 again when such an integer becomes 1 or stops being a multiple of 16, or such a pointer stops being
 16-byte aligned): one compile per team size, whatever the env count, seed or ticks per launch. None of
-the integers sizes a memory access; the pointer is a row of the pre-tick's per-tick counts
-(`kernels/arena.tick`), 4 bytes per car slot, read as a scalar."""
+the integers sizes a memory access; the pointer is a row of the two-pass car kernels' counts of
+deferred cars (`kernels/arena.tick`), 4 bytes per car slot, read as a scalar."""
 
 
 def stage_jit(fn):

@@ -131,7 +131,9 @@ IMPULSE_CACHE_AT = constexpr(AT[PACKED.index("velocity_impulse_cache")])
 HIT_INFO_AT = car_kernels.CAR_TUPLE_FLOATS
 """Where the ball hit info's floats start in a packed car row: right after `load_car`'s fields."""
 HIT_INFO_FLOATS = constexpr(10)
-assert PACKED[PACKED.index("car_contact_cooldown_timer") :][:3] == ("car_contact_cooldown_timer", "is_demoed", "demo_respawn_timer")
+assert PACKED[PACKED.index("car_contact_cooldown_timer") :][:3] == (
+    "car_contact_cooldown_timer", "is_demoed", "demo_respawn_timer"
+)  # fmt: skip
 assert PACKED[PACKED.index("ball_hit_info_is_valid") :] == (
     "ball_hit_info_is_valid", "ball_hit_info_relative_pos_on_ball", "ball_hit_info_ball_pos", "ball_hit_info_extra_hit_vel"
 )  # fmt: skip
@@ -223,6 +225,18 @@ def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, cou
         live = at < tl.load(count + slot)
     env = tl.load(car_order_ptr + slot * tl.cast(n, tl.int64) + at, mask=live, other=0)
     return env * NUM_CARS + slot, live, env.to(tl.int64), slot
+
+
+@jit
+def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+               DEFERRED: tl.constexpr):  # fmt: skip
+    """A two-pass car kernel's lanes (`car_lanes`): every car, in `car_order`'s order, on the first pass;
+    the cars it deferred (`defer_lanes`) on the second (``DEFERRED``)."""
+    if DEFERRED:
+        lanes = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr)
+    else:
+        lanes = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
+    return lanes
 
 
 @jit
@@ -333,10 +347,7 @@ def pre_tick_kernel(
     deferring the others to ``deferred`` (`defer_lanes`); the second (``DEFERRED``) runs those with the
     rays against the bodies. The bodies' casts and what their hits carry take registers every lane
     pays for, and most cars are far from the rest most of the time."""
-    if DEFERRED:
-        row, live, env, slot = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr)
-    else:
-        row, live, env, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
+    row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
         tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
@@ -638,10 +649,7 @@ def car_step_kernel(
     threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the others to
     the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts' manifolds
     and the solver take registers every lane of a kernel pays for."""
-    if DEFERRED:
-        row, live, env, slot = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr)
-    else:
-        row, live, env, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
+    row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
         start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
