@@ -10,8 +10,9 @@ fused step's kernels are compiled at their first launch, so this is the wait a u
 Writes OUT/soccar_compile_cpu.json and prints a table. Needs Triton (a CUDA build of PyTorch, or the
 triton wheel); the kernels' arguments are captured from a real `launch_step_ticks_` on CPU tensors and
 bound by the kernels' own launch path (`Sm90Driver`), so each kernel is specialized and keyed as on an
-H100/H200. With ``--cache DIR`` the compiled kernels stay in DIR, a Triton cache a GPU machine with the
-same Triton version loads instead of compiling: carry DIR there with the same source tree (the keys
+H100/H200 (a two-pass car kernel twice: its first pass, then its "(deferred)" second). With
+``--cache DIR`` the compiled kernels stay in DIR, a Triton cache a GPU machine with the same Triton
+version loads instead of compiling: carry DIR there with the same source tree (the keys
 hash every kernel's and helper's source and first line), run ``python bench/soccar_compile_cpu.py
 --relocate DIR`` and set ``TRITON_CACHE_DIR=DIR``. ``--key-as PKG`` keys them for that machine's Python
 when it differs from this one's: PKG is the ``triton`` folder of the same Triton version's wheel for
