@@ -36,6 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch
 
 
+def constexprs(kwargs: dict) -> dict:
+    """A launch's compile-time arguments (the kernels name them in capitals)."""
+    return {k: v for k, v in kwargs.items() if k.isupper()}
+
+
 def captured_launches(blue: int, orange: int, block: int) -> list:
     """Each stage kernel of one fused step of a ``blue``v``orange`` arena with its launch arguments."""
     from nitro.envs.soccar import Arena, ArenaEvents
@@ -48,9 +53,8 @@ def captured_launches(blue: int, orange: int, block: int) -> list:
             self.kernel = kernel
 
         def __getitem__(self, grid):
-            def launch(**kwargs):
-                variant = {k: v for k, v in kwargs.items() if k.isupper()}  # its constexprs (the pre-tick's two passes)
-                if not any(k is self.kernel and variant == {a: b for a, b in w.items() if a.isupper()} for k, w in launches):
+            def launch(**kwargs):  # once per kernel and constexprs (the two-pass car kernels twice)
+                if not any(k is self.kernel and constexprs(w) == constexprs(kwargs) for k, w in launches):
                     launches.append((self.kernel, kwargs))
 
             return launch
@@ -182,8 +186,8 @@ def main() -> None:
             name = getattr(kernel, "fn", kernel).__name__
             if only and name not in only:
                 continue
-            if "DEFERRED" in kwargs:
-                name += " (deferred)" if kwargs["DEFERRED"] else ""
+            if kwargs.get("DEFERRED"):
+                name += " (deferred)"
             row = {"size": size, "kernel": name, **compile_for_sm90(kernel, kwargs)}
             print(
                 f"{size:>4} {name:<22} {row['seconds']:7.1f} s  ttgir {row['stages'].get('ttgir', 0):6.1f} s"
