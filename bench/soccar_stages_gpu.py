@@ -38,7 +38,30 @@ def kernel_registers(kernel) -> list[dict]:
             for key, c in (caches[0].items() if caches else ())]  # fmt: skip
 
 
-def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool = False) -> dict:
+def step_kernels(step, calls: int, stage_names) -> dict:
+    """Every GPU kernel of ``calls`` calls of ``step`` (torch.profiler), outside the stage kernels:
+    the step's own work around them (packing and unpacking the rows, the car order's sort, the
+    events), each kernel name's device milliseconds per tick, largest first, and their sum."""
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            step(i)
+        torch.cuda.synchronize()
+    per_tick = calls * TICKS
+    others: dict[str, float] = {}
+    for e in prof.key_averages():
+        ms = e.device_time_total / 1e3 / per_tick  # (microseconds in total)
+        if ms > 0 and not any(name in e.key for name in stage_names):
+            others[e.key[:90]] = others.get(e.key[:90], 0.0) + ms
+    top = dict(sorted(others.items(), key=lambda kv: -kv[1])[:25])
+    return {"ms_per_tick": sum(others.values()), "kernels": len(others), "largest": top}
+
+
+def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool = False,
+            outside: bool = False) -> dict:  # fmt: skip
     import torch
 
     from nitro.envs.soccar.kernels import arena as arena_kernels
@@ -116,11 +139,12 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
     for k in kernels.values():
         k["share"] = k["ms_per_tick"] / total
     step_ms = statistics.median(step_times)
+    around = step_kernels(step, calls, [name.split()[0] for name in kernels]) if outside else None
     return {
         "size": size, "envs": envs, "block": block, "ticks_per_call": TICKS, "calls": calls,
         "step_ms_per_tick": step_ms, "env_ticks_per_s": envs / (step_ms / 1e3),
         "car_ticks_per_s": envs * cars / (step_ms / 1e3), "kernels": kernels,
-        "passes": 1 if one_pass else 2,
+        "passes": 1 if one_pass else 2, "outside_stage_kernels": around,
         "deferred_share": {  # sync-ok: after timing
             name: float(sum(counts)) / (len(counts) * envs * cars) for name, counts in deferred.items()
         },
@@ -144,6 +168,11 @@ def main() -> None:
         help="the two-pass car kernels in one pass, every car on the full path (the pre-tick's rays against "
         "the other cars and the ball, the car step's contacts with the arena): their second pass over all cars",
     )
+    parser.add_argument(
+        "--outside", action="store_true",
+        help="also profile (torch.profiler) the step's kernels outside the stages: rows packed and "
+        "unpacked, the car order, the events",
+    )
     parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
     args = parser.parse_args()
     import torch
@@ -159,7 +188,7 @@ def main() -> None:
               "car_order": args.car_order, "results": rows}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     for size in args.sizes.split(","):
-        row = profile(size, args.envs, args.block, args.calls, args.meshes, args.one_pass)
+        row = profile(size, args.envs, args.block, args.calls, args.meshes, args.one_pass, args.outside)
         rows.append(row)
         (args.out / "soccar_stages.json").write_text(json.dumps(result, indent=1))  # each size as it comes
         print(f"{size} at {args.envs} envs: {row['step_ms_per_tick']:.3f} ms per tick, "
@@ -169,6 +198,11 @@ def main() -> None:
         for name, k in sorted(row["kernels"].items(), key=lambda kv: -kv[1]["ms_per_tick"]):
             regs = [(r["registers"], r["spills"]) for r in k["registers"]]
             print(f"  {name:<24} {k['ms_per_tick']:8.3f} ms  {100 * k['share']:5.1f}%  (registers, spills) {regs}", flush=True)
+        if row["outside_stage_kernels"]:
+            around = row["outside_stage_kernels"]
+            print(f"  outside the stages: {around['ms_per_tick']:.3f} ms per tick in {around['kernels']} kernels")
+            for name, ms in around["largest"].items():
+                print(f"    {ms:8.4f} ms  {name}", flush=True)
         torch.cuda.empty_cache()
 
 

@@ -16,7 +16,8 @@ six stage kernels in Arena::Step order (`tick`), one thread per lane:
 
 Each calls the stages of `kernels/ball.py`, `kernels/car.py` and the game rules (`kernels/rules.py`,
 `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) as the reference tick does. The cars
-travel between the kernels as their packed rows (`kernels/car.pack_cars`), `car_tick` (the forces,
+travel between the kernels as their packed rows (`kernels/car.pack_cars`' layout, packed once per step
+by `pack_cars_kernel` and unpacked by `unpack_cars_kernel`), `car_tick` (the forces,
 frozen flags and callback results one kernel hands the next), `pair_contacts`, `body_rows`,
 `body_mask` and `body_solve`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block), its lanes'
@@ -80,9 +81,10 @@ from nitro.envs.soccar.kernels.car import (
     load_car_row,
     load_car_params,
     load_controls,
-    pack_cars,
+    pack_cars_kernel,
+    packed_fields,
     store_car_row,
-    unpack_cars_,
+    unpack_cars_kernel,
 )
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
@@ -1026,10 +1028,11 @@ def store_car_and_hit_info(
     tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
 
 
-@triton_op("nitro::soccar_step_ticks_", mutates_args={"ball", "game", "cars", "pads"})
+@triton_op("nitro::soccar_step_ticks_", mutates_args={"ball", "game", "car_fields", "cars", "pads"})
 def step_ticks_op(
     ball: list[torch.Tensor],
     game: list[torch.Tensor],
+    car_fields: list[torch.Tensor],
     cars: list[torch.Tensor],
     pads: list[torch.Tensor],
     controls: torch.Tensor,
@@ -1045,8 +1048,10 @@ def step_ticks_op(
     maxnreg: int = 0,
 ) -> None:
     """The fused step as a registered op: ``ball`` (pos, vel, ang_vel, velocity_impulse_cache,
-    tick_count_since_update), ``game`` (tick_count, `game_ints`), ``cars`` (the packed rows,
-    car_contact_id, tick_count_since_update, `car_ints`, `car_order`), ``pads`` (is_active, cooldown,
+    tick_count_since_update), ``game`` (tick_count, `game_ints`), ``car_fields`` (the cars' `PACKED`
+    fields, `packed_fields`: packed into one row per car before the first tick and unpacked after the
+    last, `pack_cars_kernel`), ``cars`` (car_contact_id, tick_count_since_update, `car_ints`,
+    `car_order`), ``pads`` (is_active, cooldown,
     prev_locked_car_id, each [34, N]: `pad_at`), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`). ``maxnreg``: ptxas's
     register cap per thread (trading spills for occupancy; eager launches only, as torch.compile does
     not pass it through to Triton)."""
@@ -1056,7 +1061,9 @@ def step_ticks_op(
         **{f"car_{name}_ptr": x for name, x in zip(CAR_NAMES, cars)},
         **{f"{name}_ptr": x for name, x in zip(PAD_NAMES, pads)},
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
-        "car_spare_rows_ptr": torch.empty_like(cars[0]),  # `tick`'s second buffer of the cars' rows
+        # the cars' packed rows (`pack_cars_kernel`), and `tick`'s second buffer of them
+        "car_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
+        "car_spare_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
         "deferred_ptr": torch.empty(num_cars, envs, dtype=torch.int32, device=controls.device),  # `defer_lanes`
         "pair_contacts_ptr": torch.empty(
@@ -1088,18 +1095,23 @@ def step_ticks_op(
     if num_cars == 0:  # the ball alone: every tick in one launch, the ball in registers throughout
         launch(ball_and_rules_kernel, envs, 1, {**args, "ticks": ticks}, block, maxnreg)
         return
+    fields = {f"{name}_ptr": x for name, x in zip(PACKED, car_fields)}
+    launch(pack_cars_kernel, envs * num_cars, 1, {**fields, "rows_ptr": args["car_rows_ptr"]}, ROWS_BLOCK, 0)
     args["ticks"] = 1
     deferred_counts = torch.zeros(ticks, 2, num_cars, dtype=torch.int32, device=controls.device)
     for t in range(ticks):
         args["deferred_counts"] = deferred_counts[t]
         tick(args, envs, num_cars, block, maxnreg)
-    if ticks % 2:  # the last tick left the rows in the spare buffer
-        cars[0].copy_(args["car_rows_ptr"])
+    launch(unpack_cars_kernel, envs * num_cars, 1, {**fields, "rows_ptr": args["car_rows_ptr"]}, ROWS_BLOCK, 0)
+
+
+ROWS_BLOCK = 128
+"""Cars per program of `pack_cars_kernel` and `unpack_cars_kernel` (four warps, one car per thread)."""
 
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")
 GAME_NAMES = ("tick_count", "game_ints")
-CAR_NAMES = ("rows", "contact_id", "tick_count_since_update", "ints", "order")
+CAR_NAMES = ("contact_id", "tick_count_since_update", "ints", "order")
 PAD_NAMES = ("pad_is_active", "pad_cooldown", "pad_prev_locked_car_id")
 TABLE_NAMES = ("car_table", "pad_table", "hitbox_table", "respawn_spawns", "kickoff_spawns")
 
@@ -1151,7 +1163,6 @@ def launch_step_ticks_(
     mesh = ball_grid(world)
     b = state.ball
     cars = state.cars
-    car_rows = pack_cars(cars)  # one row per car: read and written with one memory operation each
     game_ints = pack_game_ints(state, events)
     car_ints = pack_car_ints(cars, events)
     pads = [_int8(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id]
@@ -1160,7 +1171,8 @@ def launch_step_ticks_(
     step_ticks_op(
         [b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update],
         [state.tick_count, game_ints],
-        [car_rows, cars.car_contact_id, cars.tick_count_since_update, car_ints, car_order(cars, mesh)],
+        packed_fields(cars),
+        [cars.car_contact_id, cars.tick_count_since_update, car_ints, car_order(cars, mesh)],
         by_pad,
         controls.contiguous(),
         _tables(world, mesh),
@@ -1174,7 +1186,6 @@ def launch_step_ticks_(
         int(block),
         int(maxnreg),
     )
-    unpack_cars_(car_rows, cars)
     unpack_ints_(game_ints, car_ints, state, events)
     if walked:
         for x, y in zip(pads, by_pad):

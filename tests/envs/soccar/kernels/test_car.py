@@ -382,3 +382,40 @@ def test_tick_stages(mesh):
     assert_cars_close(rows_of(stepped, free), rows_of(expected_step, free))
     assert_cars_close(posted, reference.post_tick_update(cars, controls, params))
     assert_cars_close(finished, reference.finish_physics_tick(cars))
+
+
+def test_pack_and_unpack_kernels_twin_pack_cars():
+    """`pack_cars_kernel` writes `pack_cars`' rows and `unpack_cars_kernel` does `unpack_cars_`, to the
+    bit, on cars whose every packed field holds its own random values (the kernels' field order is
+    `PACKED`'s: a field out of place lands in another's columns); the integer fields stay as they were."""
+    from nitro.envs.soccar.kernels.car import PACKED, pack_cars, pack_cars_kernel, packed_fields, unpack_cars_, unpack_cars_kernel
+    from nitro.envs.soccar.state import CarState
+    from tests.envs.soccar.kernels.game_states import random_game
+    from tests.envs.soccar.kernels.twins import programs
+
+    n, num_cars = 70, 3  # 210 rows: a partial last program
+    g = torch.Generator().manual_seed(4)
+
+    def scrambled(cars):
+        for name in PACKED:
+            x = getattr(cars, name)
+            value = torch.rand(x.shape, generator=g) < 0.5 if x.dtype == torch.bool else torch.randn(x.shape, generator=g) * 1e3
+            setattr(cars, name, value.to(DEVICE))
+        for name in ("car_contact_id", "tick_count_since_update"):
+            setattr(cars, name, getattr(cars, name).to(DEVICE))
+        return cars
+
+    cars = scrambled(random_game(n, num_cars, seed=2)[1])
+    rows = torch.full((n * num_cars, CAR_WIDTH.value), float("nan"), device=DEVICE)
+    names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields(cars))}
+    rows_n = n * num_cars
+    pack_cars_kernel[programs(rows_n)](rows, **names, n=rows_n, BLOCK=32)
+    assert torch.equal(rows, pack_cars(cars))
+
+    other = scrambled(random_game(n, num_cars, seed=3)[1])
+    expected = dataclasses.replace(other, **{name: getattr(other, name).clone() for name in CarState.FIELDS})
+    unpack_cars_(rows, expected)
+    names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields(other))}
+    unpack_cars_kernel[programs(rows_n)](rows, **names, n=rows_n, BLOCK=32)
+    for name in CarState.FIELDS:
+        assert torch.equal(getattr(other, name), getattr(expected, name)), name
