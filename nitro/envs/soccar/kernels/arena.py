@@ -1157,12 +1157,14 @@ def launch_step_ticks_(
 
     The events' flags are rewritten from the kernel's per-env goal bits and per-car attackers and
     pads, so they must be the arena's own event buffers. The state's tensors must be contiguous (the
-    Arena's are).
+    Arena's are), but for the cars' packed fields, which are copied in and out when they are not.
     """
     require_triton()
     mesh = ball_grid(world)
     b = state.ball
     cars = state.cars
+    fields = [getattr(cars, name) for name in PACKED]
+    dense = [x.contiguous() for x in fields]  # (the kernels read them as [N * C, width] arrays)
     game_ints = pack_game_ints(state, events)
     car_ints = pack_car_ints(cars, events)
     pads = [_int8(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id]
@@ -1171,7 +1173,7 @@ def launch_step_ticks_(
     step_ticks_op(
         [b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update],
         [state.tick_count, game_ints],
-        packed_fields(cars),
+        packed_fields(dense),
         [cars.car_contact_id, cars.tick_count_since_update, car_ints, car_order(cars, mesh)],
         by_pad,
         controls.contiguous(),
@@ -1187,6 +1189,9 @@ def launch_step_ticks_(
         int(maxnreg),
     )
     unpack_ints_(game_ints, car_ints, state, events)
+    for x, y in zip(fields, dense):
+        if y is not x:  # a field that was not contiguous (a new arena's rotations): its values in place
+            x.copy_(y)
     if walked:
         for x, y in zip(pads, by_pad):
             x.copy_(y.t())

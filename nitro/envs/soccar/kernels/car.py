@@ -805,12 +805,9 @@ def unpack_cars_(rows: torch.Tensor, cars: CarState) -> None:
         field.copy_(rows[:, at : at + width].reshape(field.shape))
 
 
-def packed_fields(cars: CarState) -> list[torch.Tensor]:
-    """The cars' `PACKED` fields as `pack_cars_kernel` takes them: contiguous, bools as int8 views
-    (written through by `unpack_cars_kernel`)."""
-    fields = [getattr(cars, name) for name in PACKED]
-    if not all(x.is_contiguous() for x in fields):
-        raise ValueError("the fused step needs the car state's tensors contiguous (the Arena's are); pass .contiguous() copies")
+def packed_fields(fields: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The cars' `PACKED` fields (contiguous) as `pack_cars_kernel` takes them: bools as int8 views
+    (`unpack_cars_kernel` writes through them)."""
     return [x.view(torch.int8) if x.dtype == torch.bool else x for x in fields]
 
 

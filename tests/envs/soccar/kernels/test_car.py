@@ -407,7 +407,7 @@ def test_pack_and_unpack_kernels_twin_pack_cars():
 
     cars = scrambled(random_game(n, num_cars, seed=2)[1])
     rows = torch.full((n * num_cars, CAR_WIDTH.value), float("nan"), device=DEVICE)
-    names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields(cars))}
+    names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields([getattr(cars, name) for name in PACKED]))}
     rows_n = n * num_cars
     pack_cars_kernel[programs(rows_n)](rows, **names, n=rows_n, BLOCK=32)
     assert torch.equal(rows, pack_cars(cars))
@@ -415,7 +415,7 @@ def test_pack_and_unpack_kernels_twin_pack_cars():
     other = scrambled(random_game(n, num_cars, seed=3)[1])
     expected = dataclasses.replace(other, **{name: getattr(other, name).clone() for name in CarState.FIELDS})
     unpack_cars_(rows, expected)
-    names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields(other))}
+    names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields([getattr(other, name) for name in PACKED]))}
     unpack_cars_kernel[programs(rows_n)](rows, **names, n=rows_n, BLOCK=32)
     for name in CarState.FIELDS:
         assert torch.equal(getattr(other, name), getattr(expected, name)), name
