@@ -16,9 +16,8 @@ six stage kernels in Arena::Step order (`tick`), one thread per lane:
 
 Each calls the stages of `kernels/ball.py`, `kernels/car.py` and the game rules (`kernels/rules.py`,
 `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) as the reference tick does. The cars
-travel between the kernels as their packed rows (`kernels/car.pack_cars`' layout, packed once per step
-by `pack_cars_kernel` and unpacked by `unpack_cars_kernel`), `car_tick` (the forces,
-frozen flags and callback results one kernel hands the next), `pair_contacts`, `body_rows`,
+travel between the kernels as their packed rows (`kernels/car.pack_cars`' layout: `pack_cars_kernel`,
+`unpack_cars_kernel`), `car_tick` (forces, frozen flags, callback results), `pair_contacts`, `body_rows`,
 `body_mask` and `body_solve`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block), its lanes'
 envs in `car_order`'s order (on large batches sorted by the arena each car meets). The two car kernels
@@ -83,8 +82,7 @@ from nitro.envs.soccar.kernels.car import (
     load_controls,
     pack_cars_kernel,
     packed_fields,
-    store_car_row,
-    unpack_cars_kernel,
+    store_car_row, unpack_cars_kernel,
 )
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world

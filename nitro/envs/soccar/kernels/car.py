@@ -18,7 +18,7 @@ import torch
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.car_config import CarParams
-from nitro.envs.soccar.kernels import constexpr, jit, tl
+from nitro.envs.soccar.kernels import constexpr, jit, stage_jit, tl
 from nitro.envs.soccar.kernels.rigid_body import (
     CAR_MASS_BT,
     SIMD_EPSILON,
@@ -770,9 +770,6 @@ PACKED = tuple(name for name, (_, dtype) in CarState.FIELDS.items() if dtype in 
 0 / 1): all but the two integer ones (`car_contact_id`, `tick_count_since_update`), which keep their own
 arrays."""
 _WIDTHS = [math.prod(CarState.FIELDS[name][0]) for name in PACKED]
-WIDTHS = constexpr(tuple(_WIDTHS))
-"""Each packed field's floats per car, in `PACKED` order."""
-NUM_PACKED = constexpr(len(PACKED))
 AT = constexpr(tuple(sum(_WIDTHS[:i]) for i in range(len(PACKED))))
 """Where each packed field starts in a car row, in `PACKED` order."""
 PACKED_FLOATS = constexpr(sum(_WIDTHS))
@@ -803,88 +800,6 @@ def unpack_cars_(rows: torch.Tensor, cars: CarState) -> None:
     for name, at, width in zip(PACKED, AT.value, _WIDTHS):
         field = getattr(cars, name)
         field.copy_(rows[:, at : at + width].reshape(field.shape))
-
-
-def packed_fields(fields: list[torch.Tensor]) -> list[torch.Tensor]:
-    """The cars' `PACKED` fields (contiguous) as `pack_cars_kernel` takes them: bools as int8 views
-    (`unpack_cars_kernel` writes through them)."""
-    return [x.view(torch.int8) if x.dtype == torch.bool else x for x in fields]
-
-
-@jit
-def pack_cars_kernel(
-    rows_ptr,
-    pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr, has_jumped_ptr,
-    has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr, flip_time_ptr, is_flipping_ptr,
-    is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr, boosting_time_ptr, is_supersonic_ptr,
-    supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr, auto_flip_timer_ptr,
-    auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr, car_contact_cooldown_timer_ptr,
-    is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr, is_boosting_ptr, time_since_boosted_ptr,
-    velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr, steer_angle_ptr, lat_friction_ptr,
-    long_friction_ptr, extra_pushback_ptr, ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr,
-    ball_hit_info_ball_pos_ptr, ball_hit_info_extra_hit_vel_ptr,
-    n, BLOCK: tl.constexpr,
-):  # fmt: skip
-    """`pack_cars` on the device, one car per lane: each `PACKED` field's columns read from its own
-    [N * C, width] array (bools as int8), its car row written whole (one tile, `store_car_row`). A row
-    written column by column from the fields would cost a memory sector per narrow column."""
-    row = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    live = row < n
-    fields = (
-        pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr,
-        has_jumped_ptr, has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr,
-        flip_time_ptr, is_flipping_ptr, is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr,
-        boosting_time_ptr, is_supersonic_ptr, supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr,
-        auto_flip_timer_ptr, auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr,
-        car_contact_cooldown_timer_ptr, is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr,
-        is_boosting_ptr, time_since_boosted_ptr, velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr,
-        steer_angle_ptr, lat_friction_ptr, long_friction_ptr, extra_pushback_ptr,
-        ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr, ball_hit_info_ball_pos_ptr,
-        ball_hit_info_extra_hit_vel_ptr,
-    )  # fmt: skip
-    values = ()
-    for i in tl.static_range(NUM_PACKED):
-        for k in tl.static_range(WIDTHS[i]):
-            at = row.to(tl.int64) * WIDTHS[i] + k
-            values = values + (tl.load(fields[i] + at, mask=live, other=0).to(tl.float32),)
-    store_car_row(rows_ptr, row, values, live, BLOCK)
-
-
-@jit
-def unpack_cars_kernel(
-    rows_ptr,
-    pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr, has_jumped_ptr,
-    has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr, flip_time_ptr, is_flipping_ptr,
-    is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr, boosting_time_ptr, is_supersonic_ptr,
-    supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr, auto_flip_timer_ptr,
-    auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr, car_contact_cooldown_timer_ptr,
-    is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr, is_boosting_ptr, time_since_boosted_ptr,
-    velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr, steer_angle_ptr, lat_friction_ptr,
-    long_friction_ptr, extra_pushback_ptr, ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr,
-    ball_hit_info_ball_pos_ptr, ball_hit_info_extra_hit_vel_ptr,
-    n, BLOCK: tl.constexpr,
-):  # fmt: skip
-    """`unpack_cars_` on the device: `pack_cars_kernel`'s inverse (each row read whole, its columns
-    written to the fields' arrays in their own types)."""
-    row = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    live = row < n
-    fields = (
-        pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr,
-        has_jumped_ptr, has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr,
-        flip_time_ptr, is_flipping_ptr, is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr,
-        boosting_time_ptr, is_supersonic_ptr, supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr,
-        auto_flip_timer_ptr, auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr,
-        car_contact_cooldown_timer_ptr, is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr,
-        is_boosting_ptr, time_since_boosted_ptr, velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr,
-        steer_angle_ptr, lat_friction_ptr, long_friction_ptr, extra_pushback_ptr,
-        ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr, ball_hit_info_ball_pos_ptr,
-        ball_hit_info_extra_hit_vel_ptr,
-    )  # fmt: skip
-    v = load_car_row(rows_ptr, row, live, BLOCK)
-    for i in tl.static_range(NUM_PACKED):
-        for k in tl.static_range(WIDTHS[i]):
-            at = row.to(tl.int64) * WIDTHS[i] + k
-            tl.store(fields[i] + at, v[AT[i] + k].to(fields[i].dtype.element_ty), mask=live)
 
 
 @jit
@@ -1000,3 +915,92 @@ def load_car_params(car_table_ptr, car):
     rest = (tl.load(row + 19), tl.load(row + 20), tl.load(row + 21), tl.load(row + 22))
     force_scale = (tl.load(row + 23), tl.load(row + 24), tl.load(row + 25), tl.load(row + 26))
     return inv_inertia_local, wheel_connection, wheel_radius, rest, force_scale, tl.load(row + 27)
+
+
+# --- The rows packed and unpacked on the device, once per step -----------------------------------
+
+WIDTHS = constexpr(tuple(_WIDTHS))
+"""Each packed field's floats per car, in `PACKED` order."""
+NUM_PACKED = constexpr(len(PACKED))
+
+
+def packed_fields(fields: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The cars' `PACKED` fields (contiguous) as `pack_cars_kernel` takes them: bools as int8 views
+    (`unpack_cars_kernel` writes through them)."""
+    return [x.view(torch.int8) if x.dtype == torch.bool else x for x in fields]
+
+
+@stage_jit
+def pack_cars_kernel(
+    rows_ptr,
+    pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr, has_jumped_ptr,
+    has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr, flip_time_ptr, is_flipping_ptr,
+    is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr, boosting_time_ptr, is_supersonic_ptr,
+    supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr, auto_flip_timer_ptr,
+    auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr, car_contact_cooldown_timer_ptr,
+    is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr, is_boosting_ptr, time_since_boosted_ptr,
+    velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr, steer_angle_ptr, lat_friction_ptr,
+    long_friction_ptr, extra_pushback_ptr, ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr,
+    ball_hit_info_ball_pos_ptr, ball_hit_info_extra_hit_vel_ptr,
+    n, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`pack_cars` on the device, one car per lane: each `PACKED` field's columns read from its own
+    [N * C, width] array (bools as int8), its car row written whole (one tile, `store_car_row`). A row
+    written column by column from the fields would cost a memory sector per narrow column."""
+    row = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    live = row < n
+    fields = (
+        pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr,
+        has_jumped_ptr, has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr,
+        flip_time_ptr, is_flipping_ptr, is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr,
+        boosting_time_ptr, is_supersonic_ptr, supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr,
+        auto_flip_timer_ptr, auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr,
+        car_contact_cooldown_timer_ptr, is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr,
+        is_boosting_ptr, time_since_boosted_ptr, velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr,
+        steer_angle_ptr, lat_friction_ptr, long_friction_ptr, extra_pushback_ptr,
+        ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr, ball_hit_info_ball_pos_ptr,
+        ball_hit_info_extra_hit_vel_ptr,
+    )  # fmt: skip
+    values = ()
+    for i in tl.static_range(NUM_PACKED):
+        for k in tl.static_range(WIDTHS[i]):
+            at = row.to(tl.int64) * WIDTHS[i] + k
+            values = values + (tl.load(fields[i] + at, mask=live, other=0).to(tl.float32),)
+    store_car_row(rows_ptr, row, values, live, BLOCK)
+
+
+@stage_jit
+def unpack_cars_kernel(
+    rows_ptr,
+    pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr, has_jumped_ptr,
+    has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr, flip_time_ptr, is_flipping_ptr,
+    is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr, boosting_time_ptr, is_supersonic_ptr,
+    supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr, auto_flip_timer_ptr,
+    auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr, car_contact_cooldown_timer_ptr,
+    is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr, is_boosting_ptr, time_since_boosted_ptr,
+    velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr, steer_angle_ptr, lat_friction_ptr,
+    long_friction_ptr, extra_pushback_ptr, ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr,
+    ball_hit_info_ball_pos_ptr, ball_hit_info_extra_hit_vel_ptr,
+    n, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`unpack_cars_` on the device: `pack_cars_kernel`'s inverse (each row read whole, its columns
+    written to the fields' arrays in their own types)."""
+    row = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    live = row < n
+    fields = (
+        pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr,
+        has_jumped_ptr, has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr,
+        flip_time_ptr, is_flipping_ptr, is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr,
+        boosting_time_ptr, is_supersonic_ptr, supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr,
+        auto_flip_timer_ptr, auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr,
+        car_contact_cooldown_timer_ptr, is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr,
+        is_boosting_ptr, time_since_boosted_ptr, velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr,
+        steer_angle_ptr, lat_friction_ptr, long_friction_ptr, extra_pushback_ptr,
+        ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr, ball_hit_info_ball_pos_ptr,
+        ball_hit_info_extra_hit_vel_ptr,
+    )  # fmt: skip
+    v = load_car_row(rows_ptr, row, live, BLOCK)
+    for i in tl.static_range(NUM_PACKED):
+        for k in tl.static_range(WIDTHS[i]):
+            at = row.to(tl.int64) * WIDTHS[i] + k
+            tl.store(fields[i] + at, v[AT[i] + k].to(fields[i].dtype.element_ty), mask=live)

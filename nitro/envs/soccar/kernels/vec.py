@@ -4,7 +4,7 @@ component by component."""
 
 from __future__ import annotations
 
-from nitro.envs.soccar.kernels import jit, tl
+from nitro.envs.soccar.kernels import constexpr, jit, tl
 
 
 @jit
@@ -172,17 +172,14 @@ def tile_of(values, W: tl.constexpr, BLOCK: tl.constexpr):
 
 @jit
 def load_row(ptr, row, live, W: tl.constexpr, BLOCK: tl.constexpr):
-    """Row ``row`` of a [rows, W] float32 array per lane, as a tuple of W values (0 where not live)."""
-    at = tl.arange(0, W)
-    tile = tl.load(ptr + row[:, None] * W + at[None, :], mask=live[:, None], other=0.0)
-    return columns(tile, W, BLOCK)
+    """Row ``row`` of a [rows, W] array per lane, as a tuple of W values (0 where not live)."""
+    return load_columns(ptr, row, live, W, W, W, BLOCK)
 
 
 @jit
 def store_row(ptr, row, values, live, W: tl.constexpr, BLOCK: tl.constexpr):
-    """`load_row`'s inverse: W per-lane float values into row ``row``."""
-    at = tl.arange(0, W)
-    tl.store(ptr + row[:, None] * W + at[None, :], tile_of(values, W, BLOCK), mask=live[:, None])
+    """`load_row`'s inverse: W per-lane values into row ``row``."""
+    store_columns(ptr, row, values, live, W, W, W, BLOCK)
 
 
 @jit
@@ -190,12 +187,15 @@ def load_columns(ptr, row, live, STRIDE: tl.constexpr, COUNT: tl.constexpr, W: t
     """The first COUNT columns of row ``row`` of a [rows, STRIDE] float32 array per lane, read as one
     [BLOCK, W] tile (W a power of two >= COUNT, the columns beyond COUNT masked off): a tuple of COUNT
     values (0 where not live). Reads a prefix of a wider row, or a row narrower than a power of two."""
-    at = tl.arange(0, W)
-    tile = tl.load(ptr + row[:, None] * STRIDE + at[None, :], mask=live[:, None] & (at < COUNT)[None, :], other=0.0)
-    values = columns(tile, W, BLOCK)
+    CHUNK: tl.constexpr = 128 // ptr.dtype.element_ty.primitive_bitwidth  # 16 bytes: one vector access
     out = ()
-    for k in tl.static_range(COUNT):
-        out = out + (values[k],)
+    for c in tl.static_range(0, COUNT, CHUNK):
+        at = c + tl.arange(0, CHUNK)
+        tile = tl.load(ptr + row[:, None] * STRIDE + at[None, :], mask=live[:, None] & (at < COUNT)[None, :], other=0)
+        values = columns(tile, CHUNK, BLOCK)
+        for k in tl.static_range(CHUNK):
+            if c + k < COUNT:
+                out = out + (values[k],)
     return out
 
 
@@ -205,8 +205,13 @@ def store_columns(
 ):
     """`load_columns`' inverse: COUNT per-lane float values into the first COUNT columns of row ``row`` of
     a [rows, STRIDE] float32 array, written as one [BLOCK, W] tile (the columns beyond masked off)."""
+    CHUNK: tl.constexpr = 128 // ptr.dtype.element_ty.primitive_bitwidth  # 16 bytes: one vector access
     padded = values
-    for _ in tl.static_range(W - COUNT):
+    for _ in tl.static_range((COUNT + CHUNK - 1) // CHUNK * CHUNK - COUNT):
         padded = padded + (values[0] * 0.0,)
-    at = tl.arange(0, W)
-    tl.store(ptr + row[:, None] * STRIDE + at[None, :], tile_of(padded, W, BLOCK), mask=live[:, None] & (at < COUNT)[None, :])
+    for c in tl.static_range(0, COUNT, CHUNK):
+        at = c + tl.arange(0, CHUNK)
+        chunk = ()
+        for k in tl.static_range(CHUNK):
+            chunk = chunk + (padded[c + k],)
+        tl.store(ptr + row[:, None] * STRIDE + at[None, :], tile_of(chunk, CHUNK, BLOCK), mask=live[:, None] & (at < COUNT)[None, :])
