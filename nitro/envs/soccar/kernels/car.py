@@ -919,9 +919,12 @@ def load_car_params(car_table_ptr, car):
 
 # --- The rows packed and unpacked on the device, once per step -----------------------------------
 
-WIDTHS = constexpr(tuple(_WIDTHS))
-"""Each packed field's floats per car, in `PACKED` order."""
-NUM_PACKED = constexpr(len(PACKED))
+FIELD_OF = constexpr(tuple(i for i, width in enumerate(_WIDTHS) for _ in range(width)))
+"""Each column of a car row: its field's index in `PACKED`."""
+COLUMN_OF = constexpr(tuple(k for width in _WIDTHS for k in range(width)))
+"""Each column of a car row: its index within its field."""
+WIDTH_OF = constexpr(tuple(width for width in _WIDTHS for _ in range(width)))
+"""Each column of a car row: its field's width."""
 
 
 def packed_fields(fields: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -962,10 +965,9 @@ def pack_cars_kernel(
         ball_hit_info_extra_hit_vel_ptr,
     )  # fmt: skip
     values = ()
-    for i in tl.static_range(NUM_PACKED):
-        for k in tl.static_range(WIDTHS[i]):
-            at = row.to(tl.int64) * WIDTHS[i] + k
-            values = values + (tl.load(fields[i] + at, mask=live, other=0).to(tl.float32),)
+    for j in tl.static_range(CAR_WIDTH):
+        at = row.to(tl.int64) * WIDTH_OF[j] + COLUMN_OF[j]
+        values = values + (tl.load(fields[FIELD_OF[j]] + at, mask=live, other=0).to(tl.float32),)
     store_car_row(rows_ptr, row, values, live, BLOCK)
 
 
@@ -1000,7 +1002,7 @@ def unpack_cars_kernel(
         ball_hit_info_extra_hit_vel_ptr,
     )  # fmt: skip
     v = load_car_row(rows_ptr, row, live, BLOCK)
-    for i in tl.static_range(NUM_PACKED):
-        for k in tl.static_range(WIDTHS[i]):
-            at = row.to(tl.int64) * WIDTHS[i] + k
-            tl.store(fields[i] + at, v[AT[i] + k].to(fields[i].dtype.element_ty), mask=live)
+    for j in tl.static_range(CAR_WIDTH):
+        at = row.to(tl.int64) * WIDTH_OF[j] + COLUMN_OF[j]
+        field = fields[FIELD_OF[j]]
+        tl.store(field + at, v[j].to(field.dtype.element_ty), mask=live)
