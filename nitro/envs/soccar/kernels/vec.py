@@ -172,7 +172,8 @@ def tile_of(values, W: tl.constexpr, BLOCK: tl.constexpr):
 
 @jit
 def load_row(ptr, row, live, W: tl.constexpr, BLOCK: tl.constexpr):
-    """Row ``row`` of a [rows, W] array per lane, as a tuple of W values (0 where not live)."""
+    """Row ``row`` of a [rows, W] array per lane, as a tuple of W values (0 where not live; W a power of
+    two)."""
     return load_columns(ptr, row, live, W, W, W, BLOCK)
 
 
@@ -184,16 +185,17 @@ def store_row(ptr, row, values, live, W: tl.constexpr, BLOCK: tl.constexpr):
 
 @jit
 def load_columns(ptr, row, live, STRIDE: tl.constexpr, COUNT: tl.constexpr, W: tl.constexpr, BLOCK: tl.constexpr):
-    """The first COUNT columns of row ``row`` of a [rows, STRIDE] float32 array per lane, read as one
-    [BLOCK, W] tile (W a power of two >= COUNT, the columns beyond COUNT masked off): a tuple of COUNT
-    values (0 where not live). Reads a prefix of a wider row, or a row narrower than a power of two."""
-    CHUNK: tl.constexpr = 128 // ptr.dtype.element_ty.primitive_bitwidth  # 16 bytes: one vector access
+    """The first COUNT columns of row ``row`` of a [rows, STRIDE] array per lane: a tuple of COUNT values (0
+    where not live). Reads a prefix of a wider row, or a row narrower than a power of two: as one [BLOCK,
+    W] tile (W a power of two >= COUNT, the columns beyond COUNT masked off), or, beyond `WIDE` columns,
+    16 bytes per lane at a time."""
+    PIECE: tl.constexpr = W if COUNT <= WIDE else 128 // ptr.dtype.element_ty.primitive_bitwidth  # `WIDE`
     out = ()
-    for c in tl.static_range(0, COUNT, CHUNK):
-        at = c + tl.arange(0, CHUNK)
+    for c in tl.static_range(0, COUNT, PIECE):
+        at = c + tl.arange(0, PIECE)
         tile = tl.load(ptr + row[:, None] * STRIDE + at[None, :], mask=live[:, None] & (at < COUNT)[None, :], other=0)
-        values = columns(tile, CHUNK, BLOCK)
-        for k in tl.static_range(CHUNK):
+        values = columns(tile, PIECE, BLOCK)
+        for k in tl.static_range(PIECE):
             if c + k < COUNT:
                 out = out + (values[k],)
     return out
@@ -203,15 +205,24 @@ def load_columns(ptr, row, live, STRIDE: tl.constexpr, COUNT: tl.constexpr, W: t
 def store_columns(
     ptr, row, values, live, STRIDE: tl.constexpr, COUNT: tl.constexpr, W: tl.constexpr, BLOCK: tl.constexpr
 ):
-    """`load_columns`' inverse: COUNT per-lane float values into the first COUNT columns of row ``row`` of
-    a [rows, STRIDE] float32 array, written as one [BLOCK, W] tile (the columns beyond masked off)."""
-    CHUNK: tl.constexpr = 128 // ptr.dtype.element_ty.primitive_bitwidth  # 16 bytes: one vector access
+    """`load_columns`' inverse: COUNT per-lane values into the first COUNT columns of row ``row`` of a
+    [rows, STRIDE] array, written as `load_columns` reads them (the columns beyond COUNT masked off)."""
+    PIECE: tl.constexpr = W if COUNT <= WIDE else 128 // ptr.dtype.element_ty.primitive_bitwidth  # `WIDE`
     padded = values
-    for _ in tl.static_range((COUNT + CHUNK - 1) // CHUNK * CHUNK - COUNT):
-        padded = padded + (values[0] * 0.0,)
-    for c in tl.static_range(0, COUNT, CHUNK):
-        at = c + tl.arange(0, CHUNK)
-        chunk = ()
-        for k in tl.static_range(CHUNK):
-            chunk = chunk + (padded[c + k],)
-        tl.store(ptr + row[:, None] * STRIDE + at[None, :], tile_of(chunk, CHUNK, BLOCK), mask=live[:, None] & (at < COUNT)[None, :])
+    for _ in tl.static_range((COUNT + PIECE - 1) // PIECE * PIECE - COUNT):
+        padded = padded + (values[0] * 0,)
+    for c in tl.static_range(0, COUNT, PIECE):
+        at = c + tl.arange(0, PIECE)
+        part = ()
+        for k in tl.static_range(PIECE):
+            part = part + (padded[c + k],)
+        tl.store(ptr + row[:, None] * STRIDE + at[None, :], tile_of(part, PIECE, BLOCK), mask=live[:, None] & (at < COUNT)[None, :])
+
+
+WIDE = constexpr(16)
+"""Rows of more columns than this are read and written 16 bytes per lane at a time (`load_columns`): a
+[BLOCK, W] tile is read one row across the warp's threads, and its columns reach their lanes through
+shared memory, which for a whole car row (88 columns) costs more registers and time than the extra
+memory operations (measured on an H200: the 1v0 pre-tick 1.86 -> 1.12 ms per tick at 1M envs, its stack
+1,376 -> 136 B per thread). Narrower rows stay one tile: more memory operations cost Triton's compile
+time, and the env kernels that read parts of several cars' rows ran slower in pieces."""
