@@ -1,13 +1,15 @@
 """Where the fused soccar step's time goes on one GPU: each stage kernel's time per tick (CUDA events
 around every launch of `kernels/arena.tick`), with its registers and spills per thread, per team size.
 
-    python bench/soccar_stages_gpu.py --out OUT [--sizes 1v0,1v1,2v2,3v3] [--envs 1048576] [--block 32]
+    python bench/soccar_stages_gpu.py --out OUT [--sizes 1v0,1v1,2v2,3v3] [--envs 1048576] [--block 32] [--outside]
 
 The arenas are the speed benchmarks' (`soccar_cars_gpu.car_arena` for 1v0, `soccar_game_gpu.game_arena`
 otherwise) stepped 8 ticks per call with their random controls, 3 calls of warm-up, then ``--calls``
 timed ones; each kernel's median milliseconds per tick and share of the tick. The timed calls run
 with an event pair around every launch, so their sum is slightly above a plain step's time, which is
-also given. Writes OUT/soccar_stages.json and prints a table.
+also given. ``--outside`` also profiles (torch.profiler) the step's kernels around the stages: the car
+rows packed and unpacked, the car order's sort, the events. Writes OUT/soccar_stages.json and prints a
+table.
 """
 
 from __future__ import annotations

@@ -863,10 +863,17 @@ def update_pads(
         cars_max = cars_max + (hi,)
         cars_tested = cars_tested + (boost_pads.tested(car[0], car[2], car[3]),)
     if NUM_CARS > 0:
+        # each pad's state is read two pads ahead of its turn, so the reads' latency passes while the
+        # two pads before it are walked (a read cannot move above the stores before it on its own)
+        cooldown_next, prev_next = load_pad_state(pad_cooldown_ptr, pad_prev_locked_car_id_ptr, env, 0, n, live)
+        cooldown_after, prev_after = load_pad_state(pad_cooldown_ptr, pad_prev_locked_car_id_ptr, env, 1, n, live)
         for p in range(BOOST_PAD_COUNT):
             pad_pos, is_big = boost_pads.load_pad(pad_table_ptr, p)
-            cooldown = tl.load(pad_cooldown_ptr + pad_at(env, p, n), mask=live, other=0.0)
-            prev = tl.load(pad_prev_locked_car_id_ptr + pad_at(env, p, n), mask=live, other=0)
+            cooldown, prev = cooldown_next, prev_next
+            cooldown_next, prev_next = cooldown_after, prev_after
+            cooldown_after, prev_after = load_pad_state(
+                pad_cooldown_ptr, pad_prev_locked_car_id_ptr, env, p + 2, n, live & (p + 2 < BOOST_PAD_COUNT)
+            )
             is_active, cooldown = boost_pads.pre_tick_update(cooldown, tick_time)
             locked = boost_pads.check_collision(
                 prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS
@@ -927,6 +934,13 @@ def kickoff_cars(
         tl.store(pad_is_active_ptr + pad_at(env, p, n), tl.full([BLOCK], 1, tl.int8), mask=kickoff)
         tl.store(pad_cooldown_ptr + pad_at(env, p, n), tl.zeros([BLOCK], dtype=tl.float32), mask=kickoff)
         tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), tl.zeros([BLOCK], dtype=tl.int32), mask=kickoff)
+
+
+@jit
+def load_pad_state(pad_cooldown_ptr, pad_prev_locked_car_id_ptr, env, p, n, live):
+    """Pad ``p``'s cooldown and prev_locked_car_id in env ``env`` (`pad_at`)."""
+    cooldown = tl.load(pad_cooldown_ptr + pad_at(env, p, n), mask=live, other=0.0)
+    return cooldown, tl.load(pad_prev_locked_car_id_ptr + pad_at(env, p, n), mask=live, other=0)
 
 
 @jit
