@@ -16,8 +16,8 @@ six stage kernels in Arena::Step order (`tick`), one thread per lane:
 
 Each calls the stages of `kernels/ball.py`, `kernels/car.py` and the game rules (`kernels/rules.py`,
 `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) as the reference tick does. The cars
-travel between the kernels as their packed rows (`kernels/car.pack_cars`' layout: `pack_cars_kernel`,
-`unpack_cars_kernel`), `car_tick` (forces, frozen flags, callback results), `pair_contacts`, `body_rows`,
+travel between the kernels as their packed rows (`kernels/car.pack_cars`' layout: `car_rows_kernel`
+both ways), `car_tick` (forces, frozen flags, callback results), `pair_contacts`, `body_rows`,
 `body_mask` and `body_solve`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block), its lanes'
 envs in `car_order`'s order (on large batches sorted by the arena each car meets). The two car kernels
@@ -80,9 +80,9 @@ from nitro.envs.soccar.kernels.car import (
     load_car_row,
     load_car_params,
     load_controls,
-    pack_cars_kernel,
+    car_rows_kernel,
     packed_fields,
-    store_car_row, unpack_cars_kernel,
+    store_car_row,
 )
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
@@ -1062,7 +1062,7 @@ def step_ticks_op(
     """The fused step as a registered op: ``ball`` (pos, vel, ang_vel, velocity_impulse_cache,
     tick_count_since_update), ``game`` (tick_count, `game_ints`), ``car_fields`` (the cars' `PACKED`
     fields, `packed_fields`: packed into one row per car before the first tick and unpacked after the
-    last, `pack_cars_kernel`), ``cars`` (car_contact_id, tick_count_since_update, `car_ints`,
+    last, `car_rows_kernel`), ``cars`` (car_contact_id, tick_count_since_update, `car_ints`,
     `car_order`), ``pads`` (is_active, cooldown,
     prev_locked_car_id, each [34, N]: `pad_at`), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`). ``maxnreg``: ptxas's
     register cap per thread (trading spills for occupancy; eager launches only, as torch.compile does
@@ -1073,7 +1073,7 @@ def step_ticks_op(
         **{f"car_{name}_ptr": x for name, x in zip(CAR_NAMES, cars)},
         **{f"{name}_ptr": x for name, x in zip(PAD_NAMES, pads)},
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
-        # the cars' packed rows (`pack_cars_kernel`), and `tick`'s second buffer of them
+        # the cars' packed rows (`car_rows_kernel`), and `tick`'s second buffer of them
         "car_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
         "car_spare_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
@@ -1108,17 +1108,18 @@ def step_ticks_op(
         launch(ball_and_rules_kernel, envs, 1, {**args, "ticks": ticks}, block, maxnreg)
         return
     fields = {f"{name}_ptr": x for name, x in zip(PACKED, car_fields)}
-    launch(pack_cars_kernel, envs * num_cars, 1, {**fields, "rows_ptr": args["car_rows_ptr"]}, ROWS_BLOCK, 0)
+    rows = {**fields, "rows_ptr": args["car_rows_ptr"], "UNPACK": False}
+    launch(car_rows_kernel, envs * num_cars, 1, rows, ROWS_BLOCK, 0)
     args["ticks"] = 1
     deferred_counts = torch.zeros(ticks, 2, num_cars, dtype=torch.int32, device=controls.device)
     for t in range(ticks):
         args["deferred_counts"] = deferred_counts[t]
         tick(args, envs, num_cars, block, maxnreg)
-    launch(unpack_cars_kernel, envs * num_cars, 1, {**fields, "rows_ptr": args["car_rows_ptr"]}, ROWS_BLOCK, 0)
+    launch(car_rows_kernel, envs * num_cars, 1, {**rows, "rows_ptr": args["car_rows_ptr"], "UNPACK": True}, ROWS_BLOCK, 0)
 
 
 ROWS_BLOCK = 128
-"""Cars per program of `pack_cars_kernel` and `unpack_cars_kernel` (four warps, one car per thread)."""
+"""Cars per program of `car_rows_kernel` (four warps, one car per thread)."""
 
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")

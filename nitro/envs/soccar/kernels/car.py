@@ -928,13 +928,13 @@ WIDTH_OF = constexpr(tuple(width for width in _WIDTHS for _ in range(width)))
 
 
 def packed_fields(fields: list[torch.Tensor]) -> list[torch.Tensor]:
-    """The cars' `PACKED` fields (contiguous) as `pack_cars_kernel` takes them: bools as int8 views
-    (`unpack_cars_kernel` writes through them)."""
+    """The cars' `PACKED` fields (contiguous) as `car_rows_kernel` takes them: bools as int8 views
+    (written through when it unpacks)."""
     return [x.view(torch.int8) if x.dtype == torch.bool else x for x in fields]
 
 
 @stage_jit
-def pack_cars_kernel(
+def car_rows_kernel(
     rows_ptr,
     pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr, has_jumped_ptr,
     has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr, flip_time_ptr, is_flipping_ptr,
@@ -945,11 +945,13 @@ def pack_cars_kernel(
     velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr, steer_angle_ptr, lat_friction_ptr,
     long_friction_ptr, extra_pushback_ptr, ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr,
     ball_hit_info_ball_pos_ptr, ball_hit_info_extra_hit_vel_ptr,
-    n, BLOCK: tl.constexpr,
+    n, UNPACK: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """`pack_cars` on the device, one car per lane: each `PACKED` field's columns read from its own
-    [N * C, width] array (bools as int8), its car row written whole (one tile, `store_car_row`). A row
-    written column by column from the fields would cost a memory sector per narrow column."""
+    [N * C, width] array (bools as int8), its car row written whole (`store_car_row`); with ``UNPACK``,
+    `unpack_cars_`: each row read whole, its columns written to the fields' arrays in their own types.
+    (Rows written column by column from the fields, as `torch.cat` does, cost a memory sector per narrow
+    column.)"""
     row = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = row < n
     fields = (
@@ -964,45 +966,14 @@ def pack_cars_kernel(
         ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr, ball_hit_info_ball_pos_ptr,
         ball_hit_info_extra_hit_vel_ptr,
     )  # fmt: skip
-    values = ()
-    for j in tl.static_range(CAR_WIDTH):
-        at = row.to(tl.int64) * WIDTH_OF[j] + COLUMN_OF[j]
-        values = values + (tl.load(fields[FIELD_OF[j]] + at, mask=live, other=0).to(tl.float32),)
-    store_car_row(rows_ptr, row, values, live, BLOCK)
-
-
-@stage_jit
-def unpack_cars_kernel(
-    rows_ptr,
-    pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr, has_jumped_ptr,
-    has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr, flip_time_ptr, is_flipping_ptr,
-    is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr, boosting_time_ptr, is_supersonic_ptr,
-    supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr, auto_flip_timer_ptr,
-    auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr, car_contact_cooldown_timer_ptr,
-    is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr, is_boosting_ptr, time_since_boosted_ptr,
-    velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr, steer_angle_ptr, lat_friction_ptr,
-    long_friction_ptr, extra_pushback_ptr, ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr,
-    ball_hit_info_ball_pos_ptr, ball_hit_info_extra_hit_vel_ptr,
-    n, BLOCK: tl.constexpr,
-):  # fmt: skip
-    """`unpack_cars_` on the device: `pack_cars_kernel`'s inverse (each row read whole, its columns
-    written to the fields' arrays in their own types)."""
-    row = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    live = row < n
-    fields = (
-        pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr,
-        has_jumped_ptr, has_double_jumped_ptr, has_flipped_ptr, flip_rel_torque_ptr, jump_time_ptr,
-        flip_time_ptr, is_flipping_ptr, is_jumping_ptr, air_time_ptr, air_time_since_jump_ptr, boost_ptr,
-        boosting_time_ptr, is_supersonic_ptr, supersonic_time_ptr, handbrake_val_ptr, is_auto_flipping_ptr,
-        auto_flip_timer_ptr, auto_flip_torque_scale_ptr, has_world_contact_ptr, world_contact_normal_ptr,
-        car_contact_cooldown_timer_ptr, is_demoed_ptr, demo_respawn_timer_ptr, last_controls_ptr,
-        is_boosting_ptr, time_since_boosted_ptr, velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr,
-        steer_angle_ptr, lat_friction_ptr, long_friction_ptr, extra_pushback_ptr,
-        ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr, ball_hit_info_ball_pos_ptr,
-        ball_hit_info_extra_hit_vel_ptr,
-    )  # fmt: skip
-    v = load_car_row(rows_ptr, row, live, BLOCK)
-    for j in tl.static_range(CAR_WIDTH):
-        at = row.to(tl.int64) * WIDTH_OF[j] + COLUMN_OF[j]
-        field = fields[FIELD_OF[j]]
-        tl.store(field + at, v[j].to(field.dtype.element_ty), mask=live)
+    if UNPACK:
+        v = load_car_row(rows_ptr, row, live, BLOCK)
+        for j in tl.static_range(CAR_WIDTH):
+            field = fields[FIELD_OF[j]]
+            tl.store(field + row.to(tl.int64) * WIDTH_OF[j] + COLUMN_OF[j], v[j].to(field.dtype.element_ty), mask=live)
+    else:
+        values = ()
+        for j in tl.static_range(CAR_WIDTH):
+            at = row.to(tl.int64) * WIDTH_OF[j] + COLUMN_OF[j]
+            values = values + (tl.load(fields[FIELD_OF[j]] + at, mask=live, other=0).to(tl.float32),)
+        store_car_row(rows_ptr, row, values, live, BLOCK)

@@ -385,10 +385,10 @@ def test_tick_stages(mesh):
 
 
 def test_pack_and_unpack_kernels_twin_pack_cars():
-    """`pack_cars_kernel` writes `pack_cars`' rows and `unpack_cars_kernel` does `unpack_cars_`, to the
+    """`car_rows_kernel` writes `pack_cars`' rows and, unpacking, does `unpack_cars_`, to the
     bit, on cars whose every packed field holds its own random values (the kernels' field order is
     `PACKED`'s: a field out of place lands in another's columns); the integer fields stay as they were."""
-    from nitro.envs.soccar.kernels.car import PACKED, pack_cars, pack_cars_kernel, packed_fields, unpack_cars_, unpack_cars_kernel
+    from nitro.envs.soccar.kernels.car import PACKED, car_rows_kernel, pack_cars, packed_fields, unpack_cars_
     from nitro.envs.soccar.state import CarState
     from tests.envs.soccar.kernels.game_states import random_game
     from tests.envs.soccar.kernels.twins import programs
@@ -409,13 +409,13 @@ def test_pack_and_unpack_kernels_twin_pack_cars():
     rows = torch.full((n * num_cars, CAR_WIDTH.value), float("nan"), device=DEVICE)
     names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields([getattr(cars, name) for name in PACKED]))}
     rows_n = n * num_cars
-    pack_cars_kernel[programs(rows_n)](rows, **names, n=rows_n, BLOCK=32)
+    car_rows_kernel[programs(rows_n)](rows, **names, n=rows_n, UNPACK=False, BLOCK=32)
     assert torch.equal(rows, pack_cars(cars))
 
     other = scrambled(random_game(n, num_cars, seed=3)[1])
     expected = dataclasses.replace(other, **{name: getattr(other, name).clone() for name in CarState.FIELDS})
     unpack_cars_(rows, expected)
     names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields([getattr(other, name) for name in PACKED]))}
-    unpack_cars_kernel[programs(rows_n)](rows, **names, n=rows_n, BLOCK=32)
+    car_rows_kernel[programs(rows_n)](rows, **names, n=rows_n, UNPACK=True, BLOCK=32)
     for name in CarState.FIELDS:
         assert torch.equal(getattr(other, name), getattr(expected, name)), name
