@@ -125,7 +125,7 @@ def spawned_cars(num_envs: int, spots: torch.Tensor, spawns: torch.Tensor, world
     cars = CarState.fresh(num_envs, spots.shape[1], spots.device)
     row = spawns[world.game.is_orange.long(), spots]  # [N, C, 12]
     cars.pos = row[..., :3].contiguous()
-    cars.rot_mat = row[..., 3:].reshape(*spots.shape, 3, 3)
+    cars.rot_mat = row[..., 3:].reshape(*spots.shape, 3, 3).contiguous()
     cars.boost = torch.full(spots.shape, world.params.car_spawn_boost_amount, device=spots.device)
     return cars
 

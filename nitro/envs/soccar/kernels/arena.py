@@ -81,7 +81,7 @@ from nitro.envs.soccar.kernels.car import (
     load_car_params,
     load_controls,
     car_rows_kernel,
-    packed_fields,
+    int8_view,
     store_car_row,
 )
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
@@ -1061,8 +1061,8 @@ def step_ticks_op(
 ) -> None:
     """The fused step as a registered op: ``ball`` (pos, vel, ang_vel, velocity_impulse_cache,
     tick_count_since_update), ``game`` (tick_count, `game_ints`), ``car_fields`` (the cars' `PACKED`
-    fields, `packed_fields`: packed into one row per car before the first tick and unpacked after the
-    last, `car_rows_kernel`), ``cars`` (car_contact_id, tick_count_since_update, `car_ints`,
+    fields, bools as `int8_view`s: packed into one row per car before the first tick and unpacked
+    after the last, `car_rows_kernel`), ``cars`` (car_contact_id, tick_count_since_update, `car_ints`,
     `car_order`), ``pads`` (is_active, cooldown,
     prev_locked_car_id, each [34, N]: `pad_at`), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`). ``maxnreg``: ptxas's
     register cap per thread (trading spills for occupancy; eager launches only, as torch.compile does
@@ -1180,13 +1180,13 @@ def launch_step_ticks_(
     dense = [x.contiguous() for x in fields]  # (the kernels read them as [N * C, width] arrays)
     game_ints = pack_game_ints(state, events)
     car_ints = pack_car_ints(cars, events)
-    pads = [_int8(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id]
+    pads = [int8_view(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id]
     walked = cars.pos.shape[1] > 0 or world.game.kickoff_after_goal  # else the kernel leaves the pads be
     by_pad = [x.t().contiguous() for x in pads] if walked else pads  # [34, N], as `pad_at` lays them out
     step_ticks_op(
         [b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update],
         [state.tick_count, game_ints],
-        packed_fields(dense),
+        [int8_view(x) for x in dense],
         [cars.car_contact_id, cars.tick_count_since_update, car_ints, car_order(cars, mesh)],
         by_pad,
         controls.contiguous(),
@@ -1203,7 +1203,7 @@ def launch_step_ticks_(
     )
     unpack_ints_(game_ints, car_ints, state, events)
     for x, y in zip(fields, dense):
-        if y is not x:  # a field that was not contiguous (a new arena's rotations): its values in place
+        if y is not x:  # a field that was not contiguous (the Arena's are): its values back in place
             x.copy_(y)
     if walked:
         for x, y in zip(pads, by_pad):
@@ -1292,11 +1292,6 @@ def unpack_ints_(
     events.demo.copy_(events.demoed_by >= 0)
     events.bump.copy_(events.bumped_by >= 0)
     events.boost_pickup.copy_(events.boost_pickup_pad >= 0)
-
-
-def _int8(x: torch.Tensor) -> torch.Tensor:
-    """A bool tensor as the kernels read and write it (a view: writes land in the bool tensor)."""
-    return x.view(torch.int8) if x.dtype == torch.bool else x
 
 
 def _tables(world: World, mesh: ArenaMesh) -> list[torch.Tensor]:

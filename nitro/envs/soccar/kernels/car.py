@@ -927,10 +927,9 @@ WIDTH_OF = constexpr(tuple(width for width in _WIDTHS for _ in range(width)))
 """Each column of a car row: its field's width."""
 
 
-def packed_fields(fields: list[torch.Tensor]) -> list[torch.Tensor]:
-    """The cars' `PACKED` fields (contiguous) as `car_rows_kernel` takes them: bools as int8 views
-    (written through when it unpacks)."""
-    return [x.view(torch.int8) if x.dtype == torch.bool else x for x in fields]
+def int8_view(x: torch.Tensor) -> torch.Tensor:
+    """A bool tensor as the kernels read and write it (a view: writes land in the bool tensor)."""
+    return x.view(torch.int8) if x.dtype == torch.bool else x
 
 
 @stage_jit
@@ -948,7 +947,7 @@ def car_rows_kernel(
     n, UNPACK: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """`pack_cars` on the device, one car per lane: each `PACKED` field's columns read from its own
-    [N * C, width] array (bools as int8), its car row written whole (`store_car_row`); with ``UNPACK``,
+    contiguous [N * C, width] array (bools as int8 views, `int8_view`), its car row written whole (`store_car_row`); with ``UNPACK``,
     `unpack_cars_`: each row read whole, its columns written to the fields' arrays in their own types.
     (Rows written column by column from the fields, as `torch.cat` does, cost a memory sector per narrow
     column.)"""

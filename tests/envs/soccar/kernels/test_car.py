@@ -388,7 +388,7 @@ def test_pack_and_unpack_kernels_twin_pack_cars():
     """`car_rows_kernel` writes `pack_cars`' rows and, unpacking, does `unpack_cars_`, to the
     bit, on cars whose every packed field holds its own random values (the kernels' field order is
     `PACKED`'s: a field out of place lands in another's columns); the integer fields stay as they were."""
-    from nitro.envs.soccar.kernels.car import PACKED, car_rows_kernel, pack_cars, packed_fields, unpack_cars_
+    from nitro.envs.soccar.kernels.car import PACKED, car_rows_kernel, int8_view, pack_cars, unpack_cars_
     from nitro.envs.soccar.state import CarState
     from tests.envs.soccar.kernels.game_states import random_game
     from tests.envs.soccar.kernels.twins import programs
@@ -407,7 +407,7 @@ def test_pack_and_unpack_kernels_twin_pack_cars():
 
     cars = scrambled(random_game(n, num_cars, seed=2)[1])
     rows = torch.full((n * num_cars, CAR_WIDTH.value), float("nan"), device=DEVICE)
-    names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields([getattr(cars, name) for name in PACKED]))}
+    names = {f"{name}_ptr": x for name, x in zip(PACKED, (int8_view(getattr(cars, name)) for name in PACKED))}
     rows_n = n * num_cars
     car_rows_kernel[programs(rows_n)](rows, **names, n=rows_n, UNPACK=False, BLOCK=32)
     assert torch.equal(rows, pack_cars(cars))
@@ -415,7 +415,7 @@ def test_pack_and_unpack_kernels_twin_pack_cars():
     other = scrambled(random_game(n, num_cars, seed=3)[1])
     expected = dataclasses.replace(other, **{name: getattr(other, name).clone() for name in CarState.FIELDS})
     unpack_cars_(rows, expected)
-    names = {f"{name}_ptr": x for name, x in zip(PACKED, packed_fields([getattr(other, name) for name in PACKED]))}
+    names = {f"{name}_ptr": x for name, x in zip(PACKED, (int8_view(getattr(other, name)) for name in PACKED))}
     car_rows_kernel[programs(rows_n)](rows, **names, n=rows_n, UNPACK=True, BLOCK=32)
     for name in CarState.FIELDS:
         assert torch.equal(getattr(other, name), getattr(expected, name)), name
