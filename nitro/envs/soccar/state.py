@@ -356,10 +356,13 @@ class BoostPadState:
 
     @staticmethod
     def fresh(num_envs: int, device: torch.device) -> BoostPadState:
+        """Every pad active. Each field is stored pad by pad ([34, N] in memory, seen as its [N, 34]
+        transpose): the fused step walks one pad of many envs at a time and reads them in place."""
+        shape = (C.BOOST_PAD_COUNT, num_envs)
         return BoostPadState(
-            is_active=torch.ones(num_envs, C.BOOST_PAD_COUNT, dtype=torch.bool, device=device),
-            cooldown=torch.zeros(num_envs, C.BOOST_PAD_COUNT, device=device),
-            prev_locked_car_id=torch.zeros(num_envs, C.BOOST_PAD_COUNT, dtype=torch.int32, device=device),
+            is_active=torch.ones(shape, dtype=torch.bool, device=device).t(),
+            cooldown=torch.zeros(shape, device=device).t(),
+            prev_locked_car_id=torch.zeros(shape, dtype=torch.int32, device=device).t(),
         )
 
 

@@ -865,18 +865,17 @@ def update_pads(
     if NUM_CARS > 0:
         # each pad's state is read two pads ahead of its turn, so the reads' latency passes while the
         # two pads before it are walked (a read cannot move above the stores before it on its own)
-        cooldown_next, prev_next = load_pad_state(pad_cooldown_ptr, pad_prev_locked_car_id_ptr, env, 0, n, live)
-        cooldown_after, prev_after = load_pad_state(pad_cooldown_ptr, pad_prev_locked_car_id_ptr, env, 1, n, live)
+        pads = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr)
+        state_next = load_pad_state(pads, env, 0, n, live)
+        state_after = load_pad_state(pads, env, 1, n, live)
         for p in range(BOOST_PAD_COUNT):
             pad_pos, is_big = boost_pads.load_pad(pad_table_ptr, p)
-            cooldown, prev = cooldown_next, prev_next
-            cooldown_next, prev_next = cooldown_after, prev_after
-            cooldown_after, prev_after = load_pad_state(
-                pad_cooldown_ptr, pad_prev_locked_car_id_ptr, env, p + 2, n, live & (p + 2 < BOOST_PAD_COUNT)
-            )
-            is_active, cooldown = boost_pads.pre_tick_update(cooldown, tick_time)
+            was_active, old_cooldown, old_prev = state_next
+            state_next = state_after
+            state_after = load_pad_state(pads, env, p + 2, n, live & (p + 2 < BOOST_PAD_COUNT))
+            is_active, cooldown = boost_pads.pre_tick_update(old_cooldown, tick_time)
             locked = boost_pads.check_collision(
-                prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS
+                old_prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS
             )
             is_active, cooldown, prev, pickup, amount = boost_pads.post_tick_update(
                 is_active, cooldown, locked, is_big, boost_pad_cooldown_big, boost_pad_cooldown_small
@@ -888,9 +887,11 @@ def update_pads(
                 new_pad = new_pad + (tl.where(pickup == c + 1, p, pickup_pad[c]),)
             given = new_given
             pickup_pad = new_pad
-            tl.store(pad_is_active_ptr + pad_at(env, p, n), is_active.to(tl.int8), mask=live)
-            tl.store(pad_cooldown_ptr + pad_at(env, p, n), cooldown, mask=live)
-            tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), prev, mask=live)
+            # written where it changed: most pads of most envs stay active and unlocked
+            changed = (is_active != (was_active != 0)) | (cooldown != old_cooldown) | (prev != old_prev)
+            tl.store(pad_is_active_ptr + pad_at(env, p, n), is_active.to(tl.int8), mask=live & changed)
+            tl.store(pad_cooldown_ptr + pad_at(env, p, n), cooldown, mask=live & changed)
+            tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), prev, mask=live & changed)
     boosts = ()
     for c in tl.static_range(NUM_CARS):
         boosts = boosts + (boost_pads.give_boost(cars[c][3], given[c]),)
@@ -937,10 +938,12 @@ def kickoff_cars(
 
 
 @jit
-def load_pad_state(pad_cooldown_ptr, pad_prev_locked_car_id_ptr, env, p, n, live):
-    """Pad ``p``'s cooldown and prev_locked_car_id in env ``env`` (`pad_at`)."""
-    cooldown = tl.load(pad_cooldown_ptr + pad_at(env, p, n), mask=live, other=0.0)
-    return cooldown, tl.load(pad_prev_locked_car_id_ptr + pad_at(env, p, n), mask=live, other=0)
+def load_pad_state(pads, env, p, n, live):
+    """Pad ``p``'s is_active (int8), cooldown and prev_locked_car_id in env ``env`` (`pad_at`), from
+    ``pads``: their three arrays."""
+    at = pad_at(env, p, n)
+    is_active = tl.load(pads[0] + at, mask=live, other=0)
+    return is_active, tl.load(pads[1] + at, mask=live, other=0.0), tl.load(pads[2] + at, mask=live, other=0)
 
 
 @jit
@@ -1170,19 +1173,23 @@ def launch_step_ticks_(
 
     The events' flags are rewritten from the kernel's per-env goal bits and per-car attackers and
     pads, so they must be the arena's own event buffers. The state's tensors must be contiguous (the
-    Arena's are), but for the cars' packed fields, which are copied in and out when they are not.
-    """
+    Arena's are), but for the cars' packed fields and the pads, which are copied in and out when they
+    are not laid out as the kernels read them (the Arena's are)."""
     require_triton()
     mesh = ball_grid(world)
     b = state.ball
     cars = state.cars
     fields = [getattr(cars, name) for name in PACKED]
     dense = [x.contiguous() for x in fields]  # (the kernels read them as [N * C, width] arrays)
-    game_ints = pack_game_ints(state, events)
-    car_ints = pack_car_ints(cars, events)
+    envs, num_cars = state.tick_count.shape[0], cars.pos.shape[1]
+    ints = int_fields(state, events)
+    game_ints = torch.empty(envs, GAME_WIDTH.value, dtype=torch.int64, device=controls.device)
+    car_ints = torch.empty(envs * num_cars, CAR_INTS_WIDTH.value, dtype=torch.int64, device=controls.device)
+    launch_ints_rows(ints, game_ints, car_ints, unpack=False)
     pads = [int8_view(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id]
     walked = cars.pos.shape[1] > 0 or world.game.kickoff_after_goal  # else the kernel leaves the pads be
     by_pad = [x.t().contiguous() for x in pads] if walked else pads  # [34, N], as `pad_at` lays them out
+    # (a view of the state's own pads where they are stored pad by pad, as `BoostPadState.fresh` makes them)
     step_ticks_op(
         [b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update],
         [state.tick_count, game_ints],
@@ -1201,13 +1208,14 @@ def launch_step_ticks_(
         int(block),
         int(maxnreg),
     )
-    unpack_ints_(game_ints, car_ints, state, events)
+    launch_ints_rows(ints, game_ints, car_ints, unpack=True)
     for x, y in zip(fields, dense):
         if y is not x:  # a field that was not contiguous (the Arena's are): its values back in place
             x.copy_(y)
     if walked:
         for x, y in zip(pads, by_pad):
-            x.copy_(y.t())
+            if y.data_ptr() != x.data_ptr():  # a copy: the values back in place
+                x.copy_(y.t())
 
 
 SORT_FROM_LANES = {"cuda": 3 * 132 * 8 * FUSED_BLOCK, "cpu": 8}
@@ -1244,54 +1252,75 @@ CAR_INTS_WIDTH = constexpr(8)
 ball_touch, demoed_by, bumped_by, boost_pickup_pad, two spare."""
 
 
-def pack_game_ints(state: GameState, events: ArenaEvents) -> torch.Tensor:
-    """Each env's game counters and goal events as one int64 row [N, GAME_WIDTH] (one memory operation
-    each way in the kernel)."""
-    goals = events.goal_blue.long() | (events.goal_orange.long() << 1)
-    zero = torch.zeros_like(state.kickoff_count)
-    parts = (
-        state.blue_score,
-        state.orange_score,
-        state.scored_last_tick,
-        state.kickoff_count,
-        events.goal_tick,
-        goals,
-    )
-    return torch.stack([x.long() for x in parts] + [zero, zero], 1)
+def int_fields(state: GameState, events: ArenaEvents) -> dict[str, torch.Tensor]:
+    """The state's and the events' fields behind `game_ints` and `car_ints`, by their names in
+    `ints_rows_kernel` (bools as `int8_view`s)."""
+    game = {name: getattr(state, name) for name in ("blue_score", "orange_score", "scored_last_tick", "kickoff_count")}
+    hit_ticks = ("ball_hit_info_tick_count_when_hit", "ball_hit_info_tick_count_when_extra_impulse_applied")
+    cars = {name: getattr(state.cars, name) for name in hit_ticks}
+    happened = ("goal_tick", "goal_blue", "goal_orange", "ball_touch", "demoed_by", "bumped_by", "boost_pickup_pad",
+                "demo", "bump", "boost_pickup")  # fmt: skip
+    fields = {**game, **cars, **{name: getattr(events, name) for name in happened}}
+    return {f"{name}_ptr": int8_view(x) for name, x in fields.items()}
 
 
-def pack_car_ints(cars, events: ArenaEvents) -> torch.Tensor:
-    """Each car's hit info tick counts and events as one int64 row [N * C, CAR_INTS_WIDTH]."""
-    parts = (cars.ball_hit_info_tick_count_when_hit, cars.ball_hit_info_tick_count_when_extra_impulse_applied,
-             events.ball_touch, events.demoed_by, events.bumped_by, events.boost_pickup_pad)  # fmt: skip
-    zero = torch.zeros_like(cars.ball_hit_info_tick_count_when_hit)
-    return torch.stack([x.long() for x in parts] + [zero, zero], -1).reshape(-1, CAR_INTS_WIDTH.value)
+def launch_ints_rows(fields: dict, game_ints: torch.Tensor, car_ints: torch.Tensor, unpack: bool) -> None:
+    """`ints_rows_kernel` over the envs' game rows and the cars' rows."""
+    lanes = max(game_ints.shape[0], car_ints.shape[0])
+    args = {**fields, "game_ints_ptr": game_ints, "car_ints_ptr": car_ints, "envs": game_ints.shape[0],
+            "car_rows": car_ints.shape[0], "UNPACK": unpack}  # fmt: skip
+    launch(ints_rows_kernel, lanes, 1, args, ROWS_BLOCK, 0)
 
 
-def unpack_ints_(
-    game_ints: torch.Tensor, car_ints: torch.Tensor, state: GameState, events: ArenaEvents
-) -> None:
-    """The packed rows back into the state's and the events' own tensors, in place."""
-    g = game_ints
-    for field, column in (
-        ("blue_score", 0),
-        ("orange_score", 1),
-        ("scored_last_tick", 2),
-        ("kickoff_count", 3),
-    ):
-        getattr(state, field).copy_(g[:, column])
-    events.goal_tick.copy_(g[:, 4])
-    events.goal_blue.copy_((g[:, 5] & 1) > 0)
-    events.goal_orange.copy_((g[:, 5] & 2) > 0)
-    c = car_ints.reshape(*state.cars.car_contact_id.shape, CAR_INTS_WIDTH.value)
-    state.cars.ball_hit_info_tick_count_when_hit.copy_(c[..., 0])
-    state.cars.ball_hit_info_tick_count_when_extra_impulse_applied.copy_(c[..., 1])
-    events.ball_touch.copy_(c[..., 2] != 0)
-    for field, column in (("demoed_by", 3), ("bumped_by", 4), ("boost_pickup_pad", 5)):
-        getattr(events, field).copy_(c[..., column])
-    events.demo.copy_(events.demoed_by >= 0)
-    events.bump.copy_(events.bumped_by >= 0)
-    events.boost_pickup.copy_(events.boost_pickup_pad >= 0)
+@stage_jit
+def ints_rows_kernel(
+    game_ints_ptr, car_ints_ptr, blue_score_ptr, orange_score_ptr, scored_last_tick_ptr, kickoff_count_ptr,
+    goal_tick_ptr, goal_blue_ptr, goal_orange_ptr, ball_hit_info_tick_count_when_hit_ptr,
+    ball_hit_info_tick_count_when_extra_impulse_applied_ptr, ball_touch_ptr, demoed_by_ptr, bumped_by_ptr,
+    boost_pickup_pad_ptr, demo_ptr, bump_ptr, boost_pickup_ptr, envs, car_rows, n,
+    UNPACK: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Each env's game counters and goal events into its `game_ints` row and each car's hit info tick
+    counts and events into its `car_ints` row (one memory operation each in the stage kernels), one
+    env row and one car row per lane, each field read from its own array; with ``UNPACK``, the rows
+    back into the fields (and the events' demo, bump and boost_pickup flags from their attackers and
+    pads)."""
+    at = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
+    env, car = at < envs, at < car_rows
+    if UNPACK:
+        g = load_row(game_ints_ptr, at, env, GAME_WIDTH, BLOCK)
+        tl.store(blue_score_ptr + at, g[0].to(tl.int32), mask=env)
+        tl.store(orange_score_ptr + at, g[1].to(tl.int32), mask=env)
+        tl.store(scored_last_tick_ptr + at, (g[2] != 0).to(tl.int8), mask=env)
+        tl.store(kickoff_count_ptr + at, g[3], mask=env)
+        tl.store(goal_tick_ptr + at, g[4], mask=env)
+        tl.store(goal_blue_ptr + at, ((g[5] & 1) != 0).to(tl.int8), mask=env)
+        tl.store(goal_orange_ptr + at, ((g[5] & 2) != 0).to(tl.int8), mask=env)
+        c = load_row(car_ints_ptr, at, car, CAR_INTS_WIDTH, BLOCK)
+        tl.store(ball_hit_info_tick_count_when_hit_ptr + at, c[0], mask=car)
+        tl.store(ball_hit_info_tick_count_when_extra_impulse_applied_ptr + at, c[1], mask=car)
+        tl.store(ball_touch_ptr + at, (c[2] != 0).to(tl.int8), mask=car)
+        tl.store(demoed_by_ptr + at, c[3].to(tl.int32), mask=car)
+        tl.store(bumped_by_ptr + at, c[4].to(tl.int32), mask=car)
+        tl.store(boost_pickup_pad_ptr + at, c[5].to(tl.int32), mask=car)
+        tl.store(demo_ptr + at, (c[3] >= 0).to(tl.int8), mask=car)
+        tl.store(bump_ptr + at, (c[4] >= 0).to(tl.int8), mask=car)
+        tl.store(boost_pickup_ptr + at, (c[5] >= 0).to(tl.int8), mask=car)
+    else:
+        goals = tl.load(goal_blue_ptr + at, mask=env, other=0).to(tl.int64)
+        goals = goals | (tl.load(goal_orange_ptr + at, mask=env, other=0).to(tl.int64) << 1)
+        game = ()
+        for x in tl.static_range(5):
+            field = (blue_score_ptr, orange_score_ptr, scored_last_tick_ptr, kickoff_count_ptr, goal_tick_ptr)[x]
+            game = game + (tl.load(field + at, mask=env, other=0).to(tl.int64),)
+        zero = goals * 0
+        store_row(game_ints_ptr, at, game + (goals, zero, zero), env, GAME_WIDTH, BLOCK)
+        ints = ()
+        for x in tl.static_range(6):
+            field = (ball_hit_info_tick_count_when_hit_ptr, ball_hit_info_tick_count_when_extra_impulse_applied_ptr,
+                     ball_touch_ptr, demoed_by_ptr, bumped_by_ptr, boost_pickup_pad_ptr)[x]  # fmt: skip
+            ints = ints + (tl.load(field + at, mask=car, other=0).to(tl.int64),)
+        store_row(car_ints_ptr, at, ints + (zero, zero), car, CAR_INTS_WIDTH, BLOCK)
 
 
 def _tables(world: World, mesh: ArenaMesh) -> list[torch.Tensor]:
