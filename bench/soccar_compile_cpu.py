@@ -163,6 +163,10 @@ def main() -> None:
     parser.add_argument(
         "--relocate", type=Path, help="point a carried --cache folder's entries at where it now lies, then exit"
     )
+    parser.add_argument(
+        "--keys", action="store_true", help="write each kernel's cache key parts (`record_key_parts`) to "
+        "OUT/soccar_compile_keys.json instead of compiling, to compare with `soccar_warm.py`'s on a GPU machine",
+    )
     args = parser.parse_args()
     if args.relocate:
         relocate(args.relocate)
@@ -179,6 +183,9 @@ def main() -> None:
     if args.key_as:
         key_as(args.key_as)
 
+    parts: dict = {}
+    if args.keys:
+        record_key_parts(parts, stop=True)
     rows = []
     for size in args.sizes.split(","):
         blue, orange = (int(x) for x in size.split("v"))
@@ -186,6 +193,11 @@ def main() -> None:
             name = getattr(kernel, "fn", kernel).__name__
             if only and name not in only:
                 continue
+            if args.keys:
+                try:
+                    compile_for_sm90(kernel, kwargs)
+                except KeysOnly:
+                    continue
             if kwargs.get("DEFERRED"):
                 name += " (deferred)"
             row = {"size": size, "kernel": name, **compile_for_sm90(kernel, kwargs)}
@@ -209,6 +221,10 @@ def main() -> None:
             s: round(sum(r["seconds"] for r in rows if r["size"] == s), 1) for s in args.sizes.split(",")
         },
     }
+    if args.keys:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "soccar_compile_keys.json").write_text(json.dumps(parts, indent=1))
+        return
     if args.cache and args.strip:
         for path in cache.rglob("*"):
             if path.is_file() and path.suffix not in (".cubin", ".json"):
@@ -232,6 +248,38 @@ def key_as(package: Path) -> None:
     key = there()
     cache.triton_key = lambda: key
     print(f"cache keys as the Triton at {package}: {hashlib.sha256(key.encode()).hexdigest()[:16]}", flush=True)
+
+
+def record_key_parts(parts: dict, stop: bool = False) -> None:
+    """Record the parts of each cache key Triton computes in this process into ``parts`` (by kernel
+    name and compile-time arguments): Triton's own key, the kernel's source key (its code, helpers and
+    global constants), its specialization, the backend's and the options' hashes and the environment.
+    Two machines that key a kernel differently differ in one of these. With ``stop``, raise
+    `KeysOnly` instead of compiling."""
+    import triton.compiler.compiler as compiler
+    from triton.runtime import cache
+
+    own = compiler.get_cache_key
+
+    def short(text) -> str:
+        return hashlib.sha256(str(text).encode()).hexdigest()[:16]
+
+    def recorded(src, backend, options, env_vars):
+        constants = sorted((str(k), str(v)) for k, v in src.constants.items())
+        parts[f"{src.fn.__name__} {short(constants)}"] = {
+            "triton_key": short(cache.triton_key()), "source": short(src.fn.cache_key), "attrs": str(src.attrs),
+            "signature": str(sorted(src.signature.items())), "constants": short(constants),
+            "backend": backend.hash(), "options": short(options.hash()), "env": str(sorted(env_vars.items())),
+        }  # fmt: skip
+        if stop:
+            raise KeysOnly
+        return own(src, backend, options, env_vars)
+
+    compiler.get_cache_key = recorded  # (what `triton.compile` calls)
+
+
+class KeysOnly(Exception):
+    """`record_key_parts`' stop before a compile."""
 
 
 def relocate(cache: Path) -> None:

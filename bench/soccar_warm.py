@@ -50,8 +50,12 @@ def warm_one(size: str, block: int, kernel_name: str, envs: int) -> dict:
     from nitro.envs.soccar import ArenaEvents
     from nitro.envs.soccar.kernels import arena as arena_kernels
 
+    from soccar_compile_cpu import record_key_parts
+
     blue, orange = (int(x) for x in size.split("v"))
     seconds = []
+    parts: dict = {}
+    record_key_parts(parts)
 
     class WarmOnly:
         def __init__(self, kernel):
@@ -85,7 +89,7 @@ def warm_one(size: str, block: int, kernel_name: str, envs: int) -> dict:
         raise RuntimeError(f"{kernel_name} was not launched by a {size} step: stage_kernels is out of date")
     caches = getattr(arena_kernels, kernel_name).device_caches[torch.cuda.current_device()][0]
     return {"size": size, "block": block, "kernel": kernel_name, "seconds": round(seconds[0], 2),
-            "keys": [str(key) for key in caches]}  # fmt: skip
+            "keys": [str(key) for key in caches], "key_parts": parts}  # fmt: skip
 
 
 def main() -> None:
