@@ -29,19 +29,21 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 
-def stage_kernels(cars: int) -> list[str]:
-    """The stage kernels a fused tick of ``cars`` cars launches, in `kernels/arena.tick`'s order."""
+def stage_kernels(cars: int) -> list[tuple[str, int]]:
+    """The stage kernels a fused tick of ``cars`` cars launches, in `kernels/arena.tick`'s order, each
+    with its pass (the two-pass car kernels' second pass, ``DEFERRED``, is a kernel of its own)."""
     if not cars:
-        return ["ball_and_rules_kernel"]
-    pairs = ["car_pairs_kernel"] if cars > 1 else []
-    return ["pre_tick_kernel", *pairs, "collisions_kernel", "body_solve_kernel", "car_step_kernel",
-            "ball_and_rules_kernel"]  # fmt: skip
+        return [("ball_and_rules_kernel", 0)]
+    pairs = [("car_pairs_kernel", 0)] if cars > 1 else []
+    return [("pre_tick_kernel", 0), ("pre_tick_kernel", 1), *pairs, ("collisions_kernel", 0),
+            ("body_solve_kernel", 0), ("car_step_kernel", 0), ("car_step_kernel", 1),
+            ("ball_and_rules_kernel", 0)]  # fmt: skip
 
 
-def warm_one(size: str, block: int, kernel_name: str, envs: int) -> dict:
-    """Compile ``kernel_name`` of a ``size`` arena's fused step (``block`` envs per program), the arena
-    built as the speed benchmarks build theirs (`soccar_cars_gpu.car_arena` for 1v0, else
-    `soccar_game_gpu.game_arena`)."""
+def warm_one(size: str, block: int, kernel: tuple[str, int], envs: int) -> dict:
+    """Compile pass ``kernel[1]`` of stage kernel ``kernel[0]`` of a ``size`` arena's fused step
+    (``block`` envs per program), the arena built as the speed benchmarks build theirs
+    (`soccar_cars_gpu.car_arena` for 1v0, else `soccar_game_gpu.game_arena`)."""
     import torch
 
     import soccar_cars_gpu as cars_bench
@@ -53,7 +55,9 @@ def warm_one(size: str, block: int, kernel_name: str, envs: int) -> dict:
     from soccar_compile_cpu import record_key_parts
 
     blue, orange = (int(x) for x in size.split("v"))
+    kernel_name, wanted = kernel
     seconds = []
+    passes = []
     parts: dict = {}
     record_key_parts(parts)
 
@@ -63,7 +67,10 @@ def warm_one(size: str, block: int, kernel_name: str, envs: int) -> dict:
 
         def __getitem__(self, grid):
             def launch(**kwargs):
-                if self.kernel.fn.__name__ == kernel_name and not seconds:
+                if self.kernel.fn.__name__ != kernel_name or kwargs.get("DEFERRED", False) in passes:
+                    return
+                passes.append(kwargs.get("DEFERRED", False))
+                if len(passes) - 1 == wanted:
                     start = time.perf_counter()
                     self.kernel.warmup(grid=grid, **kwargs)
                     seconds.append(time.perf_counter() - start)
@@ -88,7 +95,8 @@ def warm_one(size: str, block: int, kernel_name: str, envs: int) -> dict:
     if not seconds:
         raise RuntimeError(f"{kernel_name} was not launched by a {size} step: stage_kernels is out of date")
     caches = getattr(arena_kernels, kernel_name).device_caches[torch.cuda.current_device()][0]
-    return {"size": size, "block": block, "kernel": kernel_name, "seconds": round(seconds[0], 2),
+    return {"size": size, "block": block, "kernel": kernel_name + (" (deferred)" if wanted else ""),
+            "seconds": round(seconds[0], 2),
             "keys": [str(key) for key in caches], "key_parts": parts}  # fmt: skip
 
 
