@@ -62,11 +62,12 @@ def captured_launches(blue: int, orange: int, block: int) -> list:
     saved = arena_kernels.wrap_triton, arena_kernels.require_triton
     arena_kernels.wrap_triton, arena_kernels.require_triton = Catch, (lambda: None)
     try:
-        a = Arena(2, blue=blue, orange=orange, device="cpu")
-        cars = blue + orange
-        arena_kernels.launch_step_ticks_(
-            a.state, ArenaEvents.none(2, cars, "cpu"), torch.zeros(2, cars, 8), a.world, 8, block=block
-        )
+        for kickoff_after_goal in (False, True):  # (the ball and rules kernel is compiled for each)
+            a = Arena(2, blue=blue, orange=orange, device="cpu", kickoff_after_goal=kickoff_after_goal)
+            cars = blue + orange
+            arena_kernels.launch_step_ticks_(
+                a.state, ArenaEvents.none(2, cars, "cpu"), torch.zeros(2, cars, 8), a.world, 8, block=block
+            )
     finally:
         arena_kernels.wrap_triton, arena_kernels.require_triton = saved
     return launches

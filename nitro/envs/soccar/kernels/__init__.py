@@ -21,6 +21,7 @@ still import (the decorators below are stand-ins) and `require_triton` says what
 
 from __future__ import annotations
 
+import ast
 import inspect
 
 import torch
@@ -66,6 +67,52 @@ def stage_jit(fn):
     """``jit`` for a stage kernel of the fused step: not specialized on `UNSPECIALIZED`."""
     names = [name for name in UNSPECIALIZED if name in inspect.signature(fn).parameters]
     return jit(do_not_specialize=names, do_not_specialize_on_alignment=names)(fn)
+
+
+def settle_cache_keys(kernel) -> None:
+    """Compute the Triton cache keys of ``kernel`` and of every JIT function it reaches, callees first,
+    once per process (`launch` of `kernels/arena.py` calls it before a kernel's first launch).
+
+    Triton 3.6 adds a callee's global constants to its caller's key only when the callee's own key was
+    computed before the caller's (its dependency finder reads the callee's ``used_global_vals`` before
+    asking for its ``cache_key``), so a kernel's key depended on which keys the process happened to
+    compute first: a kernel compiled in one process (a warm-up, a compile on another machine) missed
+    the cache in the next. Callees first, every key holds all of its constants, whatever the order.
+    Under the interpreter there are no keys."""
+    if not hasattr(kernel, "cache_key") or id(kernel) in _SETTLED:
+        return
+    order: list = []
+    seen: set[int] = set()
+
+    def visit(fn) -> None:
+        seen.add(id(fn))
+        for node in ast.walk(fn.parse()):
+            callee = _jit_reference(node, fn.__globals__)
+            if callee is not None and id(callee) not in seen:
+                visit(callee)
+        order.append(fn)
+
+    visit(kernel)
+    for fn in order:
+        if id(fn) not in _SETTLED:  # (a function settled for an earlier kernel keeps its complete key)
+            fn.hash, fn.used_global_vals = None, {}
+    for fn in order:
+        fn.cache_key  # noqa: B018 - computed for its side effect, callees first
+        _SETTLED.add(id(fn))
+
+
+_SETTLED: set[int] = set()
+
+
+def _jit_reference(node, scope: dict):
+    """The JIT function an AST name (``f``) or attribute (``module.f``) refers to in ``scope``, or None."""
+    if isinstance(node, ast.Name):
+        value = scope.get(node.id)
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        value = getattr(scope.get(node.value.id), node.attr, None)
+    else:
+        return None
+    return value if isinstance(value, triton.runtime.jit.JITFunction) else None
 
 
 def available() -> bool:

@@ -61,6 +61,7 @@ from nitro.envs.soccar.kernels import (
     jit,
     require_triton,
     rules,
+    settle_cache_keys,
     stage_jit,
     tl,
     triton,
@@ -195,6 +196,7 @@ def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int
     cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
     named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
     programs = triton.cdiv(envs, block) * per_env
+    settle_cache_keys(kernel)  # the same cache key in every process
     wrap_triton(kernel)[(programs,)](**named, n=envs, BLOCK=block, num_warps=warps(block), **cap)
 
 
