@@ -117,3 +117,77 @@ def test_fused_ticks_with_wheels_on_bodies(monkeypatch):
     assert int(on_body.sum()) > ENVS * 4  # the wheels do touch
     assert_cars_close(regroup(fused.cars, ENVS * 2, 1), regroup(expected.cars, ENVS * 2, 1))
     assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL
+
+
+def test_ints_rows_kernel_packs_and_unpacks_the_game_and_car_ints():
+    """`ints_rows_kernel` writes each env's `game_ints` row and each car's `car_ints` row from the state's
+    and the events' own fields (hand-placed values, every column its own), and unpacking writes them
+    back, with the demo, bump and pickup flags from their attackers and pads; a 3-car arena has more
+    car rows than env rows (the lanes beyond either are masked)."""
+    from nitro.envs.soccar.kernels.arena import int_fields, launch_ints_rows
+    from nitro.envs.soccar.state import GameState
+
+    n, cars = 40, 3
+    arena = Arena(n, blue=2, orange=1, device=DEVICE)
+    state: GameState = arena.state
+    events = ArenaEvents.none(n, cars, DEVICE)
+    g = torch.Generator().manual_seed(5)
+
+    def ints(shape, low, high, dtype):
+        return torch.randint(low, high, shape, generator=g).to(dtype).to(DEVICE)
+
+    state.blue_score.copy_(ints((n,), 0, 9, torch.int32))
+    state.orange_score.copy_(ints((n,), 0, 9, torch.int32))
+    state.scored_last_tick.copy_(ints((n,), 0, 2, torch.bool))
+    state.kickoff_count.copy_(ints((n,), 0, 1 << 40, torch.int64))
+    events.goal_tick.copy_(ints((n,), -1, 1 << 40, torch.int64))
+    events.goal_blue.copy_(ints((n,), 0, 2, torch.bool))
+    events.goal_orange.copy_(ints((n,), 0, 2, torch.bool))
+    state.cars.ball_hit_info_tick_count_when_hit.copy_(ints((n, cars), -1, 1 << 40, torch.int64))
+    state.cars.ball_hit_info_tick_count_when_extra_impulse_applied.copy_(ints((n, cars), -1, 1 << 40, torch.int64))
+    events.ball_touch.copy_(ints((n, cars), 0, 2, torch.bool))
+    for name, high in (("demoed_by", cars), ("bumped_by", cars), ("boost_pickup_pad", 34)):
+        getattr(events, name).copy_(ints((n, cars), -1, high, torch.int32))
+    game = torch.full((n, 8), -7, dtype=torch.int64, device=DEVICE)
+    car = torch.full((n * cars, 8), -7, dtype=torch.int64, device=DEVICE)
+    launch_ints_rows(int_fields(state, events), game, car, unpack=False)
+    goals = events.goal_blue.long() | (events.goal_orange.long() << 1)
+    expected_game = [state.blue_score, state.orange_score, state.scored_last_tick, state.kickoff_count,
+                     events.goal_tick, goals]  # fmt: skip
+    assert torch.equal(game[:, :6], torch.stack([x.long() for x in expected_game], 1))
+    expected_car = [state.cars.ball_hit_info_tick_count_when_hit,
+                    state.cars.ball_hit_info_tick_count_when_extra_impulse_applied, events.ball_touch,
+                    events.demoed_by, events.bumped_by, events.boost_pickup_pad]  # fmt: skip
+    assert torch.equal(car[:, :6], torch.stack([x.long() for x in expected_car], -1).reshape(-1, 6))
+
+    before = {name: x.clone() for name, x in int_fields(state, events).items()}
+    for x in int_fields(state, events).values():
+        x.fill_(3)  # every field overwritten: the unpack must write each one back
+    launch_ints_rows(int_fields(state, events), game, car, unpack=True)
+    after = int_fields(state, events)
+    for name in ("demo_ptr", "bump_ptr", "boost_pickup_ptr"):
+        source = {"demo_ptr": "demoed_by_ptr", "bump_ptr": "bumped_by_ptr", "boost_pickup_ptr": "boost_pickup_pad_ptr"}[name]
+        before[name] = (before[source] >= 0).to(torch.int8)
+    for name, x in before.items():
+        assert torch.equal(after[name], x), name
+
+
+def test_pads_are_read_in_place():
+    """The Arena's pads are stored pad by pad ([34, N] under their [N, 34] view), so the fused step reads
+    and writes the state's own arrays, with no transposed copies; pads stored env by env (a user's
+    own tensors) are copied in and out, with the same result."""
+    arena = Arena(ENVS, blue=1, orange=0, device=DEVICE)
+    for x in (arena.state.pads.is_active, arena.state.pads.cooldown, arena.state.pads.prev_locked_car_id):
+        assert x.shape == (ENVS, 34) and x.t().is_contiguous()
+    row_major = dataclasses.replace(
+        arena.state.pads, **{k: v.contiguous() for k, v in vars(arena.state.pads).items()}
+    )
+    twin = Arena(ENVS, blue=1, orange=0, device=DEVICE)
+    twin.state.pads = row_major
+    for a in (arena, twin):
+        a.set_car(0, pos=torch.tensor([-3584.0, 0.0, 17.0], device=DEVICE), boost=0.0)  # on big pad 0
+        launch_step_ticks_(a.state, ArenaEvents.none(ENVS, 1, DEVICE), torch.zeros(ENVS, 1, 8, device=DEVICE),
+                           a.world, 2)  # fmt: skip
+    assert not arena.state.pads.is_active[:, 0].any()
+    for name in ("is_active", "cooldown", "prev_locked_car_id"):
+        assert torch.equal(getattr(arena.state.pads, name), getattr(twin.state.pads, name)), name
