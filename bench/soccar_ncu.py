@@ -2,34 +2,46 @@
 tick's stage kernels, each sample placed on the Python source line the kernel's SASS came from.
 
     python bench/soccar_ncu.py --out OUT [--size 1v1] [--envs 262144] [--kernels pre_tick_kernel,...]
+    python bench/soccar_ncu.py --out OUT --source-csv source.csv.gz --cubins DIR [DIR ...]
 
-Runs `bench/soccar_stages_gpu.py` (one timed call) under ``ncu`` (clocks left alone, the
-SourceCounters, WarpStateStats, Occupancy and LaunchStats sections) for the stage kernels of one tick
-past the warm-up, reads the report with Nsight Compute's ``ncu_report`` module (per-PC samples by
-stall reason), then places every PC on its source line with ``nvdisasm --print-line-info`` over the
-kernel's cubin in the Triton cache (the cubin of that name whose code has the profiled length).
-Triton inlines every function, so a line is the innermost one: a helper's line (`kernels/vec.py`'s
-``dot``) gathers the samples of all its calls. Writes OUT/soccar_ncu.json (per kernel: duration,
-registers, occupancy, samples by stall reason, by file and the top lines) and OUT/soccar_ncu.ncu-rep.
+Runs `bench/soccar_stages_gpu.py` (one timed call) under ``ncu`` (clocks left alone; the SourceCounters,
+WarpStateStats, Occupancy and LaunchStats sections) for the stage kernels of one tick past the warm-up,
+exports the report's source page (every SASS instruction of each kernel with its warp-state samples,
+``ncu --page source --csv --print-source sass``, OUT/source.csv.gz), then places each instruction on
+its source line with ``nvdisasm --print-line-info`` over the kernel's cubin (the cubin of that name in
+the Triton cache, or in ``--cubins`` folders, whose instructions are the profiled ones). The second form
+summarizes an exported page elsewhere (a machine without the GPU, with the same kernels compiled).
+
+Triton inlines every function, so an instruction's line is the innermost one (`kernels/vec.py`'s
+``dot`` gathers the samples of all its calls); each sample is also given to its *region*: the last line
+before it, in code order, outside `vec.py` and Triton's own library. Writes OUT/soccar_ncu.json: per
+kernel, the samples by stall reason, by file and the top regions and lines.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import glob
+import gzip
+import io
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = "pre_tick_kernel,car_step_kernel,ball_and_rules_kernel,collisions_kernel,car_pairs_kernel,body_solve_kernel"
 LAUNCHES_PER_TICK = {"pre_tick_kernel": 2, "car_step_kernel": 2}  # the two-pass kernels; the others once
 SECTIONS = ("SourceCounters", "WarpStateStats", "Occupancy", "LaunchStats", "SpeedOfLight")
+REASONS = ("stall_long_sb", "stall_short_sb", "stall_lg", "stall_wait", "stall_no_inst", "stall_selected",
+           "stall_not_selected", "stall_mio", "stall_math", "stall_drain", "stall_branch_resolving")  # fmt: skip
+GENERIC = ("kernels/vec.py", "triton/language/")
+"""Helpers every mechanic calls: their samples are also given to the mechanic's line before them."""
 
 
 def ncu_binary() -> str:
@@ -38,9 +50,10 @@ def ncu_binary() -> str:
 
 
 def run_ncu(out: Path, size: str, envs: int, kernels: list[str], skip_ticks: int) -> Path:
-    """One tick's launches of ``kernels``, ``skip_ticks`` ticks past the stage benchmark's start."""
+    """One tick's launches of ``kernels``, ``skip_ticks`` ticks past the stage benchmark's start; returns
+    the exported source page."""
     per_tick = sum(LAUNCHES_PER_TICK.get(k, 1) for k in kernels)
-    report = out / "soccar_ncu"
+    report = Path(tempfile.mkdtemp()) / "soccar_ncu"
     command = [
         ncu_binary(), "--clock-control", "none", "--target-processes", "all", "-f", "-o", str(report),
         "-k", "regex:^(" + "|".join(kernels) + ")$", "--launch-skip", str(skip_ticks * per_tick),
@@ -50,61 +63,42 @@ def run_ncu(out: Path, size: str, envs: int, kernels: list[str], skip_ticks: int
     ]  # fmt: skip
     print(" ".join(command), flush=True)
     subprocess.run(command, check=True)
-    return report.with_suffix(".ncu-rep")
+    page = subprocess.run(
+        [ncu_binary(), "-i", f"{report}.ncu-rep", "--page", "source", "--csv", "--print-source", "sass"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    path = out / "source.csv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write(page)
+    return path
 
 
-def load_ncu_report():
-    for folder in sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python")):
-        sys.path.insert(0, folder)
-    import ncu_report
-
-    return ncu_report
-
-
-def instanced(metric) -> dict[int, float]:
-    """An instanced metric's values by correlation id (the PC offset for the per-PC metrics)."""
-    ids = metric.correlation_ids()
-    return {int(ids.as_uint64(i)): metric.as_double(i) for i in range(metric.num_instances())}
-
-
-def read_report(path: Path) -> list[dict]:
-    """Each profiled launch: its name, whole-kernel metrics and per-PC samples by stall reason."""
-    ncu_report = load_ncu_report()
-    context = ncu_report.load_report(str(path))
-    launches = []
-    for r in range(context.num_ranges()):
-        rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            scalars, per_pc, unread = {}, {}, {}
-            for name in action.metric_names():
-                metric = action.metric_by_name(name)
-                try:
-                    if metric.num_instances() > 0 and metric.has_correlation_ids():
-                        if "pcsamp" in name or name.startswith("sass__inst_executed"):
-                            per_pc[name] = instanced(metric)
-                    else:
-                        scalars[name] = metric.as_double()
-                except Exception as error:  # noqa: BLE001 (string-valued metrics; kept with the reason)
-                    unread[name] = repr(error)[:80]
-            launches.append({"name": action.name(), "metrics": scalars, "per_pc": per_pc, "unread": unread})
+def read_source_page(path: Path) -> list[tuple[str, list[dict]]]:
+    """Each profiled launch of an exported source page: (kernel name, its instructions as dicts)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        rows = list(csv.reader(io.TextIOWrapper(f, "utf-8")))
+    launches: list[tuple[str, list[dict]]] = []
+    header: list[str] = []
+    for row in rows:
+        if row and row[0] == "Kernel Name":
+            launches.append((row[1], []))
+        elif row and row[0] == "Address":
+            header = row
+        elif row and row[0].startswith("0x") and launches:
+            launches[-1][1].append(dict(zip(header, row)))
     return launches
 
 
 LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
-PC = re.compile(r"/\*([0-9a-f]{4,})\*/")
+PC = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 
 
-GENERIC = ("kernels/vec.py", "triton/language/")
-"""Helpers every mechanic calls: their samples are also given to the mechanic's line before them."""
-
-
-def pc_lines(cubin: str, nvdisasm: str) -> dict[int, tuple[str, str]]:
-    """Each instruction's PC offset -> ("file:line" innermost, the last line before it outside the
-    `GENERIC` helpers, in code order), from nvdisasm's line annotations."""
+def disassembled(cubin: str, nvdisasm: str) -> list[tuple[str, str, str]]:
+    """Each instruction of a cubin in order: (SASS, "file:line" innermost, its region)."""
     text = subprocess.run([nvdisasm, "-g", "-c", cubin], capture_output=True, text=True, check=True).stdout
     where = region = "?"
-    lines = {}
+    out = []
     for row in text.splitlines():
         m = LINE.search(row)
         if m:
@@ -115,89 +109,77 @@ def pc_lines(cubin: str, nvdisasm: str) -> dict[int, tuple[str, str]]:
             continue
         m = PC.search(row)
         if m:
-            lines[int(m.group(1), 16)] = (where, region)
-    return lines
+            out.append((" ".join(m.group(2).split()), where, region))
+    return out
 
 
 def nvdisasm_binary() -> str:
-    found = sorted(glob.glob("/usr/local/cuda*/bin/nvdisasm")) + sorted(glob.glob(
-        str(Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm")))  # fmt: skip
-    return found[0] if found else "nvdisasm"
+    import triton
+
+    found = sorted(glob.glob("/usr/local/cuda*/bin/nvdisasm"))
+    found += [str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm")]
+    return next((f for f in found if os.path.exists(f)), "nvdisasm")
 
 
-def summarize(launches: list[dict], cache: str) -> list[dict]:
+def matching_cubin(name: str, sass: list[str], folders: list[str], nvdisasm: str) -> list[tuple[str, str, str]]:
+    """The disassembly of the cubin named ``name`` whose instructions are the profiled ones (the same
+    count, nine in ten identical), or []."""
+    for folder in folders:
+        for cubin in glob.glob(os.path.join(folder, "**", f"{name}.cubin"), recursive=True):
+            code = disassembled(cubin, nvdisasm)
+            if len(code) == len(sass) and sum(a == b[0] for a, b in zip(sass, code)) >= 0.9 * len(sass):
+                return code
+    return []
+
+
+def summarize(launches: list[tuple[str, list[dict]]], folders: list[str]) -> list[dict]:
     nvdisasm = nvdisasm_binary()
     rows = []
-    for launch in launches:
-        name = launch["name"]
-        samples = {k: v for k, v in launch["per_pc"].items() if "pcsamp" in k}
-        total_key = next((k for k in samples if k.endswith("pcsamp_sample_count")), None)
-        pcs = set().union(*(v.keys() for v in samples.values())) if samples else set()
-        top_pc = max(pcs) if pcs else 0
-        mapping: dict[int, tuple[str, str]] = {}
-        for cubin in glob.glob(os.path.join(cache, "*", f"{name}.cubin")):
-            lines = pc_lines(cubin, nvdisasm)
-            if lines and top_pc in lines and max(lines) - top_pc < 64:
-                mapping = lines
-                break
-        by_reason = Counter()
-        by_line: dict[str, Counter] = defaultdict(Counter)
-        by_region: dict[str, Counter] = defaultdict(Counter)
-        by_file: dict[str, Counter] = defaultdict(Counter)
-        for key, values in samples.items():
-            reason = key.split("pcsamp_")[-1]
-            for pc, n in values.items():
-                by_reason[reason] += n
-                line, region = mapping.get(pc, (f"pc {pc:#x}", f"pc {pc:#x}"))
-                by_line[line][reason] += n
-                by_region[region][reason] += n
-                by_file[line.split(":")[0]][reason] += n
-        total = total_key and sum(samples[total_key].values())
-        m = launch["metrics"]
-        pick = ("gpu__time_duration.sum", "launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active",
-                "launch__occupancy_limit_registers", "smsp__inst_executed.sum", "launch__grid_size",
-                "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio")  # fmt: skip
+    for name, instructions in launches:
+        sass = [" ".join(i["Source"].split()) for i in instructions]
+        code = matching_cubin(name, sass, folders, nvdisasm)
+        by_reason, by_file, by_line, by_region = Counter(), Counter(), Counter(), Counter()
+        for k, i in enumerate(instructions):
+            n = float(i.get("Warp Stall Sampling (All Samples)") or 0)
+            line, region = (code[k][1], code[k][2]) if code else (f"+{k * 16:#x}", f"+{k * 16:#x}")
+            by_line[line] += n
+            by_region[region] += n
+            by_file[line.split(":")[0]] += n
+            for reason in REASONS:
+                by_reason[reason] += float(i.get(reason) or 0)
+        total = sum(by_line.values()) or 1.0
+
+        def shares(table: Counter, count: int) -> dict:
+            return {where: round(n / total, 4) for where, n in table.most_common(count)}
+
         rows.append({
-            "kernel": name, "mapped_to_lines": bool(mapping), "metrics": {k: m[k] for k in pick if k in m},
-            "samples": total, "by_reason": dict(by_reason.most_common()), "by_file": ranked(by_file, 30),
-            "top_lines": ranked(by_line, 60), "top_regions": ranked(by_region, 60),
+            "kernel": name, "instructions": len(instructions), "mapped_to_lines": bool(code), "samples": total,
+            "by_reason": shares(by_reason, len(REASONS)), "by_file": shares(by_file, 20),
+            "top_regions": shares(by_region, 40), "top_lines": shares(by_line, 40),
         })  # fmt: skip
     return rows
 
 
-def ranked(table: dict[str, Counter], count: int) -> list[dict]:
-    """The ``count`` places with the most samples (all reasons), each with its eight largest reasons."""
-    top = sorted(table.items(), key=lambda kv: -kv[1].get("sample_count", sum(kv[1].values())))[:count]
-    return [{"where": where, **dict(c.most_common(8))} for where, c in top]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, type=Path, help="folder for soccar_ncu.json and the report")
+    parser.add_argument("--out", required=True, type=Path, help="folder for soccar_ncu.json and source.csv.gz")
     parser.add_argument("--size", default="1v1", help="team size, BLUEvORANGE")
     parser.add_argument("--envs", type=int, default=1 << 18, help="envs of the arena batch")
     parser.add_argument("--kernels", default=STAGES, help="stage kernels to profile, comma-separated")
-    parser.add_argument(
-        "--skip-ticks", type=int, default=10, help="ticks past the start before the profiled one"
-    )
-    parser.add_argument(
-        "--report", type=Path, default=None, help="summarize this report instead of profiling"
-    )
+    parser.add_argument("--skip-ticks", type=int, default=10, help="ticks before the profiled one")
+    parser.add_argument("--source-csv", type=Path, default=None, help="summarize this exported page instead")
+    parser.add_argument("--cubins", nargs="*", default=[], help="more folders to find the kernels' cubins in")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    kernels = args.kernels.split(",")
-    report = args.report or run_ncu(args.out, args.size, args.envs, kernels, args.skip_ticks)
-    launches = read_report(report)
+    page = args.source_csv or run_ncu(args.out, args.size, args.envs, args.kernels.split(","), args.skip_ticks)
     cache = os.environ.get("TRITON_CACHE_DIR", str(Path.home() / ".triton" / "cache"))
-    result = {"size": args.size, "envs": args.envs, "kernels": summarize(launches, cache),
-              "metric_names": sorted({k for x in launches for k in list(x["metrics"]) + list(x["per_pc"])}),
-              "unread": launches[0]["unread"] if launches else {}}  # fmt: skip
+    result = {"size": args.size, "envs": args.envs, "kernels": summarize(read_source_page(page), [cache, *args.cubins])}
     (args.out / "soccar_ncu.json").write_text(json.dumps(result, indent=1))
     for row in result["kernels"]:
-        print(f"{row['kernel']}: {row['metrics']}", flush=True)
-        print(f"  samples {row['samples']}, by reason {dict(list(row['by_reason'].items())[:6])}")
-        for line in row["top_regions"][:12]:
-            print(f"    {line}")
+        print(f"{row['kernel']} ({row['instructions']} instructions, {row['samples']:.0f} samples): "
+              f"{dict(list(row['by_reason'].items())[:5])}", flush=True)  # fmt: skip
+        for where, share in list(row["top_regions"].items())[:8]:
+            print(f"    {share:6.3f}  {where}")
 
 
 if __name__ == "__main__":
