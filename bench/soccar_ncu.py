@@ -123,11 +123,11 @@ def nvdisasm_binary() -> str:
 
 def matching_cubin(name: str, sass: list[str], folders: list[str], nvdisasm: str) -> list[tuple[str, str, str]]:
     """The disassembly of the cubin named ``name`` whose instructions are the profiled ones (the same
-    count, nine in ten identical), or []."""
+    count, three in four identical: the export prints some operands apart from nvdisasm), or []."""
     for folder in folders:
         for cubin in glob.glob(os.path.join(folder, "**", f"{name}.cubin"), recursive=True):
             code = disassembled(cubin, nvdisasm)
-            if len(code) == len(sass) and sum(a == b[0] for a, b in zip(sass, code)) >= 0.9 * len(sass):
+            if len(code) == len(sass) and sum(a == b[0] for a, b in zip(sass, code)) >= 0.75 * len(sass):
                 return code
     return []
 
