@@ -5,12 +5,14 @@ at once, into the Triton cache (TRITON_CACHE_DIR), and time each compile.
 
 The fused step compiles its stage kernels one after another at its first launch; a user pays their
 sum once per machine (the cache keeps them). A benchmark run pays it before any number comes out, so
-it warms the cache first with this script: each (team size, envs per program, stage kernel) is one
-process that builds the arena on the GPU, catches the launches of one fused step and compiles only its
-kernel (`JITFunction.warmup`: compiled, not run), with the same arguments, hence the same cache key,
-as the step's own launches at any env count, seed and tick count (`kernels.UNSPECIALIZED`). Writes
-OUT/soccar_warm.json: each kernel's compile seconds and cache keys, their sum per size (a cold first
-step's compile) and this run's wall time.
+it warms the cache first with this script: each (team size, envs per program, stage kernel, pass of a
+two-pass car kernel) is one process that builds the arena on the GPU, catches the launches of one fused
+step and compiles only its kernel (`JITFunction.warmup`: compiled, not run), with the same arguments,
+hence the same cache key, as the step's own launches at any env count, seed and tick count
+(`kernels.UNSPECIALIZED`; the keys settled callees first, `kernels.settle_cache_keys`). Writes
+OUT/soccar_warm.json: each kernel's compile seconds, cache keys and the parts of its Triton cache key
+(`soccar_compile_cpu.record_key_parts`), their sum per size (a cold first step's compile) and this
+run's wall time.
 """
 
 from __future__ import annotations
