@@ -79,8 +79,8 @@ def settle_cache_keys(kernel) -> None:
     compute first: a kernel compiled in one process (a warm-up, a compile on another machine) missed
     the cache in the next. Callees first, every key holds all of its constants, whatever the order.
     Under the interpreter there are no keys."""
-    if not hasattr(kernel, "cache_key") or id(kernel) in _SETTLED:
-        return
+    if id(kernel) in _SETTLED or not isinstance(kernel, triton.runtime.jit.JITFunction):
+        return  # (checked on every launch: a set lookup, no key computed)
     order: list = []
     seen: set[int] = set()
 

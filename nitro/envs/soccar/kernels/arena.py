@@ -1189,7 +1189,7 @@ def launch_step_ticks_(
     car_ints = torch.empty(envs * num_cars, CAR_INTS_WIDTH.value, dtype=torch.int64, device=controls.device)
     launch_ints_rows(ints, game_ints, car_ints, unpack=False)
     pads = [int8_view(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id]
-    walked = cars.pos.shape[1] > 0 or world.game.kickoff_after_goal  # else the kernel leaves the pads be
+    walked = num_cars > 0 or world.game.kickoff_after_goal  # else the kernel leaves the pads be
     by_pad = [x.t().contiguous() for x in pads] if walked else pads  # [34, N], as `pad_at` lays them out
     # (a view of the state's own pads where they are stored pad by pad, as `BoostPadState.fresh` makes them)
     step_ticks_op(
