@@ -35,7 +35,10 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGES = "pre_tick_kernel,car_step_kernel,ball_and_rules_kernel,collisions_kernel,car_pairs_kernel,body_solve_kernel"
+STAGES = (
+    "pre_tick_kernel,car_step_kernel,ball_and_rules_kernel,boost_pads_kernel,collisions_kernel,car_pairs_kernel,"
+    "body_solve_kernel"
+)
 LAUNCHES_PER_TICK = {"pre_tick_kernel": 2, "car_step_kernel": 2}  # the two-pass kernels; the others once
 SECTIONS = ("SourceCounters", "WarpStateStats", "Occupancy", "LaunchStats", "SpeedOfLight")
 REASONS = ("stall_long_sb", "stall_short_sb", "stall_lg", "stall_wait", "stall_no_inst", "stall_selected",

@@ -1,5 +1,5 @@
 """The fused step: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks` in Triton, each tick
-six stage kernels in Arena::Step order (`tick`), one thread per lane:
+seven stage kernels in Arena::Step order (`tick`), one thread per lane:
 
 - `pre_tick_kernel`, one car per lane, in two passes: a demolished car's countdown and respawn,
   Car::_PreTickUpdate;
@@ -11,13 +11,14 @@ six stage kernels in Arena::Step order (`tick`), one thread per lane:
   of `sequential_impulse.py`), each body's deltas into `body_solve`;
 - `car_step_kernel`, one car per lane, in two passes: the body against the arena, its solve (from
   the car's deltas), integration, post-tick;
-- `ball_and_rules_kernel`, one env per lane: the ball's step (its arena solve from its deltas), the
-  pads, goals, events and kickoffs.
+- `boost_pads_kernel`, one env per lane: the pads;
+- `ball_and_rules_kernel`, one env per lane: the ball's step (its arena solve from its deltas), goals,
+  events and kickoffs.
 
 Each calls the stages of `kernels/ball.py`, `kernels/car.py` and the game rules (`kernels/rules.py`,
 `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) as the reference tick does. The cars
 travel between the kernels as their packed rows (`kernels/car.pack_cars`' layout: `car_rows_kernel`
-both ways), `car_tick` (forces, frozen flags, callback results), `pair_contacts`, `body_rows`,
+both ways), `car_tick` (forces, frozen flags, callback results, pickups), `pair_contacts`, `body_rows`,
 `body_mask` and `body_solve`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block), its lanes'
 envs in `car_order`'s order (on large batches sorted by the arena each car meets). The two car kernels
@@ -145,13 +146,15 @@ PARAM_NAMES = tuple(f.name for f in dataclasses.fields(TickParams))
 CAR_TICK_WIDTH = constexpr(16)
 """Floats per car in `car_tick`, what one tick's stage kernels hand each other: the pre-tick's force
 (3) and torque (3), whether the body is frozen this tick (demolished at its start), the callbacks'
-touched, demoed_by and bumped_by (-1 none), six spare (rows a power of two wide)."""
+touched, demoed_by and bumped_by (-1 none), the pad the car picked up (-1 none), five spare (rows a
+power of two wide)."""
 FORCE_AT = constexpr(0)
 TORQUE_AT = constexpr(3)
 FROZEN_AT = constexpr(6)
 TOUCHED_AT = constexpr(7)
 DEMOED_BY_AT = constexpr(8)
 BUMPED_BY_AT = constexpr(9)
+PICKUP_AT = constexpr(10)
 
 
 def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
@@ -186,7 +189,9 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         for deferred in (False, True):
             launch(car_step_kernel, envs, cars, {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1]},
                    block, maxnreg)  # fmt: skip
-    # 1. and 5. the ball's sleeping and step; 3. and 7. the pads; 8. ball finish; 9. goals; 10.
+        # 3. and 7. the pads
+        launch(boost_pads_kernel, envs, 1, args, PADS_BLOCK, maxnreg)
+    # 1. and 5. the ball's sleeping and step; 8. ball finish; 9. goals; 10.
     launch(ball_and_rules_kernel, envs, 1, args, block, maxnreg)
 
 
@@ -242,14 +247,22 @@ def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS: tl.
 
 
 @jit
-def defer_lanes(deferred_ptr, deferred_count_ptr, env, slot, defer, n):
-    """Append the envs of the lanes ``defer`` to car slot ``slot``'s list ([C, n]) for a second pass
-    (`car_lanes` with its count), one atomic add per program; their order in the list is the programs'
-    finishing order, which changes which lane runs which car, never a result."""
+def defer_lanes(deferred_count_ptr, slot, defer):
+    """Places in car slot ``slot``'s list ([C, n]) of cars for a second pass (`car_lanes` with its count)
+    for the lanes ``defer``, one relaxed atomic add per program: (the program's first place, each lane's
+    offset from it, ``defer``), for `store_deferred` at the kernel's end, so that nothing in between waits
+    for the add's answer. Their order in the list is the programs' order of adding, which changes which
+    lane runs which car, never a result."""
     d = defer.to(tl.int32)
-    first = tl.atomic_add(deferred_count_ptr + slot, tl.sum(d, axis=0))
-    at = first + tl.cumsum(d, axis=0) - d
-    tl.store(deferred_ptr + slot * tl.cast(n, tl.int64) + at, env.to(tl.int32), mask=defer)
+    first = tl.atomic_add(deferred_count_ptr + slot, tl.sum(d, axis=0), sem="relaxed")
+    return first, tl.cumsum(d, axis=0) - d, defer
+
+
+@jit
+def store_deferred(deferred_ptr, env, slot, deferral, n):
+    """The envs of `defer_lanes`' lanes into their places of car slot ``slot``'s list."""
+    first, offset, defer = deferral
+    tl.store(deferred_ptr + slot * tl.cast(n, tl.int64) + first + offset, env.to(tl.int32), mask=defer)
 
 
 @jit
@@ -295,7 +308,7 @@ def store_car_tick(
     """A car's `car_tick` row."""
     zero = force[0] * 0.0
     values = force + torque + (frozen.to(tl.float32), touched.to(tl.float32))
-    values = values + (demoed_by.to(tl.float32), bumped_by.to(tl.float32), zero, zero, zero, zero, zero, zero)
+    values = values + (demoed_by.to(tl.float32), bumped_by.to(tl.float32), zero - 1.0, zero, zero, zero, zero, zero)
     store_row(car_tick_ptr, row, values, live, CAR_TICK_WIDTH, BLOCK)
 
 
@@ -368,7 +381,7 @@ def pre_tick_kernel(
         params = load_car_params(car_table_ptr, slot)
         if not DEFERRED:
             near = rays_near_bodies(bodies, car[0], params[1], params[2], params[3], live, NUM_CARS, BLOCK)
-            defer_lanes(deferred_ptr, deferred_count_ptr, env, slot, near, n)
+            deferral = defer_lanes(deferred_count_ptr, slot, near)
             live = live & ~near
         solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
         car, force, torque = car_kernels.pre_tick_update(
@@ -387,6 +400,8 @@ def pre_tick_kernel(
         store_car_tick(
             car_tick_ptr, row, live, force, torque, frozen, tl.zeros([BLOCK], tl.int1), none, none, BLOCK
         )
+        if not DEFERRED:
+            store_deferred(deferred_ptr, env, slot, deferral, n)
 
 
 @stage_jit
@@ -676,7 +691,7 @@ def car_step_kernel(
             )  # fmt: skip
         else:
             touch = car_contacts.may_touch_arena(pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES)
-            defer_lanes(deferred_ptr, deferred_count_ptr, env, slot, touch, n)
+            deferral = defer_lanes(deferred_count_ptr, slot, touch)
             live = live & ~touch
             solved = car_contacts.untouched(start)
         # the whole car only now: its other fields are not held in registers through the contacts and solve
@@ -693,31 +708,30 @@ def car_step_kernel(
         store_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
         )
+        if not DEFERRED:
+            store_deferred(deferred_ptr, env, slot, deferral, n)
 
 
 @stage_jit
 def ball_and_rules_kernel(
     pos_ptr, vel_ptr, ang_vel_ptr, velocity_impulse_cache_ptr, tick_count_since_update_ptr, tick_count_ptr,
     game_ints_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    body_solve_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr,
-    kickoff_spawns_ptr,
+    body_solve_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, kickoff_spawns_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     n, ticks, hashed_seed, tick_time, gravity_dv, ball_damping, ball_radius, ball_contact_gap, ball_inv_mass,
     ball_inv_inertia, ball_restitution, ball_friction, ball_max_speed, ball_max_ang_speed, goal_y,
     restitution_velocity_threshold, friction_direction_epsilon_sq, erp2_over_dt, car_spawn_boost_amount,
-    boost_pad_cooldown_big, boost_pad_cooldown_small,
     NUM_CARS: tl.constexpr, BLUE: tl.constexpr, KICKOFF_AFTER_GOAL: tl.constexpr, KICKOFF_ROWS: tl.constexpr,
     NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_CONTACTS: tl.constexpr, DEGENERATE_L2: tl.constexpr,
     SIMD_EPSILON: tl.constexpr, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr,
     PUSH_POINTS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """The ball's part of each tick and the game around the physics, one env per lane, ``ticks`` ticks
-    (the ball and the game in registers; with cars, one tick per launch, after `car_step_kernel`):
+    (the ball and the game in registers; with cars, one tick per launch, after `boost_pads_kernel`):
     1. the ball's sleeping, 5. its contacts with the arena, solved from its deltas of the solve between
-    bodies (`body_solve`), and integration; 3. and 7. each
-    pad's cooldown, the car it is locked to, the boost it gives; 8. the ball's finish; 9. goals;
-    10. the tick count, scores and events; a kickoff after a goal when the game asks for one."""
+    bodies (`body_solve`), and integration; 8. the ball's finish; 9. goals; 10. the tick count, scores
+    and events; a kickoff after a goal when the game asks for one."""
     lane, live, env = env_lanes(n, BLOCK)
     tick_time = f32(tick_time)
     arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
@@ -745,6 +759,23 @@ def ball_and_rules_kernel(
         if NUM_CARS > 0:  # the ball's deltas from the solve between bodies, in UU
             dv, dw, push, turn = load_body_solve(body_solve_ptr, lane * (NUM_CARS + 1), live, BLOCK)
             start = (scale(dv, BT_TO_UU), dw, scale(push, BT_TO_UU), turn)
+        car_events = ()
+        hit_ticks = ()
+        touched = ()
+        demoed_by = ()
+        bumped_by = ()
+        pickup_pad = ()
+        for c in tl.static_range(NUM_CARS):  # the cars' events so far, this tick's callbacks and pickups
+            # (read before the ball's step, so their loads wait behind it)
+            row = lane * NUM_CARS + c
+            ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
+            car_events = car_events + (car_events_of(ints),)
+            hit_ticks = hit_ticks + ((ints[0], ints[1]),)
+            callbacks = load_columns(car_tick_ptr + TOUCHED_AT, row, live, CAR_TICK_WIDTH, 4, 4, BLOCK)
+            touched = touched + (callbacks[0] != 0,)
+            demoed_by = demoed_by + (callbacks[1].to(tl.int32),)
+            bumped_by = bumped_by + (callbacks[2].to(tl.int32),)
+            pickup_pad = pickup_pad + (callbacks[3].to(tl.int32),)
         pos, vel, ang_vel = physics_step(  # 5. the ball against the arena
             pos, vel, ang_vel, live & (~sleeping), tick_time, f32(gravity_dv), f32(ball_damping), f32(ball_radius),
             f32(ball_contact_gap), f32(ball_inv_mass), f32(ball_inv_inertia), f32(ball_restitution),
@@ -752,23 +783,6 @@ def ball_and_rules_kernel(
             f32(erp2_over_dt), arena, arena_grid, start, NUM_PLANES, PLANE_BASE, MAX_CONTACTS, DEGENERATE_L2, SIMD_EPSILON,
             MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, PUSH_POINTS, BLOCK,
         )  # fmt: skip
-        pad_cars = ()
-        car_events = ()
-        hit_ticks = ()
-        ticks_of_cars = ()
-        for c in tl.static_range(NUM_CARS):  # what the rules read of the cars (the pre-tick wrote the rest)
-            row = lane * NUM_CARS + c
-            pad_cars = pad_cars + (load_pad_car(car_rows_ptr, row, live, BLOCK),)
-            ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
-            car_events = car_events + (car_events_of(ints),)
-            hit_ticks = hit_ticks + ((ints[0], ints[1]),)
-            ticks_of_cars = ticks_of_cars + (load_car_tick(car_tick_ptr, row, live, BLOCK),)
-        boosts, pickup_pad = update_pads(
-            pad_cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
-            hitbox_table_ptr, tick_time, f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
-        )  # fmt: skip
-        for c in tl.static_range(NUM_CARS):
-            tl.store(car_rows_ptr + (lane * NUM_CARS + c) * CAR_WIDTH + BOOST_AT, boosts[c], mask=live)
         vel, ang_vel, velocity_impulse_cache, tick_count_since_update = finish_physics_tick(  # 8. ball finish
             vel,
             ang_vel,
@@ -782,22 +796,8 @@ def ball_and_rules_kernel(
         blue_score, orange_score, scored_last_tick = rules.count_goals(
             blue_score, orange_score, scored_last_tick, goal
         )
-        touched = ()
-        demoed_by = ()
-        bumped_by = ()
-        for c in tl.static_range(NUM_CARS):
-            touched = touched + (ticks_of_cars[c][3],)
-            demoed_by = demoed_by + (ticks_of_cars[c][4],)
-            bumped_by = bumped_by + (ticks_of_cars[c][5],)
         goal_tick, goals, car_events = fold_tick(
-            (goal_tick, goals, car_events),
-            goal,
-            tick_count,
-            touched,
-            demoed_by,
-            bumped_by,
-            pickup_pad,
-            NUM_CARS,
+            (goal_tick, goals, car_events), goal, tick_count, touched, demoed_by, bumped_by, pickup_pad, NUM_CARS
         )
         if KICKOFF_AFTER_GOAL:  # nitro's option: a kickoff after each goal
             kickoff = live & (goal > 0)
@@ -837,6 +837,30 @@ def ball_and_rules_kernel(
     )
     game_ints = game_ints + (goal_tick, goals.to(tl.int64), zero, zero)
     store_row(game_ints_ptr, lane, game_ints, live, GAME_WIDTH, BLOCK)
+
+
+@stage_jit
+def boost_pads_kernel(
+    car_rows_ptr, car_tick_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
+    hitbox_table_ptr, n, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Stages 3. and 7., one env per lane, after `car_step_kernel`: each pad's cooldown, the car it is
+    locked to and the boost it gives (`update_pads`); each car's boost into its row and the pad it picked
+    up (-1 none) into its `car_tick` row. A kernel apart from the ball's, whose registers would limit how
+    many envs wait on the pads' memory at once."""
+    lane, live, env = env_lanes(n, BLOCK)
+    cars = ()
+    for c in tl.static_range(NUM_CARS):
+        cars = cars + (load_pad_car(car_rows_ptr, lane * NUM_CARS + c, live, BLOCK),)
+    boosts, pickup_pad = update_pads(
+        cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
+        hitbox_table_ptr, f32(tick_time), f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
+    )  # fmt: skip
+    for c in tl.static_range(NUM_CARS):
+        row = lane * NUM_CARS + c
+        tl.store(car_rows_ptr + row * CAR_WIDTH + BOOST_AT, boosts[c], mask=live)
+        tl.store(car_tick_ptr + row * CAR_TICK_WIDTH + PICKUP_AT, pickup_pad[c].to(tl.float32), mask=live)
 
 
 @jit
@@ -1125,6 +1149,8 @@ def step_ticks_op(
 
 ROWS_BLOCK = 128
 """Cars per program of `car_rows_kernel` (four warps, one car per thread)."""
+PADS_BLOCK = 128
+"""Envs per program of `boost_pads_kernel` (four warps, one env per thread)."""
 
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")
