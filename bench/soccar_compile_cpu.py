@@ -168,12 +168,20 @@ def main() -> None:
         "--keys", action="store_true", help="write each kernel's cache key parts (`record_key_parts`) to "
         "OUT/soccar_compile_keys.json instead of compiling, to compare with `soccar_warm.py`'s on a GPU machine",
     )
+    parser.add_argument(
+        "--maxnreg", default="", help="register caps of stage kernels, NAME=CAP,... (`soccar_stages_gpu.py`'s)"
+    )
     args = parser.parse_args()
     if args.relocate:
         relocate(args.relocate)
         return
     if args.out is None:
         parser.error("give OUT, the folder for soccar_compile_cpu.json (or --relocate DIR)")
+    from soccar_gpu import register_caps
+
+    from nitro.envs.soccar.kernels import arena as arena_kernels
+
+    arena_kernels.REGISTER_CAPS.update(register_caps(args.maxnreg))
     only = set(filter(None, args.kernels.split(",")))
     cache = args.cache or Path(tempfile.mkdtemp(prefix="nitro_compile_"))
     if cache.exists() and any(cache.iterdir()):
@@ -217,6 +225,7 @@ def main() -> None:
         "target": "cuda sm_90",
         "keyed_as": str(args.key_as) if args.key_as else None,
         "block": args.block,
+        "register_caps": arena_kernels.REGISTER_CAPS,
         "kernels": rows,
         "per_size_seconds": {
             s: round(sum(r["seconds"] for r in rows if r["size"] == s), 1) for s in args.sizes.split(",")

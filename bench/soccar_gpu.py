@@ -60,6 +60,18 @@ WRAP_UP_S = 8.0  # a worker stops starting measurements this long before its lim
 # --- shared helpers (worker side) -----------------------------------------------------------------
 
 
+def register_caps(spec: str) -> dict[str, int]:
+    """``--maxnreg``'s stage kernel register caps, ``NAME=CAP,...`` (a second pass as ``NAME (deferred)``),
+    as `kernels/arena.REGISTER_CAPS` takes them."""
+    caps = {}
+    for item in filter(None, spec.split(",")):
+        name, _, cap = item.rpartition("=")
+        if not name or not cap.isdigit():
+            raise SystemExit(f"--maxnreg: expected NAME=CAP items such as pre_tick_kernel=168, got {item!r}")
+        caps[name] = int(cap)
+    return caps
+
+
 def _env_info() -> dict:
     import torch
 

@@ -176,18 +176,23 @@ def main() -> None:
         "unpacked, the car order, the events",
     )
     parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
+    parser.add_argument(
+        "--maxnreg", default="", help="register caps of stage kernels, NAME=CAP,... (a second pass as 'NAME "
+        "(deferred)'): `kernels/arena.REGISTER_CAPS`",
+    )
     args = parser.parse_args()
     import torch
     import triton
 
-    common.DEVICE = "cuda"
-    if args.car_order != "auto":
-        from nitro.envs.soccar.kernels import arena as arena_kernels
+    from nitro.envs.soccar.kernels import arena as arena_kernels
 
+    common.DEVICE = "cuda"
+    arena_kernels.REGISTER_CAPS.update(common.register_caps(args.maxnreg))
+    if args.car_order != "auto":
         arena_kernels.SORT_FROM_LANES["cuda"] = 0 if args.car_order == "sorted" else sys.maxsize
     rows = []
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-              "car_order": args.car_order, "results": rows}  # fmt: skip
+              "car_order": args.car_order, "register_caps": arena_kernels.REGISTER_CAPS, "results": rows}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     for size in args.sizes.split(","):
         row = profile(size, args.envs, args.block, args.calls, args.meshes, args.one_pass, args.outside)

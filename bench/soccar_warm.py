@@ -42,10 +42,11 @@ def stage_kernels(cars: int) -> list[tuple[str, int]]:
             ("ball_and_rules_kernel", 0)]  # fmt: skip
 
 
-def warm_one(size: str, block: int, kernel: tuple[str, int], envs: int) -> dict:
+def warm_one(size: str, block: int, kernel: tuple[str, int], envs: int, caps: dict) -> dict:
     """Compile pass ``kernel[1]`` of stage kernel ``kernel[0]`` of a ``size`` arena's fused step
     (``block`` envs per program), the arena built as the speed benchmarks build theirs
-    (`soccar_cars_gpu.car_arena` for 1v0, else `soccar_game_gpu.game_arena`)."""
+    (`soccar_cars_gpu.car_arena` for 1v0, else `soccar_game_gpu.game_arena`), with register ``caps``
+    (`kernels/arena.REGISTER_CAPS`)."""
     import torch
 
     import soccar_cars_gpu as cars_bench
@@ -56,6 +57,7 @@ def warm_one(size: str, block: int, kernel: tuple[str, int], envs: int) -> dict:
 
     from soccar_compile_cpu import record_key_parts
 
+    arena_kernels.REGISTER_CAPS.update(caps)
     blue, orange = (int(x) for x in size.split("v"))
     kernel_name, wanted = kernel
     seconds = []
@@ -109,9 +111,15 @@ def main() -> None:
     parser.add_argument("--blocks", default="32", help="envs per program, comma-separated (the step's default: 32)")
     parser.add_argument("--envs", type=int, default=4096, help="envs of the arenas (any count compiles the same)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes compiling at once")
+    parser.add_argument(
+        "--maxnreg", default="", help="register caps of stage kernels, NAME=CAP,... (`soccar_stages_gpu.py`'s)"
+    )
     args = parser.parse_args()
+    import soccar_gpu as common
+
+    caps = common.register_caps(args.maxnreg)
     jobs = [
-        (size, int(block), kernel, args.envs)
+        (size, int(block), kernel, args.envs, caps)
         for size in args.sizes.split(",")
         for block in args.blocks.split(",")
         for kernel in stage_kernels(sum(int(x) for x in size.split("v")))
@@ -140,7 +148,7 @@ def main() -> None:
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__, "triton": triton.__version__, "cpus": os.cpu_count(), "jobs": args.jobs,
         "envs": args.envs, "kernels": rows, "compile_seconds_per_size": sums, "wall_seconds": round(wall, 1),
-        "errors": errors, "cache": os.environ.get("TRITON_CACHE_DIR", "Triton's default"),
+        "errors": errors, "cache": os.environ.get("TRITON_CACHE_DIR", "Triton's default"), "register_caps": caps,
     }  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "soccar_warm.json").write_text(json.dumps(result, indent=1))

@@ -195,9 +195,17 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
     launch(ball_and_rules_kernel, envs, 1, args, block, maxnreg)
 
 
+REGISTER_CAPS: dict[str, int] = {}
+"""ptxas's register cap per thread of a stage kernel by its name, a two-pass kernel's second pass by its
+name and " (deferred)" (`launch`; a step's own ``maxnreg`` comes first): fewer registers, more warps per
+SM, the rest spilled."""
+
+
 def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int) -> None:
     """``kernel`` over ``envs`` envs, ``block`` per program, times ``per_env`` (each car slot for the car
     kernels), its arguments picked by name from ``args``."""
+    name = kernel.fn.__name__
+    maxnreg = maxnreg or REGISTER_CAPS.get(name + (" (deferred)" if args.get("DEFERRED") else ""), 0)
     cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
     named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
     programs = triton.cdiv(envs, block) * per_env
