@@ -114,15 +114,20 @@ def main() -> None:
     parser.add_argument(
         "--maxnreg", default="", help="register caps of stage kernels, NAME=CAP,... (`soccar_stages_gpu.py`'s)"
     )
+    parser.add_argument(
+        "--kernels", default="", help="only these stage kernels, comma-separated (a second pass as 'NAME (deferred)')"
+    )
     args = parser.parse_args()
     import soccar_gpu as common
 
     caps = common.register_caps(args.maxnreg)
+    only = set(filter(None, args.kernels.split(",")))
     jobs = [
         (size, int(block), kernel, args.envs, caps)
         for size in args.sizes.split(",")
         for block in args.blocks.split(",")
         for kernel in stage_kernels(sum(int(x) for x in size.split("v")))
+        if not only or kernel[0] + (" (deferred)" if kernel[1] else "") in only
     ]
     start = time.perf_counter()
     rows, errors = [], []
