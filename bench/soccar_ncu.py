@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = (
-    "pre_tick_kernel,car_step_kernel,ball_and_rules_kernel,boost_pads_kernel,collisions_kernel,car_pairs_kernel,"
+    "pre_tick_kernel,car_step_kernel,ball_and_rules_kernel,car_events_kernel,collisions_kernel,car_pairs_kernel,"
     "body_solve_kernel"
 )
 LAUNCHES_PER_TICK = {"pre_tick_kernel": 2, "car_step_kernel": 2}  # the two-pass kernels; the others once

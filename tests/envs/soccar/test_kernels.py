@@ -212,7 +212,7 @@ def test_kernels_lower_for_the_gpu_with_compile_argument_types(mesh, monkeypatch
         "collisions_kernel",
         "body_solve_kernel",
         "car_step_kernel",
-        "boost_pads_kernel",
+        "car_events_kernel",
         "ball_and_rules_kernel",
     }
     for fn, values, options in launches:

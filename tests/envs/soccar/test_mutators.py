@@ -37,7 +37,7 @@ def test_the_fused_kernel_takes_every_tick_param_by_name():
     names = [f.name for f in dataclasses.fields(TickParams)]
     assert list(arena_kernels.PARAM_NAMES) == names
     stages = (arena_kernels.pre_tick_kernel, arena_kernels.car_pairs_kernel, arena_kernels.collisions_kernel,
-              arena_kernels.body_solve_kernel, arena_kernels.car_step_kernel, arena_kernels.boost_pads_kernel,
+              arena_kernels.body_solve_kernel, arena_kernels.car_step_kernel, arena_kernels.car_events_kernel,
               arena_kernels.ball_and_rules_kernel)  # fmt: skip
     params = set()
     for kernel in stages:

@@ -11,14 +11,14 @@ seven stage kernels in Arena::Step order (`tick`), one thread per lane:
   of `sequential_impulse.py`), each body's deltas into `body_solve`;
 - `car_step_kernel`, one car per lane, in two passes: the body against the arena, its solve (from
   the car's deltas), integration, post-tick;
-- `boost_pads_kernel`, one env per lane: the pads;
+- `car_events_kernel`, one env per lane: the pads, the cars' events;
 - `ball_and_rules_kernel`, one env per lane: the ball's step (its arena solve from its deltas), goals,
   events and kickoffs.
 
 Each calls the stages of `kernels/ball.py`, `kernels/car.py` and the game rules (`kernels/rules.py`,
 `ball_hit.py`, `car_contacts.py`, `car_bump.py`, `boost_pads.py`) as the reference tick does. The cars
 travel between the kernels as their packed rows (`kernels/car.pack_cars`' layout: `car_rows_kernel`
-both ways), `car_tick` (forces, frozen flags, callback results, pickups), `pair_contacts`, `body_rows`,
+both ways), `car_tick` (forces, frozen flags, callback results), `pair_contacts`, `body_rows`,
 `body_mask` and `body_solve`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block), its lanes'
 envs in `car_order`'s order (on large batches sorted by the arena each car meets). The two car kernels
@@ -146,15 +146,13 @@ PARAM_NAMES = tuple(f.name for f in dataclasses.fields(TickParams))
 CAR_TICK_WIDTH = constexpr(16)
 """Floats per car in `car_tick`, what one tick's stage kernels hand each other: the pre-tick's force
 (3) and torque (3), whether the body is frozen this tick (demolished at its start), the callbacks'
-touched, demoed_by and bumped_by (-1 none), the pad the car picked up (-1 none), five spare (rows a
-power of two wide)."""
+touched, demoed_by and bumped_by (-1 none), six spare (rows a power of two wide)."""
 FORCE_AT = constexpr(0)
 TORQUE_AT = constexpr(3)
 FROZEN_AT = constexpr(6)
 TOUCHED_AT = constexpr(7)
 DEMOED_BY_AT = constexpr(8)
 BUMPED_BY_AT = constexpr(9)
-PICKUP_AT = constexpr(10)
 
 
 def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
@@ -189,8 +187,8 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         for deferred in (False, True):
             launch(car_step_kernel, envs, cars, {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1]},
                    block, maxnreg)  # fmt: skip
-        # 3. and 7. the pads
-        launch(boost_pads_kernel, envs, 1, args, PADS_BLOCK, maxnreg)
+        # 3. and 7. the pads; the cars' events of the tick
+        launch(car_events_kernel, envs, 1, args, PADS_BLOCK, maxnreg)
     # 1. and 5. the ball's sleeping and step; 8. ball finish; 9. goals; 10.
     launch(ball_and_rules_kernel, envs, 1, args, block, maxnreg)
 
@@ -284,29 +282,39 @@ def env_lanes(n, BLOCK: tl.constexpr):
 def load_car_and_hit_info(
     rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK: tl.constexpr
 ):
-    """A car (`load_car`), its `car_ints` row and its ball hit info (`load_hit_info`), its row read once."""
+    """A car (`load_car`) and its ball hit info (`load_hit_info`), its row read once."""
     v = load_car_row(rows_ptr, row, live, BLOCK)
     car = car_of_row(
         v, tl.load(car_contact_id_ptr + row, mask=live, other=0), tl.load(tick_count_since_update_ptr + row, mask=live, other=0)
     )
-    ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
-    return car, ints, hit_info_of(v, ints)
+    return car, hit_info_of(v, load_hit_ticks(car_ints_ptr, row, live, BLOCK))
 
 
 @jit
-def store_car_ints(car_ints_ptr, row, live, hit_ticks, events, BLOCK: tl.constexpr):
-    """A car's `car_ints` row: its ball hit info's two tick counts (``hit_ticks``: a hit info's last two
-    fields) and its events (touched, demoed_by, bumped_by, pickup pad)."""
+def load_hit_ticks(car_ints_ptr, row, live, BLOCK: tl.constexpr):
+    """A car's ball hit info's two tick counts, the first two columns of its `car_ints` row."""
+    return load_columns(car_ints_ptr, row, live, CAR_INTS_WIDTH, 2, 2, BLOCK)
+
+
+@jit
+def store_hit_ticks(car_ints_ptr, row, live, hit_ticks, BLOCK: tl.constexpr):
+    """`load_hit_ticks`' inverse (``hit_ticks``: a hit info's last two fields)."""
+    store_columns(car_ints_ptr, row, hit_ticks, live, CAR_INTS_WIDTH, 2, 2, BLOCK)
+
+
+@jit
+def load_car_events(car_ints_ptr, row, live, BLOCK: tl.constexpr):
+    """A car's events so far, columns 2-5 of its `car_ints` row: (touched, demoed_by, bumped_by, pickup pad)."""
+    ints = load_columns(car_ints_ptr + EVENTS_AT, row, live, CAR_INTS_WIDTH, 4, 4, BLOCK)
+    return ints[0] != 0, ints[1].to(tl.int32), ints[2].to(tl.int32), ints[3].to(tl.int32)
+
+
+@jit
+def store_car_events(car_ints_ptr, row, live, events, BLOCK: tl.constexpr):
+    """`load_car_events`' inverse."""
     touch, demoer, bumper, pad = events
-    zero = hit_ticks[0] * 0
-    ints = (hit_ticks[0], hit_ticks[1], touch.to(tl.int64), demoer.to(tl.int64), bumper.to(tl.int64), pad.to(tl.int64))
-    store_row(car_ints_ptr, row, ints + (zero, zero), live, CAR_INTS_WIDTH, BLOCK)
-
-
-@jit
-def car_events_of(ints):
-    """A car's events so far from its `car_ints` row: (touched, demoed_by, bumped_by, pickup pad)."""
-    return ints[2] != 0, ints[3].to(tl.int32), ints[4].to(tl.int32), ints[5].to(tl.int32)
+    ints = (touch.to(tl.int64), demoer.to(tl.int64), bumper.to(tl.int64), pad.to(tl.int64))
+    store_columns(car_ints_ptr + EVENTS_AT, row, ints, live, CAR_INTS_WIDTH, 4, 4, BLOCK)
 
 
 @jit
@@ -316,7 +324,7 @@ def store_car_tick(
     """A car's `car_tick` row."""
     zero = force[0] * 0.0
     values = force + torque + (frozen.to(tl.float32), touched.to(tl.float32))
-    values = values + (demoed_by.to(tl.float32), bumped_by.to(tl.float32), zero - 1.0, zero, zero, zero, zero, zero)
+    values = values + (demoed_by.to(tl.float32), bumped_by.to(tl.float32), zero, zero, zero, zero, zero, zero)
     store_row(car_tick_ptr, row, values, live, CAR_TICK_WIDTH, BLOCK)
 
 
@@ -374,7 +382,7 @@ def pre_tick_kernel(
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
         tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
-        car, ints, info = load_car_and_hit_info(
+        car, info = load_car_and_hit_info(
             car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
         )
         bodies = bodies_of(  # the wheels' other bodies: the cars' tick-start rows and the ball
@@ -403,7 +411,7 @@ def pre_tick_kernel(
         store_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
         )
-        store_car_ints(car_ints_ptr, row, live, info[4:], car_events_of(ints), BLOCK)
+        store_hit_ticks(car_ints_ptr, row, live, info[4:], BLOCK)
         none = tl.full([BLOCK], -1, tl.int32)
         store_car_tick(
             car_tick_ptr, row, live, force, torque, frozen, tl.zeros([BLOCK], tl.int1), none, none, BLOCK
@@ -430,9 +438,7 @@ def collisions_kernel(
     damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
     velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
-    all_ints = ()
     hit_infos = ()
-    ticks = ()
     touched = ()
     states = ()
     mask = tl.zeros([BLOCK], tl.int64)
@@ -440,12 +446,11 @@ def collisions_kernel(
         row = lane * NUM_CARS + c
         state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
         car_pos, car_vel, rot_mat = state[0], state[1], state[2]
-        ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
-        info = load_hit_info(car_rows_ptr, ints, row, live, BLOCK)
-        this_tick = load_car_tick(car_tick_ptr, row, live, BLOCK)
+        info = load_hit_info(car_rows_ptr, load_hit_ticks(car_ints_ptr, row, live, BLOCK), row, live, BLOCK)
+        is_frozen = tl.load(car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT, mask=live, other=0.0) != 0
         is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
             pos, car_pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, c), f32(ball_contact_gap),
-            f32(ball_radius), this_tick[2],
+            f32(ball_radius), is_frozen,
         )  # fmt: skip
         body_row = car_contacts.body_row(
             normal, on_car, on_ball, depth, 1 + c, 0, CARBALL_FRICTION, CARBALL_RESTITUTION
@@ -457,9 +462,7 @@ def collisions_kernel(
             f32(ball_hit_extra_force_scale),
         )  # fmt: skip
         velocity_impulse_cache = add(velocity_impulse_cache, added)
-        all_ints = all_ints + (ints,)
         hit_infos = hit_infos + (info,)
-        ticks = ticks + (this_tick,)
         touched = touched + (is_hit,)
         states = states + (state,)
     contacts = ()
@@ -476,11 +479,9 @@ def collisions_kernel(
         row = lane * NUM_CARS + c
         store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], BLOCK)
         store_hit_info(car_rows_ptr, row, live, hit_infos[c], BLOCK)
-        store_car_ints(car_ints_ptr, row, live, hit_infos[c][4:], car_events_of(all_ints[c]), BLOCK)
-        force, torque, frozen = ticks[c][0], ticks[c][1], ticks[c][2]
-        store_car_tick(
-            car_tick_ptr, row, live, force, torque, frozen, touched[c], demoed_by[c], bumped_by[c], BLOCK
-        )
+        store_hit_ticks(car_ints_ptr, row, live, hit_infos[c][4:], BLOCK)
+        callbacks = (touched[c].to(tl.float32), demoed_by[c].to(tl.float32), bumped_by[c].to(tl.float32))
+        store_columns(car_tick_ptr + TOUCHED_AT, row, callbacks, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
     store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
 
 
@@ -703,7 +704,7 @@ def car_step_kernel(
             live = live & ~touch
             solved = car_contacts.untouched(start)
         # the whole car only now: its other fields are not held in registers through the contacts and solve
-        car, _, info = load_car_and_hit_info(
+        car, info = load_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
         )
         controls = load_controls(controls_ptr, row, live, BLOCK)
@@ -723,7 +724,7 @@ def car_step_kernel(
 @stage_jit
 def ball_and_rules_kernel(
     pos_ptr, vel_ptr, ang_vel_ptr, velocity_impulse_cache_ptr, tick_count_since_update_ptr, tick_count_ptr,
-    game_ints_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
+    game_ints_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr,
     body_solve_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, kickoff_spawns_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
@@ -736,7 +737,7 @@ def ball_and_rules_kernel(
     PUSH_POINTS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """The ball's part of each tick and the game around the physics, one env per lane, ``ticks`` ticks
-    (the ball and the game in registers; with cars, one tick per launch, after `boost_pads_kernel`):
+    (the ball and the game in registers; with cars, one tick per launch, after `car_events_kernel`):
     1. the ball's sleeping, 5. its contacts with the arena, solved from its deltas of the solve between
     bodies (`body_solve`), and integration; 8. the ball's finish; 9. goals; 10. the tick count, scores
     and events; a kickoff after a goal when the game asks for one."""
@@ -767,23 +768,6 @@ def ball_and_rules_kernel(
         if NUM_CARS > 0:  # the ball's deltas from the solve between bodies, in UU
             dv, dw, push, turn = load_body_solve(body_solve_ptr, lane * (NUM_CARS + 1), live, BLOCK)
             start = (scale(dv, BT_TO_UU), dw, scale(push, BT_TO_UU), turn)
-        car_events = ()
-        hit_ticks = ()
-        touched = ()
-        demoed_by = ()
-        bumped_by = ()
-        pickup_pad = ()
-        for c in tl.static_range(NUM_CARS):  # the cars' events so far, this tick's callbacks and pickups
-            # (read before the ball's step, so their loads wait behind it)
-            row = lane * NUM_CARS + c
-            ints = load_row(car_ints_ptr, row, live, CAR_INTS_WIDTH, BLOCK)
-            car_events = car_events + (car_events_of(ints),)
-            hit_ticks = hit_ticks + ((ints[0], ints[1]),)
-            callbacks = load_columns(car_tick_ptr + TOUCHED_AT, row, live, CAR_TICK_WIDTH, 4, 4, BLOCK)
-            touched = touched + (callbacks[0] != 0,)
-            demoed_by = demoed_by + (callbacks[1].to(tl.int32),)
-            bumped_by = bumped_by + (callbacks[2].to(tl.int32),)
-            pickup_pad = pickup_pad + (callbacks[3].to(tl.int32),)
         pos, vel, ang_vel = physics_step(  # 5. the ball against the arena
             pos, vel, ang_vel, live & (~sleeping), tick_time, f32(gravity_dv), f32(ball_damping), f32(ball_radius),
             f32(ball_contact_gap), f32(ball_inv_mass), f32(ball_inv_inertia), f32(ball_restitution),
@@ -804,9 +788,9 @@ def ball_and_rules_kernel(
         blue_score, orange_score, scored_last_tick = rules.count_goals(
             blue_score, orange_score, scored_last_tick, goal
         )
-        goal_tick, goals, car_events = fold_tick(
-            (goal_tick, goals, car_events), goal, tick_count, touched, demoed_by, bumped_by, pickup_pad, NUM_CARS
-        )
+        # the events (`rules.fold_events`; the cars' are `car_events_kernel`'s)
+        goal_tick = tl.where((goal > 0) & (goal_tick < 0), tick_count, goal_tick)
+        goals = goals | goal
         if KICKOFF_AFTER_GOAL:  # nitro's option: a kickoff after each goal
             kickoff = live & (goal > 0)
             if tl.max(kickoff.to(tl.int32), axis=0) > 0:  # the cars and pads of the block's scoring envs
@@ -816,10 +800,6 @@ def ball_and_rules_kernel(
                     pad_cooldown_ptr, pad_prev_locked_car_id_ptr, f32(car_spawn_boost_amount), NUM_CARS, BLUE,
                     KICKOFF_ROWS, BLOCK,
                 )  # fmt: skip
-            new_ticks = ()
-            for c in tl.static_range(NUM_CARS):  # a fresh ball hit info's
-                new_ticks = new_ticks + ((tl.where(kickoff, -1, hit_ticks[c][0]), tl.where(kickoff, -1, hit_ticks[c][1])),)
-            hit_ticks = new_ticks
             zero = vel[0] * 0.0
             pos = where(kickoff, (zero, zero, zero + BALL_REST_Z), pos)
             vel = where(kickoff, (zero, zero, zero), vel)
@@ -827,8 +807,6 @@ def ball_and_rules_kernel(
             velocity_impulse_cache = where(kickoff, (zero, zero, zero), velocity_impulse_cache)
             tick_count_since_update = tl.where(kickoff, 0, tick_count_since_update)
             kickoff_count += kickoff.to(tl.int64)
-        for c in tl.static_range(NUM_CARS):
-            store_car_ints(car_ints_ptr, lane * NUM_CARS + c, live, hit_ticks[c], car_events[c], BLOCK)
         k += 1
     store(pos_ptr + lane * 3, pos, mask=live)
     store(vel_ptr + lane * 3, vel, mask=live)
@@ -848,15 +826,16 @@ def ball_and_rules_kernel(
 
 
 @stage_jit
-def boost_pads_kernel(
-    car_rows_ptr, car_tick_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
-    hitbox_table_ptr, n, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr,
-    BLOCK: tl.constexpr,
+def car_events_kernel(
+    car_rows_ptr, car_ints_ptr, car_tick_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr,
+    pad_table_ptr, hitbox_table_ptr, n, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small,
+    NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """Stages 3. and 7., one env per lane, after `car_step_kernel`: each pad's cooldown, the car it is
-    locked to and the boost it gives (`update_pads`); each car's boost into its row and the pad it picked
-    up (-1 none) into its `car_tick` row. A kernel apart from the ball's, whose registers would limit how
-    many envs wait on the pads' memory at once."""
+    """Stages 3. and 7. and the cars' events, one env per lane, after `car_step_kernel`: each pad's
+    cooldown, the car it is locked to and the boost it gives (`update_pads`), each car's boost into its
+    row; then each car's events so far in its `car_ints` row with this tick's callbacks (`car_tick`)
+    and pickup folded in (`fold_car_events`). A kernel apart from the ball's, whose registers would
+    limit how many envs wait on the pads' memory at once."""
     lane, live, env = env_lanes(n, BLOCK)
     cars = ()
     for c in tl.static_range(NUM_CARS):
@@ -868,7 +847,12 @@ def boost_pads_kernel(
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
         tl.store(car_rows_ptr + row * CAR_WIDTH + BOOST_AT, boosts[c], mask=live)
-        tl.store(car_tick_ptr + row * CAR_TICK_WIDTH + PICKUP_AT, pickup_pad[c].to(tl.float32), mask=live)
+        callbacks = load_columns(car_tick_ptr + TOUCHED_AT, row, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
+        events = fold_car_events(
+            load_car_events(car_ints_ptr, row, live, BLOCK), callbacks[0] != 0, callbacks[1].to(tl.int32),
+            callbacks[2].to(tl.int32), pickup_pad[c],
+        )  # fmt: skip
+        store_car_events(car_ints_ptr, row, live, events, BLOCK)
 
 
 @jit
@@ -897,16 +881,20 @@ def update_pads(
         cars_max = cars_max + (hi,)
         cars_tested = cars_tested + (boost_pads.tested(car[0], car[2], car[3]),)
     if NUM_CARS > 0:
-        # each pad's state is read two pads ahead of its turn, so the reads' latency passes while the
-        # two pads before it are walked (a read cannot move above the stores before it on its own)
+        # each pad's state is read `PADS_AHEAD` pads ahead of its turn, so the reads' latency passes
+        # while the pads before it are walked (a read cannot move above the stores before it on its own)
         pads = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr)
-        state_next = load_pad_state(pads, env, 0, n, live)
-        state_after = load_pad_state(pads, env, 1, n, live)
+        ahead = ()
+        for a in tl.static_range(PADS_AHEAD):
+            ahead = ahead + (load_pad_state(pads, env, a, n, live),)
         for p in range(BOOST_PAD_COUNT):
             pad_pos, is_big = boost_pads.load_pad(pad_table_ptr, p)
-            was_active, old_cooldown, old_prev = state_next
-            state_next = state_after
-            state_after = load_pad_state(pads, env, p + 2, n, live & (p + 2 < BOOST_PAD_COUNT))
+            was_active, old_cooldown, old_prev = ahead[0]
+            later = ()
+            for a in tl.static_range(1, PADS_AHEAD):
+                later = later + (ahead[a],)
+            upcoming = p + PADS_AHEAD
+            ahead = later + (load_pad_state(pads, env, upcoming, n, live & (upcoming < BOOST_PAD_COUNT)),)
             is_active, cooldown = boost_pads.pre_tick_update(old_cooldown, tick_time)
             locked = boost_pads.check_collision(
                 old_prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS
@@ -954,7 +942,7 @@ def kickoff_cars(
     order = rules.kickoff_order(hashed_seed, env, kickoff_count)
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        car, _, _ = load_car_and_hit_info(
+        car, _ = load_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, kickoff, BLOCK
         )
         fresh, fresh_info = rules.spawned_car(
@@ -965,6 +953,7 @@ def kickoff_cars(
         store_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, kickoff, fresh, fresh_info, BLOCK
         )
+        store_hit_ticks(car_ints_ptr, row, kickoff, fresh_info[4:], BLOCK)
     for p in range(BOOST_PAD_COUNT):
         tl.store(pad_is_active_ptr + pad_at(env, p, n), tl.full([BLOCK], 1, tl.int8), mask=kickoff)
         tl.store(pad_cooldown_ptr + pad_at(env, p, n), tl.zeros([BLOCK], dtype=tl.float32), mask=kickoff)
@@ -988,36 +977,24 @@ def pad_at(env, p, n):
 
 
 @jit
-def fold_tick(events, goal, tick_count, touched, demoed_by, bumped_by, pickup_pad, NUM_CARS: tl.constexpr):
-    """Fold one tick's events into the events so far (`rules.fold_events`): ``goals`` bit 0 blue, bit 1
-    orange; the first scoring tick, attacker and pad kept."""
-    goal_tick, goals, car_events = events
-    goal_tick = tl.where((goal > 0) & (goal_tick < 0), tick_count, goal_tick)
-    new = ()
-    for c in tl.static_range(NUM_CARS):
-        touch, demoer, bumper, pad = car_events[c]
-        new = new + (
-            (
-                touch | touched[c],
-                rules.first(demoer, demoed_by[c]),
-                rules.first(bumper, bumped_by[c]),
-                rules.first(pad, pickup_pad[c]),
-            ),
-        )
-    return goal_tick, goals | goal, new
+def fold_car_events(events, touched, demoed_by, bumped_by, pickup_pad):
+    """One car's events so far with one more tick's (`rules.fold_events`): the touch OR-ed, the first
+    attacker and pad kept."""
+    touch, demoer, bumper, pad = events
+    return touch | touched, rules.first(demoer, demoed_by), rules.first(bumper, bumped_by), rules.first(pad, pickup_pad)
 
 
 @jit
-def load_hit_info(rows_ptr, ints, row, live, BLOCK: tl.constexpr):
+def load_hit_info(rows_ptr, hit_ticks, row, live, BLOCK: tl.constexpr):
     """A car's ball hit info: its ``ball_hit_info_*`` floats from the car's packed row (after `load_car`'s
-    fields, `HIT_INFO_AT`) and its two tick counts from its `car_ints`."""
+    fields, `HIT_INFO_AT`) and its two tick counts (`load_hit_ticks`)."""
     v = load_columns(rows_ptr + HIT_INFO_AT, row, live, CAR_WIDTH, HIT_INFO_FLOATS, 16, BLOCK)
-    return v[0] != 0, (v[1], v[2], v[3]), (v[4], v[5], v[6]), (v[7], v[8], v[9]), ints[0], ints[1]
+    return v[0] != 0, (v[1], v[2], v[3]), (v[4], v[5], v[6]), (v[7], v[8], v[9]), hit_ticks[0], hit_ticks[1]
 
 
 @jit
 def store_hit_info(rows_ptr, row, live, info, BLOCK: tl.constexpr):
-    """`load_hit_info`'s floats back into the car's row (its tick counts go with `store_car_ints`)."""
+    """`load_hit_info`'s floats back into the car's row (its tick counts go with `store_hit_ticks`)."""
     values = (info[0].to(tl.float32),) + info[1] + info[2] + info[3]
     store_columns(rows_ptr + HIT_INFO_AT, row, values, live, CAR_WIDTH, HIT_INFO_FLOATS, 16, BLOCK)
 
@@ -1047,15 +1024,15 @@ def store_bump_state(rows_ptr, car_contact_id_ptr, row, live, state, BLOCK: tl.c
 
 
 @jit
-def hit_info_of(v, ints):
-    """`load_hit_info` of a car row's floats ``v`` (`kernels/car.load_car_row`)."""
+def hit_info_of(v, hit_ticks):
+    """`load_hit_info` of a car row's floats ``v`` (`kernels/car.load_car_row`) and its tick counts."""
     return (
         v[HIT_INFO_AT] != 0,
         (v[HIT_INFO_AT + 1], v[HIT_INFO_AT + 2], v[HIT_INFO_AT + 3]),
         (v[HIT_INFO_AT + 4], v[HIT_INFO_AT + 5], v[HIT_INFO_AT + 6]),
         (v[HIT_INFO_AT + 7], v[HIT_INFO_AT + 8], v[HIT_INFO_AT + 9]),
-        ints[0],
-        ints[1],
+        hit_ticks[0],
+        hit_ticks[1],
     )
 
 
@@ -1158,7 +1135,9 @@ def step_ticks_op(
 ROWS_BLOCK = 128
 """Cars per program of `car_rows_kernel` (four warps, one car per thread)."""
 PADS_BLOCK = 128
-"""Envs per program of `boost_pads_kernel` (four warps, one env per thread)."""
+"""Envs per program of `car_events_kernel` (four warps, one env per thread)."""
+PADS_AHEAD = constexpr(8)
+"""How many pads ahead of its turn `update_pads` reads a pad's state."""
 
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")
@@ -1286,6 +1265,8 @@ GAME_WIDTH = constexpr(8)
 CAR_INTS_WIDTH = constexpr(8)
 """`car_ints`' columns: ball_hit_info_tick_count_when_hit, _when_extra_impulse_applied, the events'
 ball_touch, demoed_by, bumped_by, boost_pickup_pad, two spare."""
+EVENTS_AT = constexpr(2)
+"""Where the events start in a `car_ints` row."""
 
 
 def int_fields(state: GameState, events: ArenaEvents) -> dict[str, torch.Tensor]:
