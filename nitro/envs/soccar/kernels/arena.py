@@ -373,11 +373,12 @@ def pre_tick_kernel(
     cars' for its wheel rays, `vehicle.Bodies`), the updated ones written to ``car_rows``: two buffers,
     because each lane writes the row another lane's wheels read (`tick` swaps them every tick).
 
-    Two passes (`tick`): the first takes every car (`car_order`) and finishes those whose wheel rays
-    pass near no other car and no ball (`vehicle.rays_near_bodies`: the rays meet the arena alone),
-    deferring the others to ``deferred`` (`defer_lanes`); the second (``DEFERRED``) runs those with the
-    rays against the bodies. The bodies' casts and what their hits carry take registers every lane
-    pays for, and most cars are far from the rest most of the time."""
+    Two passes (`tick`): the first takes every car (`car_order`) and finishes those that are not
+    demolished and whose wheel rays pass near no other car and no ball (`vehicle.rays_near_bodies`: the
+    rays meet the arena alone), deferring the others to ``deferred`` (`defer_lanes`); the second
+    (``DEFERRED``) runs those, with the countdown and respawn and the rays against the bodies. The
+    bodies' casts, what their hits carry, a respawned car and the car a demolished one keeps take
+    registers every lane pays for, and most cars are far from the rest, and alive, most of the time."""
     row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
@@ -390,15 +391,16 @@ def pre_tick_kernel(
             f32(ball_radius), f32(ball_inv_mass), f32(ball_inv_inertia), NUM_CARS, BLOCK,
         )  # fmt: skip
         frozen = car[28]
-        car, info = rules.update_demo(
-            car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount),
-            live, slot, (slot >= BLUE).to(tl.int32), BLOCK,
-        )  # fmt: skip
         params = load_car_params(car_table_ptr, slot)
-        if not DEFERRED:
+        if DEFERRED:
+            car, info = rules.update_demo(
+                car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount),
+                live, slot, (slot >= BLUE).to(tl.int32), BLOCK,
+            )  # fmt: skip
+        else:  # the demolished cars, and those whose rays reach a body, wait for the second pass
             near = rays_near_bodies(bodies, car[0], params[1], params[2], params[3], live, NUM_CARS, BLOCK)
-            deferral = defer_lanes(deferred_count_ptr, slot, near)
-            live = live & ~near
+            deferral = defer_lanes(deferred_count_ptr, slot, near | frozen)
+            live = live & ~(near | frozen)
         solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
         car, force, torque = car_kernels.pre_tick_update(
             car, load_controls(controls_ptr, row, live, BLOCK), params, tick_time, solver_dt,
@@ -407,6 +409,7 @@ def pre_tick_kernel(
             arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                      plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
             grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), bodies, NUM_CARS, NUM_PLANES, BLOCK, DEFERRED,
+            DEFERRED,
         )  # fmt: skip
         store_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK

@@ -585,13 +585,15 @@ def pre_tick_update(
     NUM_PLANES: tl.constexpr,
     BLOCK: tl.constexpr,
     BODIES: tl.constexpr = True,
+    DEMOLISHED: tl.constexpr = True,
 ):
     """Car::_PreTickUpdate of one car per lane: the car's stages in RocketSim's order. Returns the car
     (impulses already in its velocities) and the force and torque for Bullet's step.
 
     ``bodies``: the cars and the ball as the wheels' rays and friction see them (`kernels/vehicle.py`:
     the state when the cars' pre-ticks start); without ``BODIES`` the rays meet the arena alone
-    (`kernels/vehicle.ray_cast`)."""
+    (`kernels/vehicle.ray_cast`). Without ``DEMOLISHED`` no lane holds a demolished car, so the car as
+    it came (what a demolished car keeps) is not held in registers to the end."""
     (
         pos, rot_mat, vel, ang_vel, is_on_ground, wheels_with_contact, has_jumped, has_double_jumped,
         has_flipped, flip_rel_torque, jump_time, flip_time, is_flipping, is_jumping, air_time,
@@ -675,7 +677,10 @@ def pre_tick_update(
         tick_count_since_update, is_boosting, time_since_boosted, velocity_impulse_cache, engine_force,
         brake, steer_angle, lat_friction, long_friction, extra_pushback,
     )  # fmt: skip
-    return where_car(is_demoed, frozen, updated), where(is_demoed, zero, force), where(is_demoed, zero, torque)
+    if DEMOLISHED:
+        updated = where_car(is_demoed, frozen, updated)
+        force, torque = where(is_demoed, zero, force), where(is_demoed, zero, torque)
+    return updated, force, torque
 
 
 @jit

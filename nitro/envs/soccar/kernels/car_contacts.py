@@ -22,7 +22,7 @@ from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_w
 from nitro.envs.soccar.kernels.sequential_impulse import row_impulse, setup_rows, simd_dot3
 from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.kernels.vec import (
-    add, cross, dot, load, load_row, load_uniform, neg, pick, pick3, put, put3, scale, sub, where,
+    add, dot, load, load_row, load_uniform, neg, pick, pick3, put, put3, scale, sub, where,
 )
 from nitro.envs.soccar.vec import BOX_SUPPORT_TIE as _BOX_SUPPORT_TIE
 
