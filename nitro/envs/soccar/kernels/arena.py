@@ -896,8 +896,8 @@ def update_pads(
             later = ()
             for a in tl.static_range(1, PADS_AHEAD):
                 later = later + (ahead[a],)
-            upcoming = p + PADS_AHEAD
-            ahead = later + (load_pad_state(pads, env, upcoming, n, live & (upcoming < BOOST_PAD_COUNT)),)
+            upcoming = live & (p < BOOST_PAD_COUNT - PADS_AHEAD)
+            ahead = later + (load_pad_state(pads, env, p + PADS_AHEAD, n, upcoming),)
             is_active, cooldown = boost_pads.pre_tick_update(old_cooldown, tick_time)
             locked = boost_pads.check_collision(
                 old_prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS
