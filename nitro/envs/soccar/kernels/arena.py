@@ -441,27 +441,19 @@ def collisions_kernel(
     damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
     velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
-    # every read first, the cars' and the pairs', so no read waits behind a store (which it cannot pass)
-    states = ()
-    infos = ()
-    frozen = ()
-    for c in tl.static_range(NUM_CARS):
-        row = lane * NUM_CARS + c
-        states = states + (load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK),)
-        infos = infos + (load_hit_info(car_rows_ptr, load_hit_ticks(car_ints_ptr, row, live, BLOCK), row, live, BLOCK),)
-        frozen = frozen + (tl.load(car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT, mask=live, other=0.0) != 0,)
-    pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
-    pair_contacts = ()
-    for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
-        pair_contacts = pair_contacts + (load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK),)
     hit_infos = ()
     touched = ()
+    states = ()
     mask = tl.zeros([BLOCK], tl.int64)
     for c in tl.static_range(NUM_CARS):
-        car_pos, car_vel, rot_mat = states[c][0], states[c][1], states[c][2]
+        row = lane * NUM_CARS + c
+        state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
+        car_pos, car_vel, rot_mat = state[0], state[1], state[2]
+        info = load_hit_info(car_rows_ptr, load_hit_ticks(car_ints_ptr, row, live, BLOCK), row, live, BLOCK)
+        is_frozen = tl.load(car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT, mask=live, other=0.0) != 0
         is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
             pos, car_pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, c), f32(ball_contact_gap),
-            f32(ball_radius), frozen[c],
+            f32(ball_radius), is_frozen,
         )  # fmt: skip
         body_row = car_contacts.body_row(
             normal, on_car, on_ball, depth, 1 + c, 0, CARBALL_FRICTION, CARBALL_RESTITUTION
@@ -469,15 +461,17 @@ def collisions_kernel(
         store_row(body_rows_ptr, lane * rows + c, body_row, live & is_hit, BODY_ROW_WIDTH, BLOCK)
         mask = mask | (is_hit.to(tl.int64) << c)
         added, info = ball_hit.on_hit(
-            is_hit, relative_pos_on_ball, pos, damped_vel, car_pos, car_vel, column(rot_mat, 0), infos[c], tick_count,
+            is_hit, relative_pos_on_ball, pos, damped_vel, car_pos, car_vel, column(rot_mat, 0), info, tick_count,
             f32(ball_hit_extra_force_scale),
         )  # fmt: skip
         velocity_impulse_cache = add(velocity_impulse_cache, added)
         hit_infos = hit_infos + (info,)
         touched = touched + (is_hit,)
+        states = states + (state,)
     contacts = ()
-    for pair in tl.static_range(pairs):
-        contact = pair_contacts[pair]
+    pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
+    for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
+        contact = load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK)
         contacts = contacts + (contact[1:],)
         mask = mask | (contact[0].to(tl.int64) << (NUM_CARS + pair * PAIR_COUNT_BITS))  # `row_held`
     tl.store(body_mask_ptr + lane, mask, mask=live)
@@ -847,13 +841,8 @@ def car_events_kernel(
     limit how many envs wait on the pads' memory at once."""
     lane, live, env = env_lanes(n, BLOCK)
     cars = ()
-    events = ()
-    callbacks = ()
-    for c in tl.static_range(NUM_CARS):  # (the events' reads too, so their latency passes in the walk)
-        row = lane * NUM_CARS + c
-        cars = cars + (load_pad_car(car_rows_ptr, row, live, BLOCK),)
-        events = events + (load_car_events(car_ints_ptr, row, live, BLOCK),)
-        callbacks = callbacks + (load_columns(car_tick_ptr + TOUCHED_AT, row, live, CAR_TICK_WIDTH, 3, 4, BLOCK),)
+    for c in tl.static_range(NUM_CARS):
+        cars = cars + (load_pad_car(car_rows_ptr, lane * NUM_CARS + c, live, BLOCK),)
     boosts, pickup_pad = update_pads(
         cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
         hitbox_table_ptr, f32(tick_time), f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
@@ -861,11 +850,12 @@ def car_events_kernel(
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
         tl.store(car_rows_ptr + row * CAR_WIDTH + BOOST_AT, boosts[c], mask=live)
-        touched, demoed_by, bumped_by = callbacks[c]
-        folded = fold_car_events(
-            events[c], touched != 0, demoed_by.to(tl.int32), bumped_by.to(tl.int32), pickup_pad[c]
-        )
-        store_car_events(car_ints_ptr, row, live, folded, BLOCK)
+        callbacks = load_columns(car_tick_ptr + TOUCHED_AT, row, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
+        events = fold_car_events(
+            load_car_events(car_ints_ptr, row, live, BLOCK), callbacks[0] != 0, callbacks[1].to(tl.int32),
+            callbacks[2].to(tl.int32), pickup_pad[c],
+        )  # fmt: skip
+        store_car_events(car_ints_ptr, row, live, events, BLOCK)
 
 
 @jit
@@ -894,23 +884,20 @@ def update_pads(
         cars_max = cars_max + (hi,)
         cars_tested = cars_tested + (boost_pads.tested(car[0], car[2], car[3]),)
     if NUM_CARS > 0:
-        # each pad's state and place are read `PADS_AHEAD` pads ahead of its turn, so the reads' latency
-        # passes while the pads before it are walked (a read cannot move above the stores before it)
+        # each pad's state is read `PADS_AHEAD` pads ahead of its turn, so the reads' latency passes
+        # while the pads before it are walked (a read cannot move above the stores before it on its own)
         pads = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr)
         ahead = ()
         for a in tl.static_range(PADS_AHEAD):
-            ahead = ahead + ((load_pad_state(pads, env, a, n, live), boost_pads.load_pad(pad_table_ptr, a)),)
+            ahead = ahead + (load_pad_state(pads, env, a, n, live),)
         for p in range(BOOST_PAD_COUNT):
-            state, pad = ahead[0]
-            was_active, old_cooldown, old_prev = state
-            pad_pos, is_big = pad
+            pad_pos, is_big = boost_pads.load_pad(pad_table_ptr, p)
+            was_active, old_cooldown, old_prev = ahead[0]
             later = ()
             for a in tl.static_range(1, PADS_AHEAD):
                 later = later + (ahead[a],)
-            upcoming = p < BOOST_PAD_COUNT - PADS_AHEAD
-            coming = tl.minimum(p + PADS_AHEAD, BOOST_PAD_COUNT - 1)  # (a pad's row in the table, read or not)
-            state = load_pad_state(pads, env, p + PADS_AHEAD, n, live & upcoming)
-            ahead = later + ((state, boost_pads.load_pad(pad_table_ptr, coming)),)
+            upcoming = live & (p < BOOST_PAD_COUNT - PADS_AHEAD)
+            ahead = later + (load_pad_state(pads, env, p + PADS_AHEAD, n, upcoming),)
             is_active, cooldown = boost_pads.pre_tick_update(old_cooldown, tick_time)
             locked = boost_pads.check_collision(
                 old_prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS
