@@ -133,7 +133,7 @@ class Arena:
 
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
-    K-tick step in six Triton stage kernels per tick, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
+    K-tick step in seven Triton stage kernels per tick, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
     the state tensors in place). The fused kernel approximates the tick in arenas with cars: the
     contacts between bodies (the car-ball sphere-box closed form, the car pairs' separating axes with
     their deepest corners: `car_contacts`) are solved alone, then each body's arena contacts (a car

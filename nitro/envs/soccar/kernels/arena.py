@@ -1182,7 +1182,7 @@ def launch_step_ticks_(
     block: int = FUSED_BLOCK,
     maxnreg: int = 0,
 ) -> None:
-    """Advance the arenas by ``ticks`` ticks with ``controls`` [N, C, 8] held (`step_ticks_op`: six
+    """Advance the arenas by ``ticks`` ticks with ``controls`` [N, C, 8] held (`step_ticks_op`: seven
     stage kernels per tick, or one launch for ball-only arenas), updating ``state`` and ``events`` in
     place: the same mechanics as `arena.step_ticks`.
 
