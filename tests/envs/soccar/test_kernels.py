@@ -214,6 +214,8 @@ def test_kernels_lower_for_the_gpu_with_compile_argument_types(mesh, monkeypatch
         "car_step_kernel",
         "car_events_kernel",
         "ball_and_rules_kernel",
+        "car_rows_kernel",
+        "ints_rows_kernel",
     }
     for fn, values, options in launches:
         signature, constants = _signature(fn, values, float_type)
