@@ -99,7 +99,7 @@ def warm_one(size: str, block: int, kernel: tuple[str, int], envs: int, caps: di
     if not seconds:
         raise RuntimeError(f"{kernel_name} was not launched by a {size} step: stage_kernels is out of date")
     caches = getattr(arena_kernels, kernel_name).device_caches[torch.cuda.current_device()][0]
-    return {"size": size, "block": block, "kernel": kernel_name + (" (deferred)" if wanted else ""),
+    return {"size": size, "block": block, "kernel": arena_kernels.pass_name(kernel_name, wanted),
             "seconds": round(seconds[0], 2),
             "keys": [str(key) for key in caches], "key_parts": parts}  # fmt: skip
 
@@ -120,6 +120,8 @@ def main() -> None:
     args = parser.parse_args()
     import soccar_gpu as common
 
+    from nitro.envs.soccar.kernels import arena as arena_kernels
+
     caps = common.register_caps(args.maxnreg)
     only = set(filter(None, args.kernels.split(",")))
     jobs = [
@@ -127,7 +129,7 @@ def main() -> None:
         for size in args.sizes.split(",")
         for block in args.blocks.split(",")
         for kernel in stage_kernels(sum(int(x) for x in size.split("v")))
-        if not only or kernel[0] + (" (deferred)" if kernel[1] else "") in only
+        if not only or arena_kernels.pass_name(*kernel) in only
     ]
     start = time.perf_counter()
     rows, errors = [], []

@@ -151,8 +151,7 @@ FORCE_AT = constexpr(0)
 TORQUE_AT = constexpr(3)
 FROZEN_AT = constexpr(6)
 TOUCHED_AT = constexpr(7)
-DEMOED_BY_AT = constexpr(8)
-BUMPED_BY_AT = constexpr(9)
+"""Where the callbacks' touched, demoed_by and bumped_by start, side by side."""
 
 
 def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
@@ -194,16 +193,20 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
 
 
 REGISTER_CAPS: dict[str, int] = {}
-"""ptxas's register cap per thread of a stage kernel by its name, a two-pass kernel's second pass by its
-name and " (deferred)" (`launch`; a step's own ``maxnreg`` comes first): fewer registers, more warps per
-SM, the rest spilled."""
+"""ptxas's register cap per thread of a stage kernel by its `pass_name` (`launch`; a step's own
+``maxnreg`` comes first): fewer registers, more warps per SM, the rest spilled."""
+
+
+def pass_name(name: str, deferred) -> str:
+    """A stage kernel's name as the benchmarks and `REGISTER_CAPS` name it: a two-pass car kernel's
+    second pass (``DEFERRED``) as ``NAME (deferred)``."""
+    return name + (" (deferred)" if deferred else "")
 
 
 def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int) -> None:
     """``kernel`` over ``envs`` envs, ``block`` per program, times ``per_env`` (each car slot for the car
     kernels), its arguments picked by name from ``args``."""
-    name = kernel.fn.__name__
-    maxnreg = maxnreg or REGISTER_CAPS.get(name + (" (deferred)" if args.get("DEFERRED") else ""), 0)
+    maxnreg = maxnreg or REGISTER_CAPS.get(pass_name(kernel.fn.__name__, args.get("DEFERRED")), 0)
     cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
     named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
     programs = triton.cdiv(envs, block) * per_env
@@ -318,31 +321,21 @@ def store_car_events(car_ints_ptr, row, live, events, BLOCK: tl.constexpr):
 
 
 @jit
-def store_car_tick(
-    car_tick_ptr, row, live, force, torque, frozen, touched, demoed_by, bumped_by, BLOCK: tl.constexpr
-):
-    """A car's `car_tick` row."""
+def store_car_tick(car_tick_ptr, row, live, force, torque, frozen, BLOCK: tl.constexpr):
+    """A car's `car_tick` row as the pre-tick leaves it: no touch, no attacker yet (the callbacks
+    write theirs)."""
     zero = force[0] * 0.0
-    values = force + torque + (frozen.to(tl.float32), touched.to(tl.float32))
-    values = values + (demoed_by.to(tl.float32), bumped_by.to(tl.float32), zero, zero, zero, zero, zero, zero)
-    store_row(car_tick_ptr, row, values, live, CAR_TICK_WIDTH, BLOCK)
+    values = force + torque + (frozen.to(tl.float32), zero, zero - 1.0, zero - 1.0)
+    store_row(car_tick_ptr, row, values + (zero, zero, zero, zero, zero, zero), live, CAR_TICK_WIDTH, BLOCK)
 
 
 @jit
 def load_car_tick(car_tick_ptr, row, live, BLOCK: tl.constexpr):
-    """`store_car_tick`'s row: (force, torque, frozen, touched, demoed_by, bumped_by)."""
+    """What the physics reads of `store_car_tick`'s row: (force, torque, frozen)."""
     v = load_row(car_tick_ptr, row, live, CAR_TICK_WIDTH, BLOCK)
     force = (v[FORCE_AT], v[FORCE_AT + 1], v[FORCE_AT + 2])
     torque = (v[TORQUE_AT], v[TORQUE_AT + 1], v[TORQUE_AT + 2])
-    frozen = v[FROZEN_AT] != 0
-    return (
-        force,
-        torque,
-        frozen,
-        v[TOUCHED_AT] != 0,
-        v[DEMOED_BY_AT].to(tl.int32),
-        v[BUMPED_BY_AT].to(tl.int32),
-    )
+    return force, torque, v[FROZEN_AT] != 0
 
 
 @jit
@@ -399,8 +392,9 @@ def pre_tick_kernel(
             )  # fmt: skip
         else:  # the demolished cars, and those whose rays reach a body, wait for the second pass
             near = rays_near_bodies(bodies, car[0], params[1], params[2], params[3], live, NUM_CARS, BLOCK)
-            deferral = defer_lanes(deferred_count_ptr, slot, near | frozen)
-            live = live & ~(near | frozen)
+            waits = near | frozen
+            deferral = defer_lanes(deferred_count_ptr, slot, waits)
+            live = live & ~waits
         solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
         car, force, torque = car_kernels.pre_tick_update(
             car, load_controls(controls_ptr, row, live, BLOCK), params, tick_time, solver_dt,
@@ -415,10 +409,7 @@ def pre_tick_kernel(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
         )
         store_hit_ticks(car_ints_ptr, row, live, info[4:], BLOCK)
-        none = tl.full([BLOCK], -1, tl.int32)
-        store_car_tick(
-            car_tick_ptr, row, live, force, torque, frozen, tl.zeros([BLOCK], tl.int1), none, none, BLOCK
-        )
+        store_car_tick(car_tick_ptr, row, live, force, torque, frozen, BLOCK)
         if not DEFERRED:
             store_deferred(deferred_ptr, env, slot, deferral, n)
 
@@ -684,7 +675,7 @@ def car_step_kernel(
         start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
         moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
         pos, rot_mat, vel, ang_vel = moving
-        force, torque, frozen, _, _, _ = load_car_tick(car_tick_ptr, row, live, BLOCK)
+        force, torque, frozen = load_car_tick(car_tick_ptr, row, live, BLOCK)
         ext_v, ext_w = car_kernels.external_impulses(
             moving, force, torque, load_car_params(car_table_ptr, slot)[0], tick_time, f32(gravity_z)
         )
