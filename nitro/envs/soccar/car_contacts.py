@@ -38,7 +38,7 @@ from nitro.envs.soccar import constants as C
 from nitro.envs.soccar import rigid_body as rb
 from nitro.envs.soccar.arena_mesh import ArenaMesh, cell_candidates
 from nitro.envs.soccar.box_contacts import box_triangle_separation
-from nitro.envs.soccar.car_config import CarParams
+from nitro.envs.soccar.car_config import CarHitbox, CarParams
 from nitro.envs.soccar.contacts import (
     PLANE_OBJECT_BASE,
     BodySolve,
@@ -48,6 +48,7 @@ from nitro.envs.soccar.contacts import (
     ContactRows,
     SphereContacts,
 )
+from nitro.envs.soccar.gjk_pair_detector import ConvexShape, gjk_closest_points
 from nitro.envs.soccar.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.manifolds import build_manifolds
 from nitro.envs.soccar.mutators import TickParams, ball_radius_bt
@@ -55,7 +56,7 @@ from nitro.envs.soccar.sequential_impulse import SolverBodies, SolverResult, sol
 from nitro.envs.soccar.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.dynamics_world import solver_bodies
 from nitro.envs.soccar.state import BallState, CarState, World
-from nitro.envs.soccar.vec import box_support, cross, dot, gather_rows, mat_vec, vec_mat
+from nitro.envs.soccar.vec import box_support, dot, eager_cpu, gather_rows, mat_vec, vec_mat
 
 CAR_INV_MASS = float(np.float32(1.0) / np.float32(C.CAR_MASS_BT))
 """btRigidBody's inverse mass of a car (1 / 180), float32 as Bullet computes it."""
@@ -138,6 +139,48 @@ def deepest_corner(center: torch.Tensor, rot: torch.Tensor, half: torch.Tensor, 
     return center + mat_vec(rot, torch.where(local >= 0, half, -half))
 
 
+def box_triangle_contacts(center, rot, hitbox: CarHitbox, v0, v1, v2, valid):
+    """Each car box's contact with each candidate triangle as the fused kernel finds it
+    (`kernels/car_contacts.box_triangle_contacts`): Bullet's GJK (btGjkPairDetector,
+    `gjk_pair_detector.gjk_closest_points`) on the box grown by its margin against the triangle, in
+    Bullet units; where Bullet would run its penetration depth solver (EPA: the inner box overlaps the
+    triangle), the separating axes of the inner box (`box_contacts.box_triangle_separation`), the point
+    on the triangle nearest its support feature along the axis (`vec.box_support`: a corner, or a face
+    centre or edge midpoint where those lie flat against the triangle) and the margin taken off the
+    separation. ``center`` [B, 3] UU the box's centre, ``rot`` [B, 3, 3], ``hitbox`` flattened [B]
+    (BT), ``v0``.. [B, K, 3] UU, ``valid`` [B, K]. Returns (has: within the contact breaking threshold
+    [B, K], normal from the triangle into the box [B, K, 3], point on the triangle [B, K, 3] UU, signed
+    distance [B, K] UU). Eager CPU runs GJK on the valid pairs only."""
+    b, k = valid.shape
+    lanes = valid.reshape(-1)
+    pick = lanes.nonzero()[:, 0] if eager_cpu(lanes) else torch.arange(b * k, device=lanes.device)  # sync-ok
+    car = torch.div(pick, k, rounding_mode="floor")
+    flat = lambda x: x.reshape(b * k, 3)[pick]
+    tri = torch.stack((flat(v0), flat(v1), flat(v2)), -2) * C.UU_TO_BT
+    margin, threshold = hitbox.margin[car], hitbox.threshold[car]
+    box = ConvexShape("box", center[car] * C.UU_TO_BT, margin, basis=rot[car], half=hitbox.inner[car])
+    triangle = ConvexShape("triangle", torch.zeros_like(tri[:, 0]), torch.zeros_like(tri[:, 0, 0]), tri=tri)
+    grown = margin + threshold
+    hit = gjk_closest_points(box, triangle, grown * grown, penetration=False)
+    has = torch.zeros(b * k, dtype=torch.bool, device=lanes.device)
+    normal = torch.zeros(b * k, 3, device=lanes.device)
+    point, distance = torch.zeros_like(normal), torch.zeros(b * k, device=lanes.device)
+    has[pick] = hit.found & (hit.distance <= threshold)
+    normal[pick], point[pick], distance[pick] = hit.normal, hit.point_on_b * C.BT_TO_UU, hit.distance * C.BT_TO_UU
+    # the lanes GJK leaves to the penetration depth solver: the inner box's separating axes
+    inner = hitbox.inner * C.BT_TO_UU
+    sep, axis = box_triangle_separation(center[:, None], rot[:, None], inner[:, None], v0, v1, v2)
+    support = box_support(center[:, None], rot[:, None], inner[:, None], -axis)
+    deep = torch.zeros_like(has)
+    deep[pick] = hit.needs_penetration
+    deep = deep.reshape(b, k)
+    sep = sep - (hitbox.margin * C.BT_TO_UU)[:, None]
+    has = torch.where(deep, valid & (sep <= (hitbox.threshold * C.BT_TO_UU)[:, None]), has.reshape(b, k))
+    normal = torch.where(deep[..., None], axis, normal.reshape(b, k, 3))
+    point = torch.where(deep[..., None], closest_point_triangle(support, v0, v1, v2), point.reshape(b, k, 3))
+    return has, normal, point, torch.where(deep, sep, distance.reshape(b, k))
+
+
 def car_world_contacts(
     mesh: ArenaMesh, cars: CarState, car_params: CarParams, alive: torch.Tensor
 ) -> CarBodyContacts:
@@ -146,33 +189,26 @@ def car_world_contacts(
 
     The box is the hitbox with its margin, at the hitbox offset; ``alive`` [N, C]: the bodies in the
     world. Mesh triangles of the box's grid cell, in Bullet's visiting order, each give at most one
-    point by separating axes (`box_contacts.box_triangle_separation`): the normal is the axis of the
-    largest separation (the minimum translation where they overlap; from the triangle into the box),
-    the depth that separation; the point on the triangle is the one nearest the box's support point
-    along the normal (`vec.box_support`: a corner, or a face centre or edge midpoint where those lie
-    flat against the triangle), and the point on the car lies the depth above it (Bullet's pointA);
-    the normal is then smoothed at internal edges. The planes follow, each giving the box's deepest
-    corner (as `car_world.plane_contacts`). A point is kept within the car's contact breaking
-    threshold and filed into 4-point manifolds per arena object (`manifolds.build_manifolds`).
-    Manifold offsets are the points on the car relative to its origin (world axes), depths and
-    offsets in Bullet units, for the solve.
+    point (`box_triangle_contacts`: Bullet's GJK, separating axes where Bullet runs EPA), the point on
+    the car lying the distance above the one on the triangle (Bullet's pointA); the normal is then
+    smoothed at internal edges. The planes follow, each giving the box's deepest corner (as
+    `car_world.plane_contacts`). A point is kept within the car's contact breaking threshold and filed
+    into 4-point manifolds per arena object (`manifolds.build_manifolds`). Manifold offsets are the
+    points on the car relative to its origin (world axes), depths and offsets in Bullet units, for the
+    solve.
     """
     n, c = cars.pos.shape[:2]
-    hitbox = car_params.hitbox  # BT [C, ...]
     rot = cars.rot_mat.reshape(n * c, 3, 3)
     pos = cars.pos.reshape(n * c, 3)
-    flat = lambda x: x.expand(n, *x.shape).reshape(n * c, *x.shape[1:])
-    half = flat((hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU)  # UU
-    threshold = flat(hitbox.threshold * C.BT_TO_UU)
-    center = pos + mat_vec(rot, flat(hitbox.offset * C.BT_TO_UU))
+    each = car_params.hitbox.flat((n, c))  # BT
+    half = (each.inner + each.margin[:, None]) * C.BT_TO_UU  # UU
+    threshold = each.threshold * C.BT_TO_UU
+    center = pos + mat_vec(rot, each.offset * C.BT_TO_UU)
     live = alive.reshape(n * c)
-    # the cell's triangles: separating axes, then the internal-edge smoothing of the normal
+    # the cell's triangles: GJK (separating axes where Bullet runs EPA), then the internal-edge smoothing
     ids, valid = cell_candidates(mesh, center)
     v0, v1, v2 = mesh.tri_verts[ids].unbind(-2)
-    sep, raw_normal = box_triangle_separation(center[:, None], rot[:, None], half[:, None], v0, v1, v2)
-    has = valid & live[:, None] & (sep <= threshold[:, None])
-    support = box_support(center[:, None], rot[:, None], half[:, None], -raw_normal)
-    point_b = closest_point_triangle(support, v0, v1, v2)
+    has, raw_normal, point_b, sep = box_triangle_contacts(center, rot, each, v0, v1, v2, valid & live[:, None])
     point_a = point_b + raw_normal * sep[..., None]
     normal, _ = adjust_internal_edge_contacts(
         raw_normal, point_b, v0, v1, v2, mesh.tri_normals[ids], mesh.edge_angle[ids], mesh.edge_flags[ids]

@@ -333,15 +333,22 @@ class ClosestPoints:
     """Signed distance of the margin-grown shapes, negative when penetrating [P]."""
     method: torch.Tensor
     """m_lastUsedMethod (1: GJK, 3: EPA, 6: GJK after a failed EPA, 8: GJK kept over EPA) [P] int64."""
+    needs_penetration: torch.Tensor
+    """Where Bullet runs its penetration depth solver and this call did not (``penetration=False``):
+    no contact is reported there [P] bool."""
 
 
-def gjk_closest_points(a: ConvexShape, b: ConvexShape, max_distance2: torch.Tensor) -> ClosestPoints:
+def gjk_closest_points(
+    a: ConvexShape, b: ConvexShape, max_distance2: torch.Tensor, penetration: bool = True
+) -> ClosestPoints:
     """btGjkPairDetector::getClosestPointsNonVirtual of shapes A and B, per lane.
 
     ``max_distance2`` [P]: (margin A + margin B + contact breaking threshold)^2. Where GJK finds no
     separation (or a degenerate one within 0.01 BT), Bullet's penetration depth solver decides
     (`epa_penetration`, for a box A against a triangle B; a sphere's centre inside a car's inner box,
-    93 UU deep, never happens in a game and keeps GJK's answer). Returns the reported contact per lane.
+    93 UU deep, never happens in a game and keeps GJK's answer); with ``penetration=False`` those lanes
+    report nothing and are marked (``needs_penetration``): the fused tick's GJK stops there too
+    (`kernels/gjk_pair_detector.py`). Returns the reported contact per lane.
     """
     origin = a.origin
     p_count = origin.shape[0]
@@ -416,7 +423,9 @@ def gjk_closest_points(a: ConvexShape, b: ConvexShape, max_distance2: torch.Tens
     method = torch.where(valid, 1, torch.where(check_simplex, 2, -1))
     catch = (degenerate != 0) & (distance + margin < DEGENERATE_PENETRATION_DISTANCE)
     need_epa = ~valid | catch
-    if (a.kind, b.kind) == ("box", "triangle") and not all_done(need_epa):
+    if not penetration:
+        valid = valid & ~need_epa
+    elif (a.kind, b.kind) == ("box", "triangle") and not all_done(need_epa):
         epa = epa_penetration(need_epa, a.basis, origin_a, origin_b, a.half, a.margin, b.tri)
         use = need_epa & epa.valid & (~valid | (epa.distance < distance))
         distance = torch.where(use, epa.distance, distance)
@@ -436,4 +445,5 @@ def gjk_closest_points(a: ConvexShape, b: ConvexShape, max_distance2: torch.Tens
         point_on_b=point_b + offset,
         distance=distance,
         method=torch.where(found, method, -1),
+        needs_penetration=need_epa if not penetration else torch.zeros_like(need_epa),
     )

@@ -16,6 +16,7 @@ from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.kernels import constexpr, jit, tl
 from nitro.envs.soccar.kernels.arena_mesh import cell_candidates
 from nitro.envs.soccar.kernels.box_contacts import box_radius, box_triangle_separation
+from nitro.envs.soccar.kernels.gjk_pair_detector import gjk_closest_points
 from nitro.envs.soccar.kernels.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.kernels.manifolds import add_manifold_point, fill4, fill16, point_at
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec
@@ -163,6 +164,33 @@ def box_support(center, rot, half, direction):
 
 
 @jit
+def box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, live, BLOCK: tl.constexpr):
+    """`car_contacts.box_triangle_contacts` for one triangle per lane: Bullet's GJK on the box grown by
+    its margin (`gjk_pair_detector.gjk_closest_points`, Bullet units), the inner box's separating axes
+    where Bullet would run EPA. (has, normal from the triangle into the box, point on the triangle UU,
+    signed distance UU)."""
+    inner, margin, _, threshold = hitbox
+    tri = (scale(v0, UU_TO_BT), scale(v1, UU_TO_BT), scale(v2, UU_TO_BT))
+    grown = margin + threshold
+    found, normal, point_b, distance, deep = gjk_closest_points(
+        scale(center, UU_TO_BT), rot_mat, inner, margin, tri, grown * grown, live
+    )
+    has = found & (distance <= threshold)
+    point_b = scale(point_b, BT_TO_UU)
+    distance = distance * BT_TO_UU
+    if tl.max(deep.to(tl.int32), axis=0) > 0:  # the inner box's separating axes where GJK stopped
+        half = scale(inner, BT_TO_UU)
+        axes = (column(rot_mat, 0), column(rot_mat, 1), column(rot_mat, 2))
+        sep, axis = box_triangle_separation((center, axes, half), v0, v1, v2, BLOCK)
+        sep = sep - margin * BT_TO_UU
+        has = tl.where(deep, sep <= threshold * BT_TO_UU, has)
+        normal = where(deep, axis, normal)
+        point_b = where(deep, closest_point_triangle(box_support(center, rot_mat, half, neg(axis)), v0, v1, v2), point_b)
+        distance = tl.where(deep, sep, distance)
+    return has, normal, point_b, distance
+
+
+@jit
 def car_world_contacts(
     car_pos, rot_mat, hitbox, alive, arena, grid,
     NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr,
@@ -184,7 +212,7 @@ def car_world_contacts(
     found = tl.zeros([BLOCK], tl.int32)
     last = (zero, zero, zero)
     # the cell's triangles, in Bullet's visiting order; a triangle whose plane is out of the box's
-    # reach (which the separating axes' triangle normal would reject) is skipped when no lane reaches it
+    # reach is skipped when no lane reaches it
     start, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
     length = tl.where(alive, length, 0)
     longest = tl.max(length, axis=0)
@@ -200,11 +228,9 @@ def car_world_contacts(
             v0 = load(tri_ptr + tri * 9, in_reach, (0.0, 0.0, 0.0))
             v1 = load(tri_ptr + tri * 9 + 3, in_reach, (1.0, 0.0, 0.0))
             v2 = load(tri_ptr + tri * 9 + 6, in_reach, (0.0, 1.0, 0.0))
-            sep, raw_normal = box_triangle_separation((center, axes, half), v0, v1, v2, BLOCK)
-            has = in_reach & (sep <= threshold)
+            has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, in_reach, BLOCK)
+            has = in_reach & has
             if tl.max(has.to(tl.int32), axis=0) > 0:
-                support = box_support(center, rot_mat, half, neg(raw_normal))
-                point_b = closest_point_triangle(support, v0, v1, v2)
                 point_a = add(point_b, scale(raw_normal, sep))
                 edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
                 edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
