@@ -137,7 +137,7 @@ class Arena:
     the state tensors in place). The fused kernel approximates the tick in arenas with cars: the
     contacts between bodies (the car-ball sphere-box closed form, the car pairs' separating axes with
     their deepest corners: `car_contacts`) are solved alone, then each body's arena contacts (a car
-    body's from separating axes, the planes' exactly as Bullet's) starting from their deltas, where
+    body's from Bullet's GJK, separating axes where Bullet runs EPA, the planes' exactly as Bullet's) starting from their deltas, where
     Bullet solves every row together; its wheel rays meet the arena, the other cars and the
     ball as the reference's do, and it fires the hits, bumps
     and demolitions from those same contacts (docs/SOCCAR.md); ball-only arenas are the same tick in

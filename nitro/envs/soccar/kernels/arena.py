@@ -30,9 +30,9 @@ arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in reg
 memory operations times the square of the kernel's size, 600 s of a CPU for one car with its body.)
 
 What differs from the reference tick: each car body meets the arena in Bullet's step through
-`car_contacts.car_world_contacts` (separating axes for the mesh triangles, the deepest corner for the
-planes, as `car_world.plane_contacts`) and is solved by `car_contacts.solve_car_world`, where the
-reference runs Bullet's GJK/EPA; the car-ball contact comes from `kernels/car_contacts.py` (the
+`car_contacts.car_world_contacts` (Bullet's GJK for the mesh triangles, separating axes where the
+reference runs EPA, the deepest corner for the planes, as `car_world.plane_contacts`) and is solved by
+`car_contacts.solve_car_world`; the car-ball contact comes from `kernels/car_contacts.py` (the
 distance in closed form, where the reference runs GJK; the car pairs' are btBoxBoxDetector's, as the
 reference's, `kernels/car_car.py`), and Bullet's one joint solve of every row is split in two:
 the rows between bodies solved alone (`solve_bodies`), then each body's arena rows starting from

@@ -37,7 +37,7 @@ FLOAT32_EPSILON = constexpr(float(np.finfo(np.float32).eps))
 SQRT12 = constexpr(float(np.sqrt(np.float32(0.5))))
 TRI_SCREEN = constexpr(0.05)
 """UU added to the triangle-plane screen of `car_world_contacts`: the precomputed normals agree with
-the separating axes' to ~2e-7 over lever arms under 8,200 UU, so no triangle within reach is skipped."""
+the triangles' own to ~2e-7 over lever arms under 8,200 UU, so no triangle within reach is skipped."""
 HITBOX_TABLE_WIDTH = constexpr(17)
 """Floats per car in `hitbox_table`: inner (3), margin, offset (3), threshold, the body's inverse local
 inertia (3; BT, as Bullet's solver body has it), the compound's local AABB (min (3), max (3))."""
