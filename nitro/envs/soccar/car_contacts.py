@@ -151,8 +151,12 @@ def box_triangle_contacts(center, rot, hitbox: CarHitbox, v0, v1, v2, valid):
     separation. ``center`` [B, 3] UU the box's centre, ``rot`` [B, 3, 3], ``hitbox`` flattened [B]
     (BT), ``v0``.. [B, K, 3] UU, ``valid`` [B, K]. Returns (has: within the contact breaking threshold
     [B, K], normal from the triangle into the box [B, K, 3], point on the triangle [B, K, 3] UU, signed
-    distance [B, K] UU). Eager CPU runs GJK on the valid pairs only."""
+    distance [B, K] UU). GJK runs where the whole box's separating axes, a lower bound of the distance,
+    are within the threshold (eager CPU runs only those pairs)."""
     b, k = valid.shape
+    half = (hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU
+    bound, _ = box_triangle_separation(center[:, None], rot[:, None], half[:, None], v0, v1, v2)
+    valid = valid & (bound <= (hitbox.threshold * C.BT_TO_UU)[:, None])
     lanes = valid.reshape(-1)
     pick = lanes.nonzero()[:, 0] if eager_cpu(lanes) else torch.arange(b * k, device=lanes.device)  # sync-ok
     car = torch.div(pick, k, rounding_mode="floor")

@@ -228,21 +228,25 @@ def car_world_contacts(
             v0 = load(tri_ptr + tri * 9, in_reach, (0.0, 0.0, 0.0))
             v1 = load(tri_ptr + tri * 9 + 3, in_reach, (1.0, 0.0, 0.0))
             v2 = load(tri_ptr + tri * 9 + 6, in_reach, (0.0, 1.0, 0.0))
-            has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, in_reach, BLOCK)
-            has = in_reach & has
-            if tl.max(has.to(tl.int32), axis=0) > 0:
-                point_a = add(point_b, scale(raw_normal, sep))
-                edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
-                edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
-                normal, smoothed = adjust_internal_edge_contacts(
-                    raw_normal, point_b, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
-                )
-                tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
-                manifolds = add_manifold_point(
-                    has, tri_mesh, scale(sub(point_a, car_pos), UU_TO_BT), (), normal, sep * UU_TO_BT, manifolds, False
-                )
-                found += has.to(tl.int32)
-                last = where(has, raw_normal, last)
+            # the box's separating axes bound the distance below: GJK runs where it is within the threshold
+            bound, _ = box_triangle_separation((center, axes, half), v0, v1, v2, BLOCK)
+            near = in_reach & (bound <= threshold)
+            if tl.max(near.to(tl.int32), axis=0) > 0:
+                has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, near, BLOCK)
+                has = near & has
+                if tl.max(has.to(tl.int32), axis=0) > 0:
+                    point_a = add(point_b, scale(raw_normal, sep))
+                    edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
+                    edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
+                    normal, smoothed = adjust_internal_edge_contacts(
+                        raw_normal, point_b, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
+                    )
+                    tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
+                    manifolds = add_manifold_point(
+                        has, tri_mesh, scale(sub(point_a, car_pos), UU_TO_BT), (), normal, sep * UU_TO_BT, manifolds, False
+                    )
+                    found += has.to(tl.int32)
+                    last = where(has, raw_normal, last)
         j += 1
     # the planes, after the meshes: the box's deepest corner along each normal
     for p in range(NUM_PLANES):
