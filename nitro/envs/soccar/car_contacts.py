@@ -151,12 +151,8 @@ def box_triangle_contacts(center, rot, hitbox: CarHitbox, v0, v1, v2, valid):
     separation. ``center`` [B, 3] UU the box's centre, ``rot`` [B, 3, 3], ``hitbox`` flattened [B]
     (BT), ``v0``.. [B, K, 3] UU, ``valid`` [B, K]. Returns (has: within the contact breaking threshold
     [B, K], normal from the triangle into the box [B, K, 3], point on the triangle [B, K, 3] UU, signed
-    distance [B, K] UU). GJK runs where the whole box's separating axes, a lower bound of the distance,
-    are within the threshold (eager CPU runs only those pairs)."""
+    distance [B, K] UU). Eager CPU runs GJK on the valid pairs only."""
     b, k = valid.shape
-    half = (hitbox.inner + hitbox.margin[:, None]) * C.BT_TO_UU
-    bound, _ = box_triangle_separation(center[:, None], rot[:, None], half[:, None], v0, v1, v2)
-    valid = valid & (bound <= (hitbox.threshold * C.BT_TO_UU)[:, None])
     lanes = valid.reshape(-1)
     pick = lanes.nonzero()[:, 0] if eager_cpu(lanes) else torch.arange(b * k, device=lanes.device)  # sync-ok
     car = torch.div(pick, k, rounding_mode="floor")
@@ -210,10 +206,13 @@ def car_world_contacts(
     threshold = each.threshold * C.BT_TO_UU
     center = pos + mat_vec(rot, each.offset * C.BT_TO_UU)
     live = alive.reshape(n * c)
-    # the cell's triangles: GJK (separating axes where Bullet runs EPA), then the internal-edge smoothing
+    # the cell's triangles: GJK (separating axes where Bullet runs EPA) where the whole box's separating
+    # axes, a lower bound of the distance, are within the threshold; then the internal-edge smoothing
     ids, valid = cell_candidates(mesh, center)
     v0, v1, v2 = mesh.tri_verts[ids].unbind(-2)
-    has, raw_normal, point_b, sep = box_triangle_contacts(center, rot, each, v0, v1, v2, valid & live[:, None])
+    bound, _ = box_triangle_separation(center[:, None], rot[:, None], half[:, None], v0, v1, v2)
+    near = valid & live[:, None] & (bound <= threshold[:, None])
+    has, raw_normal, point_b, sep = box_triangle_contacts(center, rot, each, v0, v1, v2, near)
     point_a = point_b + raw_normal * sep[..., None]
     normal, _ = adjust_internal_edge_contacts(
         raw_normal, point_b, v0, v1, v2, mesh.tri_normals[ids], mesh.edge_angle[ids], mesh.edge_flags[ids]

@@ -386,31 +386,30 @@ def gjk_closest_points(origin, basis, half, margin, tri, max_distance2, live):
         degenerate = tl.where(full, 13, degenerate)
         active = active & (~full)
         it += 1
-    # checkSimplex: the closest points of the simplex, moved out to the margins
-    point_a, point_b = simplex[6], simplex[7]
+    # checkSimplex: the closest point of the simplex on the triangle (which has no margin; the car's
+    # point, moved out to its margin, is not used)
+    point_b = simplex[7]
     len2 = dot(axis, axis)
     degenerate = tl.where(check_simplex & (len2 < 0.0001), 5, degenerate)
     valid = check_simplex & (len2 > SIMD_EPSILON * SIMD_EPSILON)
     rlen = 1.0 / tl.sqrt(tl.where(valid, len2, 1.0))
     normal = scale(axis, rlen)
-    s = tl.sqrt(tl.where(valid, sqdist, 1.0))
-    point_a = sub(point_a, scale(axis, margin / s))
-    point_b = add(point_b, scale(axis, 0.0 / s))  # the triangle has no margin
     distance = tl.where(valid, 1.0 / rlen - margin, 0.0)
     catch = (degenerate != 0) & (distance + margin < DEGENERATE_PENETRATION_DISTANCE)
     needs_penetration = live & ((~valid) | catch)
     valid = valid & (~needs_penetration)
     found = valid & ((distance < 0) | (distance * distance < max_distance2))
     # fixContactNormalDirection: the normal must point from B's AABB centre toward A's
+    a, b, c = add(tri[0], origin_b), add(tri[1], origin_b), add(tri[2], origin_b)
     lo = (
-        tl.minimum(tl.minimum(tri[0][0] + origin_b[0], tri[1][0] + origin_b[0]), tri[2][0] + origin_b[0]),
-        tl.minimum(tl.minimum(tri[0][1] + origin_b[1], tri[1][1] + origin_b[1]), tri[2][1] + origin_b[1]),
-        tl.minimum(tl.minimum(tri[0][2] + origin_b[2], tri[1][2] + origin_b[2]), tri[2][2] + origin_b[2]),
+        tl.minimum(tl.minimum(a[0], b[0]), c[0]),
+        tl.minimum(tl.minimum(a[1], b[1]), c[1]),
+        tl.minimum(tl.minimum(a[2], b[2]), c[2]),
     )
     hi = (
-        tl.maximum(tl.maximum(tri[0][0] + origin_b[0], tri[1][0] + origin_b[0]), tri[2][0] + origin_b[0]),
-        tl.maximum(tl.maximum(tri[0][1] + origin_b[1], tri[1][1] + origin_b[1]), tri[2][1] + origin_b[1]),
-        tl.maximum(tl.maximum(tri[0][2] + origin_b[2], tri[1][2] + origin_b[2]), tri[2][2] + origin_b[2]),
+        tl.maximum(tl.maximum(a[0], b[0]), c[0]),
+        tl.maximum(tl.maximum(a[1], b[1]), c[1]),
+        tl.maximum(tl.maximum(a[2], b[2]), c[2]),
     )
     flip = dot(sub(origin_a, scale(add(lo, hi), 0.5)), normal) < 0
     normal = where(flip, neg(normal), normal)
