@@ -665,8 +665,8 @@ def car_step_kernel(
     callback runs to the step's end; one frozen at the tick's start is not simulated.
 
     Two passes, as the pre-tick's: the first finishes the cars whose body cannot touch the arena
-    (`car_contacts.may_touch_arena`: no triangle in its grid cell, every plane beyond the contact
-    threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the others to
+    (`car_contacts.may_touch_arena`: no triangle of its grid cell has its plane within the box's reach,
+    every plane beyond the contact threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the others to
     the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts' manifolds
     and the solver take registers every lane of a kernel pays for."""
     row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)

@@ -211,43 +211,35 @@ def car_world_contacts(
     manifolds = (fill4(tl.full([BLOCK], -1, tl.int32)), fill4(tl.zeros([BLOCK], tl.int32)), vectors, (), vectors, fill16(zero))
     found = tl.zeros([BLOCK], tl.int32)
     last = (zero, zero, zero)
-    # the cell's triangles, in Bullet's visiting order; a triangle whose plane is out of the box's
-    # reach is skipped when no lane reaches it
+    # the cell's triangles, in Bullet's visiting order. Each lane walks its own list with a cursor to
+    # its next triangle within reach (`next_near_triangle`), then the lanes that found one run GJK
+    # together: a warp runs GJK as often as its lane with the most such triangles, not once for every
+    # triangle some lane reaches (the lanes of a warp meet the arena in different places)
     start, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
     length = tl.where(alive, length, 0)
-    longest = tl.max(length, axis=0)
-    j = 0
-    while j < longest:  # a while loop: Triton's interpreter cannot range() over a reduced value
-        valid = alive & (j < length)
-        tri = tl.load(cell_tris_ptr + start + j, mask=valid, other=0)
-        tri_normal = load(tri_bounds_ptr + tri * 8, valid, (0.0, 0.0, 1.0))
-        tri_plane_d = tl.load(tri_bounds_ptr + tri * 8 + 3, mask=valid, other=0.0)
-        reach = box_radius(tri_normal, axes, half) + threshold + TRI_SCREEN
-        in_reach = valid & (tl.abs(dot(center, tri_normal) - tri_plane_d) < reach)
-        if tl.max(in_reach.to(tl.int32), axis=0) > 0:
-            v0 = load(tri_ptr + tri * 9, in_reach, (0.0, 0.0, 0.0))
-            v1 = load(tri_ptr + tri * 9 + 3, in_reach, (1.0, 0.0, 0.0))
-            v2 = load(tri_ptr + tri * 9 + 6, in_reach, (0.0, 1.0, 0.0))
-            # the box's separating axes bound the distance below: GJK runs where it is within the threshold
-            bound, _ = box_triangle_separation((center, axes, half), v0, v1, v2, BLOCK)
-            near = in_reach & (bound <= threshold)
-            if tl.max(near.to(tl.int32), axis=0) > 0:
-                has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, near, BLOCK)
-                has = near & has
-                if tl.max(has.to(tl.int32), axis=0) > 0:
-                    point_a = add(point_b, scale(raw_normal, sep))
-                    edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
-                    edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
-                    normal, smoothed = adjust_internal_edge_contacts(
-                        raw_normal, point_b, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
-                    )
-                    tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
-                    manifolds = add_manifold_point(
-                        has, tri_mesh, scale(sub(point_a, car_pos), UU_TO_BT), (), normal, sep * UU_TO_BT, manifolds, False
-                    )
-                    found += has.to(tl.int32)
-                    last = where(has, raw_normal, last)
-        j += 1
+    j = tl.zeros([BLOCK], tl.int32)
+    while tl.max((j < length).to(tl.int32), axis=0) > 0:
+        near, j, tri, v0, v1, v2 = next_near_triangle(
+            center, axes, half, threshold, start, length, j, tri_ptr, tri_bounds_ptr, cell_tris_ptr, BLOCK
+        )
+        if tl.max(near.to(tl.int32), axis=0) > 0:
+            has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, near, BLOCK)
+            has = near & has
+            if tl.max(has.to(tl.int32), axis=0) > 0:
+                point_a = add(point_b, scale(raw_normal, sep))
+                tri_normal = load(tri_bounds_ptr + tri * 8, has, (0.0, 0.0, 1.0))
+                edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
+                edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
+                normal, smoothed = adjust_internal_edge_contacts(
+                    raw_normal, point_b, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
+                )
+                tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
+                manifolds = add_manifold_point(
+                    has, tri_mesh, scale(sub(point_a, car_pos), UU_TO_BT), (), normal, sep * UU_TO_BT, manifolds, False
+                )
+                found += has.to(tl.int32)
+                last = where(has, raw_normal, last)
+        j = tl.where(near, j + 1, j)  # past the triangle just met
     # the planes, after the meshes: the box's deepest corner along each normal
     for p in range(NUM_PLANES):
         plane_normal, corner, depth = plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)
@@ -263,6 +255,46 @@ def car_world_contacts(
 
 
 @jit
+def plane_in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr):
+    """Where ``valid``, whether triangle ``tri``'s plane is within the box's reach: its extent along the
+    precomputed normal, the contact threshold and `TRI_SCREEN`."""
+    tri_normal = load(tri_bounds_ptr + tri * 8, valid, (0.0, 0.0, 1.0))
+    tri_plane_d = tl.load(tri_bounds_ptr + tri * 8 + 3, mask=valid, other=0.0)
+    reach = box_radius(tri_normal, axes, half) + threshold + TRI_SCREEN
+    return valid & (tl.abs(dot(center, tri_normal) - tri_plane_d) < reach)
+
+
+@jit
+def next_near_triangle(center, axes, half, threshold, start, length, j, tri_ptr, tri_bounds_ptr, cell_tris_ptr,
+                       BLOCK: tl.constexpr):  # fmt: skip
+    """Each lane's cursor ``j`` moved along its cell list (from ``start``, ``length`` long) to the next
+    triangle the box may touch: its plane in reach (`plane_in_reach`), then the whole box's separating
+    axes, a lower bound of the distance, within the contact threshold, as
+    `car_contacts.car_world_contacts` screens them. (near, j, tri, v0, v1, v2):
+    where ``near`` is false the lane's list is done (``j`` at its end)."""
+    zero = tl.zeros([BLOCK], tl.float32)
+    near = j < 0
+    tri = tl.zeros([BLOCK], tl.int32)
+    v0, v1, v2 = (zero, zero, zero), (zero, zero, zero), (zero, zero, zero)
+    scanning = j < length
+    while tl.max(scanning.to(tl.int32), axis=0) > 0:
+        at = tl.load(cell_tris_ptr + start + j, mask=scanning, other=0)
+        in_reach = plane_in_reach(center, axes, half, threshold, at, scanning, tri_bounds_ptr)
+        if tl.max(in_reach.to(tl.int32), axis=0) > 0:
+            w0 = load(tri_ptr + at * 9, in_reach, (0.0, 0.0, 0.0))
+            w1 = load(tri_ptr + at * 9 + 3, in_reach, (1.0, 0.0, 0.0))
+            w2 = load(tri_ptr + at * 9 + 6, in_reach, (0.0, 1.0, 0.0))
+            bound, _ = box_triangle_separation((center, axes, half), w0, w1, w2, BLOCK)
+            hit = in_reach & (bound <= threshold)
+            near = near | hit
+            tri = tl.where(hit, at, tri)
+            v0, v1, v2 = where(hit, w0, v0), where(hit, w1, v1), where(hit, w2, v2)
+        j = tl.where(scanning & ~near, j + 1, j)
+        scanning = ~near & (j < length)
+    return near, j, tri, v0, v1, v2
+
+
+@jit
 def plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p):
     """Plane ``p``'s (unit normal, the box's deepest corner along it, that corner's depth above it)."""
     plane_normal = load_uniform(plane_normals_ptr + p * 3)
@@ -274,19 +306,27 @@ def plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)
 
 @jit
 def may_touch_arena(car_pos, rot_mat, hitbox, alive, arena, grid, NUM_PLANES: tl.constexpr):
-    """Whether `car_world_contacts` can find a contact for the car: its grid cell lists a triangle, or
-    the box's deepest corner along some plane is within the contact threshold (the same numbers
+    """Whether `car_world_contacts` can find a contact for the car: the plane of some triangle of its
+    grid cell is within the box's reach (`plane_in_reach`, the first of its screens), or the box's
+    deepest corner along some plane is within the contact threshold (the same numbers
     `car_world_contacts` computes). Where it is false the body touches nothing (the car step's fast
     lanes, `kernels/arena.car_step_kernel`)."""
-    plane_normals_ptr, plane_offsets_ptr, cell_start_ptr = arena[5], arena[6], arena[7]
+    tri_bounds_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = (arena[1],) + arena[5:]
     inner, margin, offset, threshold = hitbox
     half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
     threshold = threshold * BT_TO_UU
     center = add(car_pos, mat_vec(rot_mat, scale(offset, BT_TO_UU)))
-    _, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
-    touch = length > 0
+    touch = alive & (alive != alive)
     for p in tl.static_range(NUM_PLANES):
         touch = touch | (plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)[2] < threshold)
+    axes = (column(rot_mat, 0), column(rot_mat, 1), column(rot_mat, 2))
+    start, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
+    j = 0
+    while tl.max((alive & ~touch & (j < length)).to(tl.int32), axis=0) > 0:
+        valid = alive & ~touch & (j < length)
+        tri = tl.load(cell_tris_ptr + start + j, mask=valid, other=0)
+        touch = touch | plane_in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr)
+        j += 1
     return alive & touch
 
 
