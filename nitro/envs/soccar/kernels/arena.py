@@ -258,12 +258,15 @@ def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS: tl.
 @jit
 def defer_lanes(deferred_count_ptr, slot, defer):
     """Places in car slot ``slot``'s list ([C, n]) of cars for a second pass (`car_lanes` with its count)
-    for the lanes ``defer``, one relaxed atomic add per program: (the program's first place, each lane's
-    offset from it, ``defer``), for `store_deferred` at the kernel's end, so that nothing in between waits
-    for the add's answer. Their order in the list is the programs' order of adding, which changes which
+    for the lanes ``defer``, one relaxed atomic add per program that defers any: (the program's first
+    place, each lane's offset from it, ``defer``), for `store_deferred` at the kernel's end, so that
+    nothing in between waits for the add's answer. Their order in the list is the programs' order of adding, which changes which
     lane runs which car, never a result."""
     d = defer.to(tl.int32)
-    first = tl.atomic_add(deferred_count_ptr + slot, tl.sum(d, axis=0), sem="relaxed")
+    count = tl.sum(d, axis=0)
+    first = count * 0
+    if count > 0:  # most programs defer no lane, and need no add to wait for
+        first = tl.atomic_add(deferred_count_ptr + slot, count, sem="relaxed")
     return first, tl.cumsum(d, axis=0) - d, defer
 
 

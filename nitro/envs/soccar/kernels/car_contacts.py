@@ -255,23 +255,32 @@ def car_world_contacts(
 
 
 @jit
-def plane_in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr):
-    """Where ``valid``, whether triangle ``tri``'s plane is within the box's reach: its extent along the
-    precomputed normal, the contact threshold and `TRI_SCREEN`."""
+def in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr):
+    """Where ``valid``, whether triangle ``tri`` may be within the contact threshold of the box: its
+    plane within the box's extent along the precomputed normal, and its bounding sphere within the
+    box grown by the threshold (the sphere's centre outside the box by at most its radius and the
+    threshold), each with `TRI_SCREEN` to spare. A triangle beyond either is farther from the box than
+    the threshold, where GJK reports no contact."""
     tri_normal = load(tri_bounds_ptr + tri * 8, valid, (0.0, 0.0, 1.0))
     tri_plane_d = tl.load(tri_bounds_ptr + tri * 8 + 3, mask=valid, other=0.0)
     reach = box_radius(tri_normal, axes, half) + threshold + TRI_SCREEN
-    return valid & (tl.abs(dot(center, tri_normal) - tri_plane_d) < reach)
+    plane = tl.abs(dot(center, tri_normal) - tri_plane_d) < reach
+    to_centroid = sub(load(tri_bounds_ptr + tri * 8 + 4, valid, (0.0, 0.0, 0.0)), center)
+    outside = 0.0
+    for i in tl.static_range(3):
+        excess = tl.maximum(tl.abs(dot(axes[i], to_centroid)) - half[i], 0.0)
+        outside += excess * excess
+    sphere = tl.load(tri_bounds_ptr + tri * 8 + 7, mask=valid, other=0.0) + threshold + TRI_SCREEN
+    return valid & plane & (outside <= sphere * sphere)
 
 
 @jit
 def next_near_triangle(center, axes, half, threshold, start, length, j, tri_ptr, tri_bounds_ptr, cell_tris_ptr,
                        BLOCK: tl.constexpr):  # fmt: skip
     """Each lane's cursor ``j`` moved along its cell list (from ``start``, ``length`` long) to the next
-    triangle the box may touch: its plane in reach (`plane_in_reach`), then the whole box's separating
-    axes, a lower bound of the distance, within the contact threshold, as
-    `car_contacts.car_world_contacts` screens them. (near, j, tri, v0, v1, v2):
-    where ``near`` is false the lane's list is done (``j`` at its end)."""
+    triangle the box may touch: in reach (`in_reach`), then the whole box's separating axes, a lower
+    bound of the distance, within the contact threshold, as `car_contacts.car_world_contacts` screens
+    them. (near, j, tri, v0, v1, v2): where ``near`` is false the lane's list is done (``j`` at its end)."""
     zero = tl.zeros([BLOCK], tl.float32)
     near = j < 0
     tri = tl.zeros([BLOCK], tl.int32)
@@ -279,13 +288,13 @@ def next_near_triangle(center, axes, half, threshold, start, length, j, tri_ptr,
     scanning = j < length
     while tl.max(scanning.to(tl.int32), axis=0) > 0:
         at = tl.load(cell_tris_ptr + start + j, mask=scanning, other=0)
-        in_reach = plane_in_reach(center, axes, half, threshold, at, scanning, tri_bounds_ptr)
-        if tl.max(in_reach.to(tl.int32), axis=0) > 0:
-            w0 = load(tri_ptr + at * 9, in_reach, (0.0, 0.0, 0.0))
-            w1 = load(tri_ptr + at * 9 + 3, in_reach, (1.0, 0.0, 0.0))
-            w2 = load(tri_ptr + at * 9 + 6, in_reach, (0.0, 1.0, 0.0))
+        reach = in_reach(center, axes, half, threshold, at, scanning, tri_bounds_ptr)
+        if tl.max(reach.to(tl.int32), axis=0) > 0:
+            w0 = load(tri_ptr + at * 9, reach, (0.0, 0.0, 0.0))
+            w1 = load(tri_ptr + at * 9 + 3, reach, (1.0, 0.0, 0.0))
+            w2 = load(tri_ptr + at * 9 + 6, reach, (0.0, 1.0, 0.0))
             bound, _ = box_triangle_separation((center, axes, half), w0, w1, w2, BLOCK)
-            hit = in_reach & (bound <= threshold)
+            hit = reach & (bound <= threshold)
             near = near | hit
             tri = tl.where(hit, at, tri)
             v0, v1, v2 = where(hit, w0, v0), where(hit, w1, v1), where(hit, w2, v2)
@@ -306,10 +315,9 @@ def plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)
 
 @jit
 def may_touch_arena(car_pos, rot_mat, hitbox, alive, arena, grid, NUM_PLANES: tl.constexpr):
-    """Whether `car_world_contacts` can find a contact for the car: the plane of some triangle of its
-    grid cell is within the box's reach (`plane_in_reach`, the first of its screens), or the box's
-    deepest corner along some plane is within the contact threshold (the same numbers
-    `car_world_contacts` computes). Where it is false the body touches nothing (the car step's fast
+    """Whether `car_world_contacts` can find a contact for the car: some triangle of its grid cell is
+    in reach (`in_reach`, the first of its screens), or the box's deepest corner along some plane is
+    within the contact threshold (the same numbers `car_world_contacts` computes). Where it is false the body touches nothing (the car step's fast
     lanes, `kernels/arena.car_step_kernel`)."""
     tri_bounds_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = (arena[1],) + arena[5:]
     inner, margin, offset, threshold = hitbox
@@ -325,7 +333,7 @@ def may_touch_arena(car_pos, rot_mat, hitbox, alive, arena, grid, NUM_PLANES: tl
     while tl.max((alive & ~touch & (j < length)).to(tl.int32), axis=0) > 0:
         valid = alive & ~touch & (j < length)
         tri = tl.load(cell_tris_ptr + start + j, mask=valid, other=0)
-        touch = touch | plane_in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr)
+        touch = touch | in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr)
         j += 1
     return alive & touch
 
