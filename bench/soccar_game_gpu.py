@@ -18,9 +18,10 @@ bench/soccar_gpu.py: a slow compile, a hang or a crash costs only its section), 
    Then the game twins' stage tests (tests/envs/soccar/kernels: test_boost_pads, test_ball_hit,
    test_car_bump, test_rules, test_game) on the GPU.
 2. ``game_fused``: env-ticks/s of the fused kernel (K = ``--ticks``, controls held for the K ticks,
-   32 envs per program) for each team size at every size (largest first), each size's compile time
-   (its first launch, empty Triton cache), device memory per env, and the time of one 8-tick step of
-   16,384 1v1 envs.
+   32 envs per program) for each team size at every size (largest first), the kernels launched
+   directly and, up to `GRAPH_UP_TO` envs, through `Arena.step` (which replays the step as a CUDA
+   graph), each size's compile time (its first launch, empty Triton cache), device memory per env, and
+   the time of one 8-tick step of 16,384 1v1 envs both ways.
 3. ``game_eager``: env-ticks/s of the PyTorch tick (eager) at the smaller sizes, for the ratio.
 
 Times are CUDA-event medians over repeats after ~60 ticks of warm-up; every result goes to
@@ -135,6 +136,9 @@ def tick_rate(rec, args, mode: str, n: int, blue: int, orange: int, call, repeat
 # --- sections -------------------------------------------------------------------------------------
 
 
+GRAPH_UP_TO = 262144
+"""The game_fused section also times `Arena.step` (a CUDA graph per step) up to this many envs: where the
+host's launches weigh."""
 EVENT_FIELDS = ("goal_blue", "goal_orange", "goal_tick", "ball_touch", "demoed_by", "bumped_by", "boost_pickup_pad")
 
 
@@ -195,10 +199,14 @@ def section_game_fused(rec, args) -> None:
     for blue, orange in args.teams:
         name = f"fused {blue}v{orange}"
 
-        def launcher(n, blue=blue, orange=orange):
+        def launcher(n, blue=blue, orange=orange, graph=False):
+            """The kernels launched directly; with ``graph``, `Arena.step`, which replays the step as a CUDA
+            graph from its second call."""
             arena = game_arena(n, blue, orange, "fused", args.meshes)
             events = ArenaEvents.none(n, blue + orange, arena.device)
             pool = control_pool(n, blue + orange, 1, arena.device)
+            if graph:
+                return arena, cycling(lambda c: arena.step(c, ticks=args.ticks), pool)
             return arena, cycling(lambda c: launch_step_ticks_(arena.state, events, c, arena.world, args.ticks), pool)
 
         def compile_once(name=name, launcher=launcher):
@@ -214,12 +222,14 @@ def section_game_fused(rec, args) -> None:
             continue
         for n in sizes:
 
-            def one(n=n, launcher=launcher, blue=blue, orange=orange):
-                _, step = launcher(n)
-                tick_rate(rec, args, "fused", n, blue, orange, step)
+            for graph in (False, True) if n <= GRAPH_UP_TO else (False,):
 
-            rec.measure(f"{name} at {n} envs", one, needs_s=10)
-            common._release()
+                def one(n=n, launcher=launcher, blue=blue, orange=orange, graph=graph):
+                    _, step = launcher(n, graph=graph)
+                    tick_rate(rec, args, "fused, CUDA graph" if graph else "fused", n, blue, orange, step)
+
+                rec.measure(f"{name}{', CUDA graph' if graph else ''} at {n} envs", one, needs_s=10)
+                common._release()
         if (blue, orange) == (1, 1):
 
             def memory(launcher=launcher):
@@ -239,14 +249,15 @@ def section_game_fused(rec, args) -> None:
                 rec.data["memory_bytes_per_env"] = {"1v1 state": state, f"1v1 peak at {sizes[0]} envs": peak}
                 rec.say(f"  1v1: state {state:.0f} B per env, peak {peak:.0f} B per env")
 
-            def step_16k(launcher=launcher):
-                _, step = launcher(16384)
+            def step_16k(launcher=launcher, graph=False):
+                _, step = launcher(16384, graph=graph)
                 times = common._time_calls(step, args.repeats, warmup=max(2, 60 // args.ticks))
-                rec.add(check="one step of 16,384 1v1 envs", ticks=args.ticks, **common._timing_row(times),
-                        passed=common.statistics.median(times) <= 1e-3)  # fmt: skip
+                rec.add(check="one step of 16,384 1v1 envs" + (", CUDA graph" if graph else ""), ticks=args.ticks,
+                        **common._timing_row(times), passed=common.statistics.median(times) <= 1e-3)  # fmt: skip
 
             rec.measure("1v1 memory per env", memory, needs_s=8)
             rec.measure("one step of 16,384 1v1 envs", step_16k, needs_s=8)
+            rec.measure("one step of 16,384 1v1 envs, CUDA graph", lambda: step_16k(graph=True), needs_s=8)
 
 
 def section_game_eager(rec, args) -> None:

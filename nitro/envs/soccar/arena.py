@@ -133,8 +133,9 @@ class Arena:
 
     ``mode`` (keyword-only) picks how `step` runs: "eager", "compile" (torch.compile of the K-tick
     step), "graph" (compiled and captured in a CUDA graph per distinct K; CUDA only) or "fused" (the
-    K-tick step in seven Triton stage kernels per tick, `kernels.arena.launch_step_ticks_`; CUDA only; it updates
-    the state tensors in place). The fused kernel approximates the tick in arenas with cars: the
+    K-tick step in Triton stage kernels, `kernels.arena.launch_step_ticks_`; CUDA only; it updates the
+    state tensors in place, and from the second step over the same state tensors replays the step as
+    one CUDA graph). The fused kernel approximates the tick in arenas with cars: the
     contacts between bodies (the car-ball sphere-box closed form, the car pairs' separating axes with
     their deepest corners: `car_contacts`) are solved alone, then each body's arena contacts (a car
     body's from Bullet's GJK, separating axes where Bullet runs EPA, the planes' exactly as Bullet's) starting from their deltas, where
@@ -372,8 +373,13 @@ class Arena:
         if controls is None:
             controls = torch.zeros(self.num_envs, 0, NUM_CONTROLS, device=self.device)
         if self.mode == "fused":
-            arena_kernels.launch_step_ticks_(self.state, events, controls, self.world, ticks)
-            return events
+            if self.device.type != "cuda":  # Triton's interpreter (the tests)
+                arena_kernels.launch_step_ticks_(self.state, events, controls, self.world, ticks)
+                return events
+            runner = self._runners.get(ticks)
+            if runner is None:
+                runner = self._runners[ticks] = _FusedGraph(self.world, ticks)
+            return runner(self.state, events, controls)
         if self.mode == "eager":
             self.state, events = step_ticks(self.state, events, controls, self.world, ticks)
             return events
@@ -506,6 +512,34 @@ class _Runner:
             tree.copy_(carry[1:], (events, controls))
         state, events, _ = self.loop()
         return state, events
+
+
+class _FusedGraph:
+    """The fused K-tick step (`kernels.arena.launch_step_ticks_`) captured in one CUDA graph, replayed
+    while the state's tensors lie where they lay at the capture: the host launches one graph instead of
+    eleven kernels of some fifty arguments per tick. A step whose state tensors moved (a new state, a
+    `set_car`) launches its kernels directly, and the next step over the same tensors captures anew."""
+
+    def __init__(self, world: World, ticks: int):
+        self.world, self.ticks = world, ticks
+        self.where: tuple | None = None  # the state's tensors' places, as the last step found them
+        self.graph: torch.cuda.CUDAGraph | None = None
+
+    def __call__(self, state: GameState, events: ArenaEvents, controls: torch.Tensor) -> ArenaEvents:
+        where = tuple((x.data_ptr(), x.shape, x.stride()) for x in tree.leaves(state))
+        if where != self.where:
+            self.where, self.graph = where, None
+            arena_kernels.launch_step_ticks_(state, events, controls, self.world, self.ticks)
+            return events
+        if self.graph is None:
+            self.controls, self.events, self.none = controls.contiguous().clone(), tree.clone(events), events
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                tree.copy_(self.events, self.none)
+                arena_kernels.launch_step_ticks_(state, self.events, self.controls, self.world, self.ticks)
+        self.controls.copy_(controls)
+        self.graph.replay()
+        return tree.clone(self.events)  # the caller's own: the next replay rewrites the graph's
 
 
 def _triton_interpreted(mode: str) -> bool:

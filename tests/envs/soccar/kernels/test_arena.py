@@ -191,3 +191,29 @@ def test_pads_are_read_in_place():
     assert not arena.state.pads.is_active[:, 0].any()
     for name in ("is_active", "cooldown", "prev_locked_car_id"):
         assert torch.equal(getattr(arena.state.pads, name), getattr(twin.state.pads, name)), name
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs: a GPU only")
+def test_fused_steps_replayed_as_cuda_graphs_equal_direct_launches():
+    """`Arena.step` in fused mode replays a CUDA graph of the step once the state's tensors stay in place
+    (`arena._FusedGraph`): every step, a set_car between them included, leaves the state and the events
+    bit for bit as direct launches over a copy do, and a step's events stay the caller's."""
+    envs, ticks = 256, 4
+    arena = Arena(envs, blue=1, orange=1, device=DEVICE, mode="fused", seed=7)
+    direct = tree.clone(arena.state)
+    g = torch.Generator(device=DEVICE).manual_seed(3)
+    kept = []
+    for step in range(6):
+        if step == 3:  # the state's tensors move: a direct launch, then a graph over the new tensors
+            arena.set_car(1, pos=torch.tensor([0.0, -800.0, 300.0], device=DEVICE))
+            direct = tree.clone(arena.state)
+        controls = torch.rand(envs, 2, 8, generator=g, device=DEVICE) * 2 - 1
+        events = arena.step(controls, ticks=ticks)
+        want = ArenaEvents.none(envs, 2, DEVICE)
+        launch_step_ticks_(direct, want, controls, arena.world, ticks)
+        for got, expected in zip(tree.leaves(arena.state) + tree.leaves(events), tree.leaves(direct) + tree.leaves(want)):
+            assert torch.equal(got, expected)
+        kept.append((events, tree.clone(events)))
+    assert arena._runners[ticks].graph is not None  # the last steps were replays
+    for events, copy in kept:  # no replay rewrote an earlier step's events
+        assert all(torch.equal(a, b) for a, b in zip(tree.leaves(events), tree.leaves(copy)))
