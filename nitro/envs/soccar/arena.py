@@ -517,7 +517,7 @@ class _Runner:
 class _FusedGraph:
     """The fused K-tick step (`kernels.arena.launch_step_ticks_`) captured in one CUDA graph, replayed
     while the state's tensors lie where they lay at the capture: the host launches one graph instead of
-    eleven kernels of some fifty arguments per tick. A step whose state tensors moved (a new state, a
+    nine stage kernels of some fifty arguments per tick. A step whose state tensors moved (a new state, a
     `set_car`) launches its kernels directly, and the next step over the same tensors captures anew."""
 
     def __init__(self, world: World, ticks: int):

@@ -258,15 +258,12 @@ def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS: tl.
 @jit
 def defer_lanes(deferred_count_ptr, slot, defer):
     """Places in car slot ``slot``'s list ([C, n]) of cars for a second pass (`car_lanes` with its count)
-    for the lanes ``defer``, one relaxed atomic add per program that defers any: (the program's first
-    place, each lane's offset from it, ``defer``), for `store_deferred` at the kernel's end, so that
-    nothing in between waits for the add's answer. Their order in the list is the programs' order of adding, which changes which
+    for the lanes ``defer``, one relaxed atomic add per program: (the program's first place, each lane's
+    offset from it, ``defer``), for `store_deferred` at the kernel's end, so that nothing in between waits
+    for the add's answer. Their order in the list is the programs' order of adding, which changes which
     lane runs which car, never a result."""
     d = defer.to(tl.int32)
-    count = tl.sum(d, axis=0)
-    first = count * 0
-    if count > 0:  # most programs defer no lane, and need no add to wait for
-        first = tl.atomic_add(deferred_count_ptr + slot, count, sem="relaxed")
+    first = tl.atomic_add(deferred_count_ptr + slot, tl.sum(d, axis=0), sem="relaxed")
     return first, tl.cumsum(d, axis=0) - d, defer
 
 
@@ -668,9 +665,9 @@ def car_step_kernel(
     callback runs to the step's end; one frozen at the tick's start is not simulated.
 
     Two passes, as the pre-tick's: the first finishes the cars whose body cannot touch the arena
-    (`car_contacts.may_touch_arena`: no triangle of its grid cell has its plane within the box's reach,
-    every plane beyond the contact threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the others to
-    the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts' manifolds
+    (`car_contacts.may_touch_arena`: no triangle of its grid cell in reach, every plane beyond the
+    contact threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the
+    others to the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts' manifolds
     and the solver take registers every lane of a kernel pays for."""
     row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)

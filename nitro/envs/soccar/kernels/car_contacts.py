@@ -317,8 +317,8 @@ def plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)
 def may_touch_arena(car_pos, rot_mat, hitbox, alive, arena, grid, NUM_PLANES: tl.constexpr):
     """Whether `car_world_contacts` can find a contact for the car: some triangle of its grid cell is
     in reach (`in_reach`, the first of its screens), or the box's deepest corner along some plane is
-    within the contact threshold (the same numbers `car_world_contacts` computes). Where it is false the body touches nothing (the car step's fast
-    lanes, `kernels/arena.car_step_kernel`)."""
+    within the contact threshold (the same numbers `car_world_contacts` computes). Where it is false
+    the body touches nothing (the car step's fast lanes, `kernels/arena.car_step_kernel`)."""
     tri_bounds_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = (arena[1],) + arena[5:]
     inner, margin, offset, threshold = hitbox
     half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
