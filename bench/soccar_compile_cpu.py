@@ -207,7 +207,7 @@ def main() -> None:
                     compile_for_sm90(kernel, kwargs)
                 except KeysOnly:
                     continue
-            name = arena_kernels.pass_name(name, kwargs.get("DEFERRED"), kwargs.get("SORT"))
+            name = arena_kernels.pass_name(name, kwargs.get("DEFERRED"))
             row = {"size": size, "kernel": name, **compile_for_sm90(kernel, kwargs)}
             print(
                 f"{size:>4} {name:<22} {row['seconds']:7.1f} s  ttgir {row['stages'].get('ttgir', 0):6.1f} s"

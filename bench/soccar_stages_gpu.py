@@ -103,7 +103,7 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
         if one_pass and args.get("DEFERRED") is False:
             return
         second_pass = bool(args.get("DEFERRED")) and not one_pass
-        timings.append((arena_kernels.pass_name(kernel.fn.__name__, second_pass, args.get("SORT")), start, end))
+        timings.append((arena_kernels.pass_name(kernel.fn.__name__, second_pass), start, end))
         if second_pass:
             deferred.setdefault(kernel.fn.__name__, []).append(args["deferred_count_ptr"].sum())
 

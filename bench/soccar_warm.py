@@ -31,21 +31,19 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 
-def stage_kernels(cars: int) -> list[tuple[str, bool, bool]]:
+def stage_kernels(cars: int) -> list[tuple[str, int]]:
     """The stage kernels a fused tick of ``cars`` cars launches, in `kernels/arena.tick`'s order, each
-    with its pass (``DEFERRED``: the two-pass car kernels' second pass; ``SORT``: the car step's sorting
-    pass), each a kernel of its own."""
+    with its pass (the two-pass car kernels' second pass, ``DEFERRED``, is a kernel of its own)."""
     if not cars:
-        return [("ball_and_rules_kernel", False, False)]
-    pairs = [("car_pairs_kernel", False, False)] if cars > 1 else []
-    return [("pre_tick_kernel", False, False), ("pre_tick_kernel", True, False), *pairs,
-            ("collisions_kernel", False, False), ("body_solve_kernel", False, False),
-            ("car_step_kernel", False, True), ("car_step_kernel", True, False), ("car_step_kernel", False, False),
-            ("car_events_kernel", False, False), ("ball_and_rules_kernel", False, False)]  # fmt: skip
+        return [("ball_and_rules_kernel", 0)]
+    pairs = [("car_pairs_kernel", 0)] if cars > 1 else []
+    return [("pre_tick_kernel", 0), ("pre_tick_kernel", 1), *pairs, ("collisions_kernel", 0),
+            ("body_solve_kernel", 0), ("car_step_kernel", 0), ("car_step_kernel", 1), ("car_events_kernel", 0),
+            ("ball_and_rules_kernel", 0)]  # fmt: skip
 
 
-def warm_one(size: str, block: int, kernel: tuple[str, bool, bool], envs: int, caps: dict) -> dict:
-    """Compile the pass (``kernel[1:]``: DEFERRED, SORT) of stage kernel ``kernel[0]`` of a ``size`` arena's fused step
+def warm_one(size: str, block: int, kernel: tuple[str, int], envs: int, caps: dict) -> dict:
+    """Compile pass ``kernel[1]`` of stage kernel ``kernel[0]`` of a ``size`` arena's fused step
     (``block`` envs per program), the arena built as the speed benchmarks build theirs
     (`soccar_cars_gpu.car_arena` for 1v0, else `soccar_game_gpu.game_arena`), with register ``caps``
     (`kernels/arena.REGISTER_CAPS`)."""
@@ -61,8 +59,9 @@ def warm_one(size: str, block: int, kernel: tuple[str, bool, bool], envs: int, c
 
     arena_kernels.REGISTER_CAPS.update(caps)
     blue, orange = (int(x) for x in size.split("v"))
-    kernel_name, *wanted = kernel
+    kernel_name, wanted = kernel
     seconds = []
+    passes = []
     parts: dict = {}
     record_key_parts(parts)
 
@@ -72,12 +71,13 @@ def warm_one(size: str, block: int, kernel: tuple[str, bool, bool], envs: int, c
 
         def __getitem__(self, grid):
             def launch(**kwargs):
-                this = [bool(kwargs.get("DEFERRED", False)), bool(kwargs.get("SORT", False))]
-                if self.kernel.fn.__name__ != kernel_name or this != wanted or seconds:
+                if self.kernel.fn.__name__ != kernel_name or kwargs.get("DEFERRED", False) in passes:
                     return
-                start = time.perf_counter()
-                self.kernel.warmup(grid=grid, **kwargs)
-                seconds.append(time.perf_counter() - start)
+                passes.append(kwargs.get("DEFERRED", False))
+                if len(passes) - 1 == wanted:
+                    start = time.perf_counter()
+                    self.kernel.warmup(grid=grid, **kwargs)
+                    seconds.append(time.perf_counter() - start)
 
             return launch
 
@@ -99,7 +99,7 @@ def warm_one(size: str, block: int, kernel: tuple[str, bool, bool], envs: int, c
     if not seconds:
         raise RuntimeError(f"{kernel_name} was not launched by a {size} step: stage_kernels is out of date")
     caches = getattr(arena_kernels, kernel_name).device_caches[torch.cuda.current_device()][0]
-    return {"size": size, "block": block, "kernel": arena_kernels.pass_name(*kernel),
+    return {"size": size, "block": block, "kernel": arena_kernels.pass_name(kernel_name, wanted),
             "seconds": round(seconds[0], 2),
             "keys": [str(key) for key in caches], "key_parts": parts}  # fmt: skip
 

@@ -45,7 +45,6 @@ the cars' rows (`tick`). Its PyTorch twin in the tests is `tests/envs/soccar/ker
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import torch
 
@@ -183,11 +182,10 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         # 5. the contacts between bodies solved alone (the arena rows start from their deltas)
         launch(body_solve_kernel, envs, 1, args, block, maxnreg)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
-        #    (which cars' bodies may touch the arena, then those cars beside the others: `car_step_kernel`)
-        step = {**args, "deferred_count_ptr": counts[1]}
-        launch(car_step_kernel, envs, cars, {**step, "DEFERRED": False, "SORT": True}, block, maxnreg)
-        beside(lambda: launch(car_step_kernel, envs, cars, {**step, "DEFERRED": True, "SORT": False}, block, maxnreg),
-               lambda: launch(car_step_kernel, envs, cars, {**step, "DEFERRED": False, "SORT": False}, block, maxnreg))
+        #    (the cars whose body touches nothing first, then the others: `car_step_kernel`)
+        for deferred in (False, True):
+            launch(car_step_kernel, envs, cars, {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1]},
+                   block, maxnreg)  # fmt: skip
         # 3. and 7. the pads; the cars' events of the tick
         launch(car_events_kernel, envs, 1, args, PADS_BLOCK, maxnreg)
     # 1. and 5. the ball's sleeping and step; 8. ball finish; 9. goals; 10.
@@ -199,37 +197,16 @@ REGISTER_CAPS: dict[str, int] = {}
 ``maxnreg`` comes first): fewer registers, more warps per SM, the rest spilled."""
 
 
-def pass_name(name: str, deferred, sort=False) -> str:
+def pass_name(name: str, deferred) -> str:
     """A stage kernel's name as the benchmarks and `REGISTER_CAPS` name it: a two-pass car kernel's
-    second pass (``DEFERRED``) as ``NAME (deferred)``, the car step's sorting pass (``SORT``) as
-    ``NAME (sort)``."""
-    return name + (" (deferred)" if deferred else " (sort)" if sort else "")
-
-
-def beside(first, second) -> None:
-    """Two launches (thunks) that touch different cars: on CUDA ``first`` on a second stream beside
-    ``second`` on the current one, the current stream then waiting for both; in turn elsewhere (Triton's
-    interpreter). The car kernels' second passes are a few long warps that leave most of the GPU idle."""
-    if not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
-        first()
-        second()
-        return
-    current = torch.cuda.current_stream()
-    side = _side_streams.setdefault(current.device, torch.cuda.Stream(current.device))
-    side.wait_stream(current)
-    with torch.cuda.stream(side):
-        first()
-    second()
-    current.wait_stream(side)
-
-
-_side_streams: dict = {}
+    second pass (``DEFERRED``) as ``NAME (deferred)``."""
+    return name + (" (deferred)" if deferred else "")
 
 
 def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int) -> None:
     """``kernel`` over ``envs`` envs, ``block`` per program, times ``per_env`` (each car slot for the car
     kernels), its arguments picked by name from ``args``."""
-    maxnreg = maxnreg or REGISTER_CAPS.get(pass_name(kernel.fn.__name__, args.get("DEFERRED"), args.get("SORT")), 0)
+    maxnreg = maxnreg or REGISTER_CAPS.get(pass_name(kernel.fn.__name__, args.get("DEFERRED")), 0)
     cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
     named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
     programs = triton.cdiv(envs, block) * per_env
@@ -677,10 +654,9 @@ def car_step_kernel(
     deferred_ptr, deferred_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-    car_deferred_ptr, n, tick_time, gravity_z, car_world_friction, car_world_restitution,
+    n, tick_time, gravity_z, car_world_friction, car_world_restitution,
     NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr,
     EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr, DEFERRED: tl.constexpr,
-    SORT: tl.constexpr,
 ):  # fmt: skip
     """The rest of stage 5 for the cars, one car per lane: the body against the arena, solved alone
     from the car's deltas of the solve between bodies (`body_solve`; `car_contacts.car_world_contacts`,
@@ -688,30 +664,14 @@ def car_step_kernel(
     integration; then stage 6, Car::_PostTickUpdate and _FinishPhysicsTick. A car demolished by a
     callback runs to the step's end; one frozen at the tick's start is not simulated.
 
-    Three launches (`tick`): a sorting pass (``SORT``) defers the cars whose body may touch the arena
-    (`car_contacts.may_touch_arena`: a triangle of its grid cell in reach, or a plane's contact
-    threshold) to the second pass's list (`defer_lanes`) and marks them in ``car_deferred``; then the
-    second pass (``DEFERRED``), which meets the arena and solves the contacts, runs beside the first,
-    which finishes every car the sorting pass did not mark, whose solve is its deltas alone
-    (`car_contacts.untouched`). The contacts' manifolds and the solver take registers every lane of a
-    kernel pays for, and the second pass's few long warps leave most of the GPU to the first pass."""
+    Two passes, as the pre-tick's: the first finishes the cars whose body cannot touch the arena
+    (`car_contacts.may_touch_arena`: no triangle of its grid cell in reach, every plane beyond the
+    contact threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the
+    others to the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts' manifolds
+    and the solver take registers every lane of a kernel pays for."""
     row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
-    if SORT:
-        pos, rot_mat, _, _ = load_body(car_rows_ptr, row, live, BLOCK)
-        frozen = load_car_tick(car_tick_ptr, row, live, BLOCK)[2]
-        alive = live & (frozen.to(tl.int32) == 0)
-        arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
-                         plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
-        touch = car_contacts.may_touch_arena(
-            pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, slot), alive, arena,
-            grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), NUM_PLANES,
-        )  # fmt: skip
-        tl.store(car_deferred_ptr + row, touch.to(tl.int8), mask=live)
-        store_deferred(deferred_ptr, env, slot, defer_lanes(deferred_count_ptr, slot, touch), n)
-    elif tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
-        if not DEFERRED:  # the cars the sorting pass left to this pass
-            live = live & (tl.load(car_deferred_ptr + row, mask=live, other=1) == 0)
+    if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
         start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
         moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
         pos, rot_mat, vel, ang_vel = moving
@@ -733,6 +693,9 @@ def car_step_kernel(
                 f32(car_world_friction), f32(car_world_restitution), tick_time, start, ITERATIONS, BLOCK,
             )  # fmt: skip
         else:
+            touch = car_contacts.may_touch_arena(pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES)
+            deferral = defer_lanes(deferred_count_ptr, slot, touch)
+            live = live & ~touch
             solved = car_contacts.untouched(start)
         # the whole car only now: its other fields are not held in registers through the contacts and solve
         car, info = load_car_and_hit_info(
@@ -748,6 +711,8 @@ def car_step_kernel(
         store_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
         )
+        if not DEFERRED:
+            store_deferred(deferred_ptr, env, slot, deferral, n)
 
 
 @stage_jit
@@ -1121,7 +1086,6 @@ def step_ticks_op(
         "car_spare_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
         "deferred_ptr": torch.empty(num_cars, envs, dtype=torch.int32, device=controls.device),  # `defer_lanes`
-        "car_deferred_ptr": torch.empty(envs * num_cars, dtype=torch.int8, device=controls.device),  # `car_step_kernel`
         "pair_contacts_ptr": torch.empty(
             envs * (num_cars * (num_cars - 1) // 2), PAIR_WIDTH.value, device=controls.device
         ),
