@@ -21,9 +21,8 @@ ball's frame is taken as the identity. `car_car_contacts` is Bullet's own box-bo
 island manager's order for one island). `car_world_contacts` and `solve_car_world` are the fused
 kernel's car body against the arena: Bullet's pipeline (planes' deepest corner, manifolds, edge
 smoothing, the sequential impulse; Bullet's GJK for the mesh triangles) with separating axes in place
-of EPA,
-each car's arena rows solved alone from its deltas of `solve_bodies` (docs/SOCCAR.md says where that
-differs from `car_world` and `dynamics_world`'s one joint solve).
+of EPA, each car's arena rows solved alone from its deltas of `solve_bodies` (docs/SOCCAR.md says
+where that differs from `car_world` and `dynamics_world`'s one joint solve).
 """
 
 from __future__ import annotations

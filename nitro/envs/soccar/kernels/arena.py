@@ -667,8 +667,8 @@ def car_step_kernel(
     Two passes, as the pre-tick's: the first finishes the cars whose body cannot touch the arena
     (`car_contacts.may_touch_arena`: no triangle of its grid cell in reach, every plane beyond the
     contact threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the
-    others to the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts' manifolds
-    and the solver take registers every lane of a kernel pays for."""
+    others to the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts'
+    manifolds and the solver take registers every lane of a kernel pays for."""
     row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
