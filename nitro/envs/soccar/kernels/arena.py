@@ -9,9 +9,8 @@ seven stage kernels in Arena::Step order (`tick`), one thread per lane:
   callbacks, car-ball hits and the chain of car-car bumps;
 - `body_solve_kernel`, one env per lane: the rows between bodies solved alone (the sequential impulse
   of `sequential_impulse.py`), each body's deltas into `body_solve`;
-- `car_step_kernel`, in two passes: the body against the arena, its solve (from the car's deltas),
-  integration, post-tick; one car per lane, then one per program for the cars whose body may touch
-  the arena, its lanes sharing the triangles of its grid cell;
+- `car_step_kernel`, one car per lane, in two passes: the body against the arena, its solve (from
+  the car's deltas), integration, post-tick;
 - `car_events_kernel`, one env per lane: the pads, the cars' events;
 - `ball_and_rules_kernel`, one env per lane: the ball's step (its arena solve from its deltas), goals,
   events and kickoffs.
@@ -25,7 +24,7 @@ static loops, a car kernel runs one car slot per program (its tables load once p
 envs in `car_order`'s order (on large batches sorted by the arena each car meets). The two car kernels
 run twice per tick: a first pass finishes the cars that cannot take their heavy path (the wheel rays
 against the other bodies; the body's contacts with the arena) and defers the others (`defer_lanes`)
-to a second pass that runs it (the car step's one car per program, `deferred_car`); the env kernels read and write only the car columns they use. Ball-only
+to a second pass that runs it; the env kernels read and write only the car columns they use. Ball-only
 arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
 (One kernel with every car unrolled did not compile: Triton's coalesce pass grows with the number of
 memory operations times the square of the kernel's size, 600 s of a CPU for one car with its body.)
@@ -184,12 +183,8 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         launch(body_solve_kernel, envs, 1, args, block, maxnreg)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
         #    (the cars whose body touches nothing first, then the others: `car_step_kernel`)
-        one_car = envs * cars <= CAR_PER_PROGRAM_UP_TO  # the second pass one car per program (`deferred_car`)
-        second = {"programs": min(envs * cars, DEFERRED_PROGRAMS)} if one_car else {}
         for deferred in (False, True):
-            launch(car_step_kernel, envs, cars,
-                   {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1], "CAR_PER_PROGRAM": one_car,
-                    **(second if deferred else {})},
+            launch(car_step_kernel, envs, cars, {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1]},
                    block, maxnreg)  # fmt: skip
         # 3. and 7. the pads; the cars' events of the tick
         launch(car_events_kernel, envs, 1, args, PADS_BLOCK, maxnreg)
@@ -210,12 +205,11 @@ def pass_name(name: str, deferred) -> str:
 
 def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int) -> None:
     """``kernel`` over ``envs`` envs, ``block`` per program, times ``per_env`` (each car slot for the car
-    kernels), its arguments picked by name from ``args``; or over ``args["programs"]`` programs where
-    given (a pass taking one car per program)."""
+    kernels), its arguments picked by name from ``args``."""
     maxnreg = maxnreg or REGISTER_CAPS.get(pass_name(kernel.fn.__name__, args.get("DEFERRED")), 0)
     cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
     named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
-    programs = args.get("programs") or triton.cdiv(envs, block) * per_env
+    programs = triton.cdiv(envs, block) * per_env
     settle_cache_keys(kernel)  # the same cache key in every process
     wrap_triton(kernel)[(programs,)](**named, n=envs, BLOCK=block, num_warps=warps(block), **cap)
 
@@ -259,42 +253,6 @@ def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS: tl.
     else:
         lanes = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
     return lanes
-
-
-@jit
-def deferred_total(deferred_count_ptr, NUM_CARS: tl.constexpr):
-    """How many cars the first pass deferred, all slots together (`defer_lanes`)."""
-    total = tl.load(deferred_count_ptr)
-    for s in tl.static_range(1, NUM_CARS):
-        total += tl.load(deferred_count_ptr + s)
-    return total
-
-
-@jit
-def deferred_car(deferred_ptr, deferred_count_ptr, k, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
-    """The ``k``-th deferred car (car slot 0's list, then slot 1's, ...) in every lane, as `car_lanes`
-    gives a car kernel's lanes: (row, live, env int64, slot)."""
-    slot = k * 0
-    at = k
-    for s in tl.static_range(NUM_CARS - 1):
-        count = tl.load(deferred_count_ptr + s)
-        past = (slot == s) & (at >= count)
-        at = tl.where(past, at - count, at)
-        slot = tl.where(past, s + 1, slot)
-    lanes = tl.arange(0, BLOCK)
-    env = tl.load(deferred_ptr + slot * tl.cast(n, tl.int64) + at + lanes * 0)
-    return env * NUM_CARS + slot, lanes >= 0, env.to(tl.int64), slot
-
-
-DEFERRED_PROGRAMS = 4096
-"""Programs of the car step's second pass one car per program (`car_step_kernel`'s ``CAR_PER_PROGRAM``),
-each taking the deferred cars in turn: enough to fill an H100/H200 several times over (132 SMs, each
-holding 8 one-warp programs at 255 registers), so the cars' unequal work evens out across them."""
-CAR_PER_PROGRAM_UP_TO = 262_144
-"""The car step's second pass takes one car per program up to this many (env, car) lanes, one car per
-lane above it (`car_step_kernel`). Measured on an H200 (1v1, about 1% of the cars deferred), its
-second pass one car per program / one per lane: 16,384 envs 0.20 / 0.48 ms, 1,048,576 envs 3.65 / 0.96
-(docs/PERFORMANCE.md)."""
 
 
 @jit
@@ -699,7 +657,6 @@ def car_step_kernel(
     n, tick_time, gravity_z, car_world_friction, car_world_restitution,
     NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr,
     EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr, DEFERRED: tl.constexpr,
-    CAR_PER_PROGRAM: tl.constexpr,
 ):  # fmt: skip
     """The rest of stage 5 for the cars, one car per lane: the body against the arena, solved alone
     from the car's deltas of the solve between bodies (`body_solve`; `car_contacts.car_world_contacts`,
@@ -711,25 +668,10 @@ def car_step_kernel(
     (`car_contacts.may_touch_arena`: no triangle of its grid cell in reach, every plane beyond the
     contact threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the
     others to the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts'
-    manifolds and the solver take registers every lane of a kernel pays for.
-
-    The second pass runs one car per lane, or, with ``CAR_PER_PROGRAM`` (small batches:
-    `CAR_PER_PROGRAM_UP_TO`), one car per program, the same car in every lane (`deferred_car`; each
-    program takes the deferred cars in turn, `DEFERRED_PROGRAMS`), its lanes sharing the triangles of
-    its grid cell (`car_contacts.car_world_contacts_across_lanes`). At one wave a pass lasts as long
-    as its slowest warp, which with one car per lane is the warp whose cars meet the most triangles;
-    with one car per program, about its cars' work over the GPU's warps (at a few hundred deferred
-    cars, much less); the many cars of a large batch are done sooner 32 to a warp."""
+    manifolds and the solver take registers every lane of a kernel pays for."""
+    row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
-    if DEFERRED and CAR_PER_PROGRAM:
-        first, last, step = tl.program_id(0), deferred_total(deferred_count_ptr, NUM_CARS), tl.num_programs(0)
-    else:
-        first, last, step = tl.program_id(0), tl.program_id(0) + 1, 1
-    for k in range(first, last, step):
-        if DEFERRED and CAR_PER_PROGRAM:
-            row, live, env, slot = deferred_car(deferred_ptr, deferred_count_ptr, k, n, NUM_CARS, BLOCK)
-        else:
-            row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
+    if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
         start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
         moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
         pos, rot_mat, vel, ang_vel = moving
@@ -742,15 +684,10 @@ def car_step_kernel(
         arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                          plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
         arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
-        if DEFERRED:  # the car body against the arena, solved alone
-            if CAR_PER_PROGRAM:
-                body = car_contacts.car_world_contacts_across_lanes(
-                    pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
-                )  # fmt: skip
-            else:
-                body = car_contacts.car_world_contacts(
-                    pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
-                )  # fmt: skip
+        if DEFERRED:
+            body = car_contacts.car_world_contacts(  # the car body against the arena, solved alone
+                pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
+            )  # fmt: skip
             solved = car_contacts.solve_car_world(
                 body, rot_mat, vel, ang_vel, ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_table_ptr, slot),
                 f32(car_world_friction), f32(car_world_restitution), tick_time, start, ITERATIONS, BLOCK,
