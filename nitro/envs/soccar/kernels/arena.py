@@ -9,8 +9,9 @@ seven stage kernels in Arena::Step order (`tick`), one thread per lane:
   callbacks, car-ball hits and the chain of car-car bumps;
 - `body_solve_kernel`, one env per lane: the rows between bodies solved alone (the sequential impulse
   of `sequential_impulse.py`), each body's deltas into `body_solve`;
-- `car_step_kernel`, one car per lane, in two passes: the body against the arena, its solve (from
-  the car's deltas), integration, post-tick;
+- `car_step_kernel`, in two passes: the body against the arena, its solve (from the car's deltas),
+  integration, post-tick; one car per lane, then on small batches one per program for the cars whose
+  body may touch the arena, its lanes sharing the triangles of its grid cell;
 - `car_events_kernel`, one env per lane: the pads, the cars' events;
 - `ball_and_rules_kernel`, one env per lane: the ball's step (its arena solve from its deltas), goals,
   events and kickoffs.
@@ -24,7 +25,8 @@ static loops, a car kernel runs one car slot per program (its tables load once p
 envs in `car_order`'s order (on large batches sorted by the arena each car meets). The two car kernels
 run twice per tick: a first pass finishes the cars that cannot take their heavy path (the wheel rays
 against the other bodies; the body's contacts with the arena) and defers the others (`defer_lanes`)
-to a second pass that runs it; the env kernels read and write only the car columns they use. Ball-only
+to a second pass that runs it (the car step's on small batches one car per program, `deferred_car`); the
+env kernels read and write only the car columns they use. Ball-only
 arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
 (One kernel with every car unrolled did not compile: Triton's coalesce pass grows with the number of
 memory operations times the square of the kernel's size, 600 s of a CPU for one car with its body.)
@@ -183,9 +185,12 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         launch(body_solve_kernel, envs, 1, args, block, maxnreg)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
         #    (the cars whose body touches nothing first, then the others: `car_step_kernel`)
+        one_car = envs * cars <= CAR_PER_PROGRAM_UP_TO  # the second pass one car per program (`deferred_car`)
+        per_program = {"CAR_PER_PROGRAM": True, "programs": min(envs * cars, DEFERRED_PROGRAMS)}
         for deferred in (False, True):
-            launch(car_step_kernel, envs, cars, {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1]},
-                   block, maxnreg)  # fmt: skip
+            launch(car_step_kernel, envs, cars,
+                   {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1], "CAR_PER_PROGRAM": False,
+                    **(per_program if deferred and one_car else {})}, block, maxnreg)  # fmt: skip
         # 3. and 7. the pads; the cars' events of the tick
         launch(car_events_kernel, envs, 1, args, PADS_BLOCK, maxnreg)
     # 1. and 5. the ball's sleeping and step; 8. ball finish; 9. goals; 10.
@@ -205,11 +210,12 @@ def pass_name(name: str, deferred) -> str:
 
 def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int) -> None:
     """``kernel`` over ``envs`` envs, ``block`` per program, times ``per_env`` (each car slot for the car
-    kernels), its arguments picked by name from ``args``."""
+    kernels), its arguments picked by name from ``args``; or over ``args["programs"]`` programs where
+    given (a pass taking one car per program)."""
     maxnreg = maxnreg or REGISTER_CAPS.get(pass_name(kernel.fn.__name__, args.get("DEFERRED")), 0)
     cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
     named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
-    programs = triton.cdiv(envs, block) * per_env
+    programs = args.get("programs") or triton.cdiv(envs, block) * per_env
     settle_cache_keys(kernel)  # the same cache key in every process
     wrap_triton(kernel)[(programs,)](**named, n=envs, BLOCK=block, num_warps=warps(block), **cap)
 
@@ -253,6 +259,42 @@ def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS: tl.
     else:
         lanes = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
     return lanes
+
+
+@jit
+def deferred_total(deferred_count_ptr, NUM_CARS: tl.constexpr):
+    """How many cars the first pass deferred, all slots together (`defer_lanes`)."""
+    total = tl.load(deferred_count_ptr)
+    for s in tl.static_range(1, NUM_CARS):
+        total += tl.load(deferred_count_ptr + s)
+    return total
+
+
+@jit
+def deferred_car(deferred_ptr, deferred_count_ptr, k, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
+    """The ``k``-th deferred car (car slot 0's list, then slot 1's, ...) in every lane, as `car_lanes`
+    gives a car kernel's lanes: (row, live, env int64, slot)."""
+    slot = k * 0
+    at = k
+    for s in tl.static_range(NUM_CARS - 1):
+        count = tl.load(deferred_count_ptr + s)
+        past = (slot == s) & (at >= count)
+        at = tl.where(past, at - count, at)
+        slot = tl.where(past, s + 1, slot)
+    lanes = tl.arange(0, BLOCK)
+    env = tl.load(deferred_ptr + slot * tl.cast(n, tl.int64) + at + lanes * 0)
+    return env * NUM_CARS + slot, lanes >= 0, env.to(tl.int64), slot
+
+
+DEFERRED_PROGRAMS = 4096
+"""Programs of the car step's second pass one car per program (`car_step_kernel`'s ``CAR_PER_PROGRAM``),
+each taking the deferred cars in turn: enough to fill an H100/H200 several times over (132 SMs, each
+holding 8 one-warp programs at 255 registers), so the cars' unequal work evens out across them."""
+CAR_PER_PROGRAM_UP_TO = 262_144
+"""The car step's second pass takes one car per program up to this many (env, car) lanes, one car per
+lane above it (`car_step_kernel`). Measured on an H200 (1v1, about 1% of the cars deferred), the second
+pass one car per program / one per lane: 16,384 envs 0.20 / 0.48 ms, 1,048,576 envs 3.65 / 0.96
+(docs/PERFORMANCE.md)."""
 
 
 @jit
@@ -657,62 +699,101 @@ def car_step_kernel(
     n, tick_time, gravity_z, car_world_friction, car_world_restitution,
     NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr,
     EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr, DEFERRED: tl.constexpr,
+    CAR_PER_PROGRAM: tl.constexpr,
 ):  # fmt: skip
-    """The rest of stage 5 for the cars, one car per lane: the body against the arena, solved alone
-    from the car's deltas of the solve between bodies (`body_solve`; `car_contacts.car_world_contacts`,
-    `solve_car_world`), the solver's write-back and the
-    integration; then stage 6, Car::_PostTickUpdate and _FinishPhysicsTick. A car demolished by a
-    callback runs to the step's end; one frozen at the tick's start is not simulated.
+    """The rest of stage 5 for the cars (`car_step`), one car per lane, in two passes as the pre-tick's:
+    the first finishes the cars whose body cannot touch the arena (`car_contacts.may_touch_arena`: no
+    triangle of its grid cell in reach, every plane beyond the contact threshold) and defers the others
+    to the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts' manifolds
+    and the solver take registers every lane of a kernel pays for.
 
-    Two passes, as the pre-tick's: the first finishes the cars whose body cannot touch the arena
-    (`car_contacts.may_touch_arena`: no triangle of its grid cell in reach, every plane beyond the
-    contact threshold), whose solve is their deltas alone (`car_contacts.untouched`), and defers the
-    others to the second (``DEFERRED``), which meets the arena and solves the contacts. The contacts'
-    manifolds and the solver take registers every lane of a kernel pays for."""
-    row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
+    With ``CAR_PER_PROGRAM`` (small batches: `CAR_PER_PROGRAM_UP_TO`) the second pass takes one car
+    per program, the same car in every lane (`deferred_car`; each program takes the deferred cars in
+    turn, `DEFERRED_PROGRAMS`), its lanes sharing the triangles of its grid cell
+    (`car_contacts.car_world_contacts_across_lanes`). At one wave a pass lasts as long as its slowest
+    warp: with one car per lane the warp whose cars meet the most triangles, with one car per program
+    about its cars' work over the GPU's warps; the many deferred cars of a large batch are done sooner
+    32 to a warp."""
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
-    if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
-        start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
-        moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
-        pos, rot_mat, vel, ang_vel = moving
-        force, torque, frozen = load_car_tick(car_tick_ptr, row, live, BLOCK)
-        ext_v, ext_w = car_kernels.external_impulses(
-            moving, force, torque, load_car_params(car_table_ptr, slot)[0], tick_time, f32(gravity_z)
-        )
-        hitbox = car_contacts.load_hitbox(hitbox_table_ptr, slot)
-        alive = live & (frozen.to(tl.int32) == 0)
-        arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
-                         plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
-        arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
-        if DEFERRED:
-            body = car_contacts.car_world_contacts(  # the car body against the arena, solved alone
+    rows = (car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr)
+    tables = (car_table_ptr, hitbox_table_ptr, body_solve_ptr)
+    arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+                     plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
+    arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
+    params = (tick_time, f32(gravity_z), f32(car_world_friction), f32(car_world_restitution))
+    if CAR_PER_PROGRAM:
+        for k in range(tl.program_id(0), deferred_total(deferred_count_ptr, NUM_CARS), tl.num_programs(0)):
+            row, live, env, slot = deferred_car(deferred_ptr, deferred_count_ptr, k, n, NUM_CARS, BLOCK)
+            car_step(rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env,
+                     slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, True, True)  # fmt: skip
+    else:
+        row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
+        if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
+            car_step(rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env,
+                     slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, DEFERRED,
+                     False)  # fmt: skip
+
+
+@jit
+def car_step(
+    rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env, slot,
+    NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr,
+    EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr, DEFERRED: tl.constexpr,
+    CAR_PER_PROGRAM: tl.constexpr,
+):  # fmt: skip
+    """`car_step_kernel`'s cars (``row``, ``live``, ``env``, ``slot``: `car_lanes`'): the body against the
+    arena, solved alone from the car's deltas of the solve between bodies (`body_solve`;
+    `car_contacts.car_world_contacts`, `solve_car_world`), the solver's write-back and the integration;
+    then stage 6, Car::_PostTickUpdate and _FinishPhysicsTick. A car demolished by a callback runs to
+    the step's end; one frozen at the tick's start is not simulated. The first pass
+    (not ``DEFERRED``) finishes the cars whose body touches nothing, their solve their deltas alone
+    (`car_contacts.untouched`), and defers the others."""
+    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr = rows
+    car_table_ptr, hitbox_table_ptr, body_solve_ptr = tables
+    tick_time, gravity_z, car_world_friction, car_world_restitution = params
+    start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
+    moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
+    pos, rot_mat, vel, ang_vel = moving
+    force, torque, frozen = load_car_tick(car_tick_ptr, row, live, BLOCK)
+    ext_v, ext_w = car_kernels.external_impulses(
+        moving, force, torque, load_car_params(car_table_ptr, slot)[0], tick_time, gravity_z
+    )
+    hitbox = car_contacts.load_hitbox(hitbox_table_ptr, slot)
+    alive = live & (frozen.to(tl.int32) == 0)
+    if DEFERRED:  # the car body against the arena, solved alone
+        if CAR_PER_PROGRAM:
+            body = car_contacts.car_world_contacts_across_lanes(
                 pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
             )  # fmt: skip
-            solved = car_contacts.solve_car_world(
-                body, rot_mat, vel, ang_vel, ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_table_ptr, slot),
-                f32(car_world_friction), f32(car_world_restitution), tick_time, start, ITERATIONS, BLOCK,
-            )  # fmt: skip
         else:
-            touch = car_contacts.may_touch_arena(pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES)
-            deferral = defer_lanes(deferred_count_ptr, slot, touch)
-            live = live & ~touch
-            solved = car_contacts.untouched(start)
-        # the whole car only now: its other fields are not held in registers through the contacts and solve
-        car, info = load_car_and_hit_info(
-            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
-        )
-        controls = load_controls(controls_ptr, row, live, BLOCK)
-        demoed = car[28]  # demolished during the step: simulated to its end, then skipped
-        car = car[:28] + (frozen,) + car[29:]
-        car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)
-        car = car[:28] + (demoed,) + car[29:]
-        car = car_kernels.post_tick_update(car, controls, tick_time)  # 6. cars' post-tick and finish
-        car = car_kernels.finish_physics_tick(car)
-        store_car_and_hit_info(
-            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
-        )
-        if not DEFERRED:
-            store_deferred(deferred_ptr, env, slot, deferral, n)
+            body = car_contacts.car_world_contacts(
+                pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
+            )  # fmt: skip
+        solved = car_contacts.solve_car_world(
+            body, rot_mat, vel, ang_vel, ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_table_ptr, slot),
+            car_world_friction, car_world_restitution, tick_time, start, ITERATIONS, BLOCK,
+        )  # fmt: skip
+    else:
+        touch = car_contacts.may_touch_arena(pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES)
+        deferral = defer_lanes(deferred_count_ptr, slot, touch)
+        live = live & ~touch
+        solved = car_contacts.untouched(start)
+    # the whole car only now: its other fields are not held in registers through the contacts and solve
+    car, info = load_car_and_hit_info(
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
+    )
+    controls = load_controls(controls_ptr, row, live, BLOCK)
+    demoed = car[28]  # demolished during the step: simulated to its end, then skipped
+    car = car[:28] + (frozen,) + car[29:]
+    car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)
+    car = car[:28] + (demoed,) + car[29:]
+    car = car_kernels.post_tick_update(car, controls, tick_time)  # 6. cars' post-tick and finish
+    car = car_kernels.finish_physics_tick(car)
+    store_car_and_hit_info(
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
+    )
+    if not DEFERRED:
+        store_deferred(deferred_ptr, env, slot, deferral, n)
 
 
 @stage_jit

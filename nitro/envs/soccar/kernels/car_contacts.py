@@ -196,21 +196,12 @@ def car_world_contacts(
     NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr,
     BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """One car body's contact manifolds with the arena (`car_contacts.car_world_contacts`): the
-    manifolds (`kernels/manifolds.py`'s layout, offsets and depths in BT, no arena points), whether it
-    touched (worldContact.hasContact) and the last point's normal before smoothing."""
-    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr = arena[:5]
-    plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = arena[5:]
-    inner, margin, offset, threshold = hitbox
-    half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
-    threshold = threshold * BT_TO_UU
-    center = add(car_pos, mat_vec(rot_mat, scale(offset, BT_TO_UU)))
-    axes = (column(rot_mat, 0), column(rot_mat, 1), column(rot_mat, 2))
-    zero = tl.zeros([BLOCK], tl.float32)
-    vectors = (fill16(zero), fill16(zero), fill16(zero))
-    manifolds = (fill4(tl.full([BLOCK], -1, tl.int32)), fill4(tl.zeros([BLOCK], tl.int32)), vectors, (), vectors, fill16(zero))
-    found = tl.zeros([BLOCK], tl.int32)
-    last = (zero, zero, zero)
+    """One car body's contact manifolds with the arena (`car_contacts.car_world_contacts`), one car per
+    lane: the manifolds (`kernels/manifolds.py`'s layout, offsets and depths in BT, no arena points),
+    whether it touched (worldContact.hasContact) and the last point's normal before smoothing."""
+    tri_ptr, tri_bounds_ptr, cell_start_ptr, cell_tris_ptr = arena[0], arena[1], arena[7], arena[8]
+    center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
+    manifolds, found, last = no_contacts(BLOCK)
     # the cell's triangles, in Bullet's visiting order. Each lane walks its own list with a cursor to
     # its next triangle within reach (`next_near_triangle`), then the lanes that found one run GJK
     # together: a warp runs GJK as often as its lane with the most such triangles, not once for every
@@ -226,21 +217,114 @@ def car_world_contacts(
             has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, near, BLOCK)
             has = near & has
             if tl.max(has.to(tl.int32), axis=0) > 0:
-                point_a = add(point_b, scale(raw_normal, sep))
-                tri_normal = load(tri_bounds_ptr + tri * 8, has, (0.0, 0.0, 1.0))
-                edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
-                edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
-                normal, smoothed = adjust_internal_edge_contacts(
-                    raw_normal, point_b, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
+                tri_mesh, point_offset, normal = manifold_point(
+                    car_pos, tri, v0, v1, v2, has, raw_normal, point_b, sep, arena, MAX_ANGLE, EDGE_DISTANCE
                 )
-                tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
-                manifolds = add_manifold_point(
-                    has, tri_mesh, scale(sub(point_a, car_pos), UU_TO_BT), (), normal, sep * UU_TO_BT, manifolds, False
-                )
+                manifolds = add_manifold_point(has, tri_mesh, point_offset, (), normal, sep * UU_TO_BT, manifolds, False)
                 found += has.to(tl.int32)
                 last = where(has, raw_normal, last)
         j = tl.where(near, j + 1, j)  # past the triangle just met
-    # the planes, after the meshes: the box's deepest corner along each normal
+    manifolds, found, last = plane_contacts(
+        car_pos, rot_mat, center, half, threshold, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
+    )
+    return manifolds, found > 0, last
+
+
+@jit
+def car_world_contacts_across_lanes(
+    car_pos, rot_mat, hitbox, alive, arena, grid,
+    NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`car_world_contacts` of one car per program, the same car in every lane: the lanes share the
+    triangles of its grid cell, BLOCK at a time in Bullet's visiting order, each screening its triangle
+    (`in_reach`, then the whole box's separating axes, a lower bound of the distance, within the contact
+    threshold) and running GJK on it; the contacts found then join the manifolds one at a time in the
+    list's order, as Bullet adds them. A car whose body meets many triangles (a wall, a curved
+    transition) waits for its list's length over BLOCK, not its length."""
+    tri_ptr, tri_bounds_ptr, cell_start_ptr, cell_tris_ptr = arena[0], arena[1], arena[7], arena[8]
+    center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
+    manifolds, found, last = no_contacts(BLOCK)
+    lane = tl.arange(0, BLOCK)
+    start, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
+    length = tl.max(tl.where(alive, length, 0), axis=0)  # the car's (every lane holds it)
+    for first in range(0, length, BLOCK):
+        valid = first + lane < length
+        tri = tl.load(cell_tris_ptr + start + first + lane, mask=valid, other=0)
+        near = in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr)
+        if tl.max(near.to(tl.int32), axis=0) > 0:
+            v0 = load(tri_ptr + tri * 9, near, (0.0, 0.0, 0.0))
+            v1 = load(tri_ptr + tri * 9 + 3, near, (1.0, 0.0, 0.0))
+            v2 = load(tri_ptr + tri * 9 + 6, near, (0.0, 1.0, 0.0))
+            bound, _ = box_triangle_separation((center, axes, half), v0, v1, v2, BLOCK)
+            near = near & (bound <= threshold)
+            if tl.max(near.to(tl.int32), axis=0) > 0:
+                has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, near, BLOCK)
+                has = near & has
+                if tl.max(has.to(tl.int32), axis=0) > 0:
+                    tri_mesh, point_offset, normal = manifold_point(
+                        car_pos, tri, v0, v1, v2, has, raw_normal, point_b, sep, arena, MAX_ANGLE, EDGE_DISTANCE
+                    )
+                    depth = sep * UU_TO_BT
+                    while tl.max(has.to(tl.int32), axis=0) > 0:  # each lane's contact in turn, in list order
+                        this = lane == tl.min(tl.where(has, lane, BLOCK), axis=0)
+                        manifolds = add_manifold_point(
+                            alive, lane_int(tri_mesh, this), lane_vec(point_offset, this), (),
+                            lane_vec(normal, this), lane_float(depth, this), manifolds, False,
+                        )  # fmt: skip
+                        found += 1
+                        last = lane_vec(raw_normal, this)
+                        has = has & ~this
+    manifolds, found, last = plane_contacts(
+        car_pos, rot_mat, center, half, threshold, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
+    )
+    return manifolds, found > 0, last
+
+
+@jit
+def car_box(car_pos, rot_mat, hitbox):
+    """The car body's box in UU: (centre, axes (the rotation's columns), half extents with the margin,
+    contact threshold)."""
+    inner, margin, offset, threshold = hitbox
+    half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
+    threshold = threshold * BT_TO_UU
+    center = add(car_pos, mat_vec(rot_mat, scale(offset, BT_TO_UU)))
+    return center, (column(rot_mat, 0), column(rot_mat, 1), column(rot_mat, 2)), half, threshold
+
+
+@jit
+def no_contacts(BLOCK: tl.constexpr):
+    """Empty manifolds, no contact found yet, a zero last normal (`car_world_contacts`' start)."""
+    zero = tl.zeros([BLOCK], tl.float32)
+    vectors = (fill16(zero), fill16(zero), fill16(zero))
+    manifolds = (fill4(tl.full([BLOCK], -1, tl.int32)), fill4(tl.zeros([BLOCK], tl.int32)), vectors, (), vectors, fill16(zero))
+    return manifolds, tl.zeros([BLOCK], tl.int32), (zero, zero, zero)
+
+
+@jit
+def manifold_point(car_pos, tri, v0, v1, v2, has, raw_normal, point_b, sep, arena, MAX_ANGLE: tl.constexpr,
+                   EDGE_DISTANCE: tl.constexpr):  # fmt: skip
+    """Where ``has``, the box's contact with triangle ``tri`` (`box_triangle_contacts`' raw normal, point
+    on the triangle and distance, UU) as a manifold point: (the triangle's mesh, the point on the car
+    from its origin BT, the normal smoothed at the triangle's internal edges)."""
+    tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr = arena[1:5]
+    point_a = add(point_b, scale(raw_normal, sep))
+    tri_normal = load(tri_bounds_ptr + tri * 8, has, (0.0, 0.0, 1.0))
+    edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
+    edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
+    normal, smoothed = adjust_internal_edge_contacts(
+        raw_normal, point_b, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
+    )
+    tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
+    return tri_mesh, scale(sub(point_a, car_pos), UU_TO_BT), normal
+
+
+@jit
+def plane_contacts(car_pos, rot_mat, center, half, threshold, alive, arena, manifolds, found, last,
+                   NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    """The planes, after the meshes: the box's deepest corner along each normal within the contact
+    threshold, into the manifolds: (manifolds, found, last)."""
+    plane_normals_ptr, plane_offsets_ptr = arena[5], arena[6]
     for p in range(NUM_PLANES):
         plane_normal, corner, depth = plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)
         has = alive & (depth < threshold)
@@ -251,7 +335,25 @@ def car_world_contacts(
             )  # fmt: skip
             found += has.to(tl.int32)
             last = where(has, plane_normal, last)
-    return manifolds, found > 0, last
+    return manifolds, found, last
+
+
+@jit
+def lane_float(x, this):
+    """The value of lane ``this`` (one lane true) in every lane, bit for bit."""
+    return tl.broadcast_to(tl.max(tl.where(this, x, -float("inf")), axis=0), x.shape)
+
+
+@jit
+def lane_int(x, this):
+    """`lane_float` of an int32."""
+    return tl.broadcast_to(tl.max(tl.where(this, x, -2147483647), axis=0), x.shape)
+
+
+@jit
+def lane_vec(v, this):
+    """`lane_float` of a vector."""
+    return lane_float(v[0], this), lane_float(v[1], this), lane_float(v[2], this)
 
 
 @jit
@@ -320,14 +422,10 @@ def may_touch_arena(car_pos, rot_mat, hitbox, alive, arena, grid, NUM_PLANES: tl
     within the contact threshold (the same numbers `car_world_contacts` computes). Where it is false
     the body touches nothing (the car step's fast lanes, `kernels/arena.car_step_kernel`)."""
     tri_bounds_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = (arena[1],) + arena[5:]
-    inner, margin, offset, threshold = hitbox
-    half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
-    threshold = threshold * BT_TO_UU
-    center = add(car_pos, mat_vec(rot_mat, scale(offset, BT_TO_UU)))
+    center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
     touch = alive & (alive != alive)
     for p in tl.static_range(NUM_PLANES):
         touch = touch | (plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)[2] < threshold)
-    axes = (column(rot_mat, 0), column(rot_mat, 1), column(rot_mat, 2))
     start, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
     j = 0
     while tl.max((alive & ~touch & (j < length)).to(tl.int32), axis=0) > 0:

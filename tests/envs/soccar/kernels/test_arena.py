@@ -13,6 +13,7 @@ import torch
 
 from nitro.core import tree
 from nitro.envs.soccar.arena import Arena
+from nitro.envs.soccar.kernels import arena as arena_kernels
 from nitro.envs.soccar.kernels.arena import launch_step_ticks_
 from nitro.envs.soccar.state import ArenaEvents, CarState
 from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars, wheels_on_bodies
@@ -70,11 +71,16 @@ def test_fused_ticks_with_cars(blue, orange, launches):
     assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL
 
 
-def test_fused_ticks_with_body_contacts():
+@pytest.mark.parametrize("per_program_up_to", [None, 0], ids=["car per program", "car per lane"])
+def test_fused_ticks_with_body_contacts(monkeypatch, per_program_up_to):
     """Car bodies against every part of the arena (`test_car_world.body_scenes`: floor, ceiling, walls,
     corners, goals, ramps; any orientation, moving): two launches of a tick equal two PyTorch ticks,
-    the body's contacts and their solve included."""
+    the body's contacts and their solve included, with the car step's second pass taking one car per
+    program (small batches) and one per lane (large batches, `CAR_PER_PROGRAM_UP_TO`)."""
     from tests.envs.soccar.kernels.test_car_world import body_scenes
+
+    if per_program_up_to is not None:
+        monkeypatch.setattr(arena_kernels, "CAR_PER_PROGRAM_UP_TO", per_program_up_to)
 
     arena = Arena(ENVS, blue=1, orange=0, device=DEVICE)
     arena.set_ball(pos=torch.tensor([0.0, 0.0, 1500.0], device=DEVICE))  # out of the cars' way

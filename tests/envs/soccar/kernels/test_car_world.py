@@ -55,9 +55,12 @@ def car_world_kernel(
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     start_ptr, manifold_ptr, solve_ptr, untouched_ptr, n, friction, restitution, tick_time,
     NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr,
-    ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
+    ITERATIONS: tl.constexpr, BLOCK: tl.constexpr, ACROSS_LANES: tl.constexpr,
 ):  # fmt: skip
-    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if ACROSS_LANES:  # one car per program, in every lane (`kernels/arena.deferred_car`)
+        lane = tl.program_id(0) + tl.arange(0, BLOCK) * 0
+    else:
+        lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
     pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     rot = (
@@ -69,9 +72,14 @@ def car_world_kernel(
     arena = arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
     arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
     hitbox = twin.load_hitbox(hitbox_ptr, 0)
-    contacts = twin.car_world_contacts(
-        pos, rot, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK
-    )
+    if ACROSS_LANES:
+        contacts = twin.car_world_contacts_across_lanes(
+            pos, rot, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK
+        )
+    else:
+        contacts = twin.car_world_contacts(
+            pos, rot, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK
+        )
     manifolds, has_contact, last = contacts
     out = manifold_ptr + lane * 128  # count (4), has, last normal (3), then per point: offset, normal, depth
     for s in tl.static_range(4):
@@ -133,10 +141,12 @@ def body_scenes(n: int, seed: int):
     return pos, rot, vel, ang_vel
 
 
+@pytest.mark.parametrize("across_lanes", [False, True], ids=["car per lane", "car per program"])
 @pytest.mark.parametrize("preset", ["octane"])  # every preset's hitbox goes through the same code
-def test_car_world_stage(preset):
+def test_car_world_stage(preset, across_lanes):
     """The contacts' manifolds (counts identical; offsets, normals and depths close) and the solve's
-    velocity deltas and pushes, every car at once (a tenth of them demolished: no contact)."""
+    velocity deltas and pushes, every car at once, one per lane or one per program (the car step's
+    second pass on large and on small batches; a tenth of them demolished: no contact)."""
     assert preset in PRESETS
     arena = Arena(ENVS, blue=1, orange=0, car=preset)
     world, params = arena.world, arena.world.params
@@ -165,13 +175,14 @@ def test_car_world_stage(preset):
     solve_out = torch.zeros(ENVS, 12, device=DEVICE)
     untouched_out = torch.zeros(ENVS, 12, device=DEVICE)
     d = lambda x: x.contiguous().to(DEVICE)
-    car_world_kernel[programs(ENVS)](
+    car_world_kernel[(ENVS,) if across_lanes else programs(ENVS)](
         d(pos), d(rot), d(vel), d(ang_vel), d(ext_v), d(ext_w), d(alive.to(torch.int8)),
         d(twin.hitbox_table(world.cars)), flat_tris(mesh), mesh.tri_bounds, mesh.tri_mesh, mesh.edge_angle,
         mesh.edge_flags, mesh.plane_normals, mesh.plane_offsets, mesh.cell_start, mesh.cell_tris, *grid_args(mesh),
         d(start), manifold_out, solve_out, untouched_out, ENVS, params.car_world_friction, params.car_world_restitution, params.tick_time,
         NUM_PLANES=4, PLANE_BASE=PLANE_OBJECT_BASE, MAX_ANGLE=C.INTERNAL_EDGE_MAX_ANGLE,
         EDGE_DISTANCE=C.INTERNAL_EDGE_DISTANCE_THRESHOLD, ITERATIONS=C.SOLVER_NUM_ITERATIONS, BLOCK=BLOCK,
+        ACROSS_LANES=across_lanes,
     )  # fmt: skip
     out = manifold_out.cpu()
     m = expected.manifolds
