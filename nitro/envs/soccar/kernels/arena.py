@@ -292,9 +292,9 @@ each taking the deferred cars in turn: enough to fill an H100/H200 several times
 holding 8 one-warp programs at 255 registers), so the cars' unequal work evens out across them."""
 CAR_PER_PROGRAM_UP_TO = 262_144
 """The car step's second pass takes one car per program up to this many (env, car) lanes, one car per
-lane above it (`car_step_kernel`). Measured on an H200 (1v1, about 1% of the cars deferred), the second
-pass one car per program / one per lane: 16,384 envs 0.20 / 0.48 ms, 1,048,576 envs 3.65 / 0.96
-(docs/PERFORMANCE.md)."""
+lane above it (`car_step_kernel`). Measured on an H200, 1v1 (about 1% of the cars deferred), ms per tick
+of plain steps one car per program / one per lane: 16,384 envs 0.99 / 2.10, 131,072 envs 1.80 / 1.79,
+1,048,576 envs 7.45 / 6.34; 1v0 at 1,048,576 envs 2.93 / 2.83 (docs/PERFORMANCE.md)."""
 
 
 @jit
