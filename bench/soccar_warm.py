@@ -33,13 +33,22 @@ sys.path.insert(0, str(ROOT))
 
 def stage_kernels(cars: int) -> list[tuple[str, int]]:
     """The stage kernels a fused tick of ``cars`` cars launches, in `kernels/arena.tick`'s order, each
-    with its pass (the two-pass car kernels' second pass, ``DEFERRED``, is a kernel of its own)."""
+    with its pass (the two-pass car kernels' second pass, ``DEFERRED``, is a kernel of its own; pass 2:
+    the car step's second pass one car per program, which small batches run, `CAR_PER_PROGRAM_UP_TO`)."""
     if not cars:
         return [("ball_and_rules_kernel", 0)]
     pairs = [("car_pairs_kernel", 0)] if cars > 1 else []
     return [("pre_tick_kernel", 0), ("pre_tick_kernel", 1), *pairs, ("collisions_kernel", 0),
-            ("body_solve_kernel", 0), ("car_step_kernel", 0), ("car_step_kernel", 1), ("car_events_kernel", 0),
-            ("ball_and_rules_kernel", 0)]  # fmt: skip
+            ("body_solve_kernel", 0), ("car_step_kernel", 0), ("car_step_kernel", 1), ("car_step_kernel", 2),
+            ("car_events_kernel", 0), ("ball_and_rules_kernel", 0)]  # fmt: skip
+
+
+def pass_label(kernel: tuple[str, int]) -> str:
+    """A `stage_kernels` entry as the results name it."""
+    name, wanted = kernel
+    from nitro.envs.soccar.kernels import arena as arena_kernels
+
+    return arena_kernels.pass_name(name, wanted) + (", one car per program" if wanted == 2 else "")
 
 
 def warm_one(size: str, block: int, kernel: tuple[str, int], envs: int, caps: dict) -> dict:
@@ -60,6 +69,9 @@ def warm_one(size: str, block: int, kernel: tuple[str, int], envs: int, caps: di
     arena_kernels.REGISTER_CAPS.update(caps)
     blue, orange = (int(x) for x in size.split("v"))
     kernel_name, wanted = kernel
+    label = pass_label(kernel)
+    arena_kernels.CAR_PER_PROGRAM_UP_TO = (1 << 62) if wanted == 2 else 0  # which second pass the car step runs
+    wanted = min(wanted, 1)
     seconds = []
     passes = []
     parts: dict = {}
@@ -99,7 +111,7 @@ def warm_one(size: str, block: int, kernel: tuple[str, int], envs: int, caps: di
     if not seconds:
         raise RuntimeError(f"{kernel_name} was not launched by a {size} step: stage_kernels is out of date")
     caches = getattr(arena_kernels, kernel_name).device_caches[torch.cuda.current_device()][0]
-    return {"size": size, "block": block, "kernel": arena_kernels.pass_name(kernel_name, wanted),
+    return {"size": size, "block": block, "kernel": label,
             "seconds": round(seconds[0], 2),
             "keys": [str(key) for key in caches], "key_parts": parts}  # fmt: skip
 
@@ -109,7 +121,7 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="folder for soccar_warm.json")
     parser.add_argument("--sizes", default="1v0,1v1,2v2,3v3", help="team sizes, BLUEvORANGE, comma-separated")
     parser.add_argument("--blocks", default="32", help="envs per program, comma-separated (the step's default: 32)")
-    parser.add_argument("--envs", type=int, default=4096, help="envs of the arenas (any count compiles the same)")
+    parser.add_argument("--envs", type=int, default=4096, help="envs of the arenas (any count compiles the same kernels)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes compiling at once")
     parser.add_argument(
         "--maxnreg", default="", help="register caps of stage kernels, NAME=CAP,... (`soccar_stages_gpu.py`'s)"
@@ -120,7 +132,6 @@ def main() -> None:
     args = parser.parse_args()
     import soccar_gpu as common
 
-    from nitro.envs.soccar.kernels import arena as arena_kernels
 
     caps = common.register_caps(args.maxnreg)
     only = set(filter(None, args.kernels.split(",")))
@@ -129,7 +140,7 @@ def main() -> None:
         for size in args.sizes.split(",")
         for block in args.blocks.split(",")
         for kernel in stage_kernels(sum(int(x) for x in size.split("v")))
-        if not only or arena_kernels.pass_name(*kernel) in only
+        if not only or pass_label(kernel) in only
     ]
     start = time.perf_counter()
     rows, errors = [], []

@@ -253,11 +253,7 @@ def car_world_contacts_across_lanes(
         tri = tl.load(cell_tris_ptr + start + first + lane, mask=valid, other=0)
         near = in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr)
         if tl.max(near.to(tl.int32), axis=0) > 0:
-            v0 = load(tri_ptr + tri * 9, near, (0.0, 0.0, 0.0))
-            v1 = load(tri_ptr + tri * 9 + 3, near, (1.0, 0.0, 0.0))
-            v2 = load(tri_ptr + tri * 9 + 6, near, (0.0, 1.0, 0.0))
-            bound, _ = box_triangle_separation((center, axes, half), v0, v1, v2, BLOCK)
-            near = near & (bound <= threshold)
+            near, v0, v1, v2 = within_bound(center, axes, half, threshold, tri, near, tri_ptr, BLOCK)
             if tl.max(near.to(tl.int32), axis=0) > 0:
                 has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, near, BLOCK)
                 has = near & has
@@ -392,17 +388,24 @@ def next_near_triangle(center, axes, half, threshold, start, length, j, tri_ptr,
         at = tl.load(cell_tris_ptr + start + j, mask=scanning, other=0)
         reach = in_reach(center, axes, half, threshold, at, scanning, tri_bounds_ptr)
         if tl.max(reach.to(tl.int32), axis=0) > 0:
-            w0 = load(tri_ptr + at * 9, reach, (0.0, 0.0, 0.0))
-            w1 = load(tri_ptr + at * 9 + 3, reach, (1.0, 0.0, 0.0))
-            w2 = load(tri_ptr + at * 9 + 6, reach, (0.0, 1.0, 0.0))
-            bound, _ = box_triangle_separation((center, axes, half), w0, w1, w2, BLOCK)
-            hit = reach & (bound <= threshold)
+            hit, w0, w1, w2 = within_bound(center, axes, half, threshold, at, reach, tri_ptr, BLOCK)
             near = near | hit
             tri = tl.where(hit, at, tri)
             v0, v1, v2 = where(hit, w0, v0), where(hit, w1, v1), where(hit, w2, v2)
         j = tl.where(scanning & ~near, j + 1, j)
         scanning = ~near & (j < length)
     return near, j, tri, v0, v1, v2
+
+
+@jit
+def within_bound(center, axes, half, threshold, tri, reach, tri_ptr, BLOCK: tl.constexpr):
+    """Where ``reach``, triangle ``tri``'s vertices and whether the whole box's separating axes, a lower
+    bound of the distance, are within the contact threshold: (near, v0, v1, v2)."""
+    v0 = load(tri_ptr + tri * 9, reach, (0.0, 0.0, 0.0))
+    v1 = load(tri_ptr + tri * 9 + 3, reach, (1.0, 0.0, 0.0))
+    v2 = load(tri_ptr + tri * 9 + 6, reach, (0.0, 1.0, 0.0))
+    bound, _ = box_triangle_separation((center, axes, half), v0, v1, v2, BLOCK)
+    return reach & (bound <= threshold), v0, v1, v2
 
 
 @jit
