@@ -132,7 +132,6 @@ def main() -> None:
     args = parser.parse_args()
     import soccar_gpu as common
 
-
     caps = common.register_caps(args.maxnreg)
     only = set(filter(None, args.kernels.split(",")))
     jobs = [

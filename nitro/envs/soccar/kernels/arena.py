@@ -185,12 +185,12 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         launch(body_solve_kernel, envs, 1, args, block, maxnreg)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
         #    (the cars whose body touches nothing first, then the others: `car_step_kernel`)
-        one_car = envs * cars <= CAR_PER_PROGRAM_UP_TO  # the second pass one car per program (`deferred_car`)
-        per_program = {"CAR_PER_PROGRAM": True, "programs": min(envs * cars, DEFERRED_PROGRAMS)}
         for deferred in (False, True):
+            one_car = deferred and envs * cars <= CAR_PER_PROGRAM_UP_TO  # one car per program (`deferred_car`)
+            programs = {"programs": min(envs * cars, DEFERRED_PROGRAMS)} if one_car else {}
             launch(car_step_kernel, envs, cars,
-                   {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1], "CAR_PER_PROGRAM": False,
-                    **(per_program if deferred and one_car else {})}, block, maxnreg)  # fmt: skip
+                   {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1], "CAR_PER_PROGRAM": one_car,
+                    **programs}, block, maxnreg)  # fmt: skip
         # 3. and 7. the pads; the cars' events of the tick
         launch(car_events_kernel, envs, 1, args, PADS_BLOCK, maxnreg)
     # 1. and 5. the ball's sleeping and step; 8. ball finish; 9. goals; 10.

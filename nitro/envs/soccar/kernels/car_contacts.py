@@ -308,7 +308,7 @@ def manifold_point(car_pos, tri, v0, v1, v2, has, raw_normal, point_b, sep, aren
     tri_normal = load(tri_bounds_ptr + tri * 8, has, (0.0, 0.0, 1.0))
     edge_angle = load(edge_angle_ptr + tri * 3, has, (7.0, 7.0, 7.0))
     edge_flags = tl.load(edge_flags_ptr + tri, mask=has, other=0)
-    normal, smoothed = adjust_internal_edge_contacts(
+    normal, _ = adjust_internal_edge_contacts(
         raw_normal, point_b, v0, v1, v2, tri_normal, edge_angle, edge_flags, MAX_ANGLE, EDGE_DISTANCE
     )
     tri_mesh = tl.load(tri_mesh_ptr + tri, mask=has, other=0)
