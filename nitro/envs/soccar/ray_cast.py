@@ -46,16 +46,17 @@ def ray_cast(
     mesh: ArenaMesh, start: torch.Tensor, end: torch.Tensor, use_kernels: bool | None = None
 ) -> RayHits:
     """Closest hit of segments start [N, 3] -> end [N, 3] (UU) with the arena's triangles and planes:
-    the start point's cell list, then the planes. On CUDA a Triton kernel (when Triton is
-    importable); ``use_kernels`` forces the kernel or this PyTorch reference.
+    the list of the cell holding the segment's midpoint, then the planes. On CUDA a Triton kernel
+    (when Triton is importable); ``use_kernels`` forces the kernel or this PyTorch reference.
 
-    Segments must be at most ``mesh.query_radius`` long: a query reads the grid cell of its start,
-    which lists every triangle within that distance (wheel rays are about 50 UU).
+    Segments must be at most twice ``mesh.query_radius`` long: every point of a segment lies within
+    half its length of the midpoint, and the midpoint's cell lists every triangle within the query
+    radius of it (wheel rays are 48-52 UU).
     """
     if kernels.use_kernels(start, use_kernels):
         return ray_cast_kernels.launch_ray_cast(mesh, start, end)
     n = start.shape[0]
-    ids, valid = cell_candidates(mesh, start)
+    ids, valid = cell_candidates(mesh, (start + end) * 0.5)
     v = mesh.tri_verts[ids]
     s, e = start[:, None, :], end[:, None, :]
     hit, fraction, normal = ray_triangle_fraction(s, e, v[..., 0, :], v[..., 1, :], v[..., 2, :])

@@ -113,6 +113,13 @@ FUSED_BLOCK = 32  # lanes per program of the stage kernels: one warp, so block-w
 # triangle the ball can touch, so the contacts, in order, are the same.
 BALL_GRID_CELL = 64.0
 BALL_GRID_RADIUS = 96.0
+# The wheels' rays read a grid of their own, looked up at each ray's midpoint (`ray_cast`): 48-UU
+# cells listing the triangles within 26.5 UU, half the longest preset's ray (52.0 UU, the merc's front
+# wheels) with room. On the benchmark's 1v1 games after 96 ticks, a warp of 32 cars walks 2.9 listed
+# triangles a tick for its four wheels (133 at most) where the ball's grid at the wheels' hard points
+# gives it 11.7 (460).
+RAY_GRID_CELL = 48.0
+RAY_GRID_RADIUS = 26.5
 CAR_CAR_POINTS = constexpr(_CAR_CAR_POINTS)
 BOOST_PAD_COUNT = constexpr(C.BOOST_PAD_COUNT)
 BALL_REST_Z = constexpr(C.BALL_REST_Z)
@@ -174,9 +181,9 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         start, args["car_rows_ptr"] = args["car_rows_ptr"], args["car_spare_rows_ptr"]
         args["car_spare_rows_ptr"] = start
         counts = args["deferred_counts"]  # this tick's, one row per two-pass stage
-        for deferred in (False, True):
-            launch(pre_tick_kernel, envs, cars, {**args, "car_start_rows_ptr": start, "DEFERRED": deferred,
-                                                 "deferred_count_ptr": counts[0]}, block, maxnreg)  # fmt: skip
+        for deferred in (False, True):  # (the wheel rays read their own grid: `RAY_GRID_CELL`)
+            launch(pre_tick_kernel, envs, cars, {**args, **args["wheel_rays"], "car_start_rows_ptr": start,
+                                                 "DEFERRED": deferred, "deferred_count_ptr": counts[0]}, block, maxnreg)  # fmt: skip
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps)
         if cars > 1:
             launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, args, block, maxnreg)
@@ -1143,6 +1150,8 @@ def step_ticks_op(
     hashed_seed: int,
     arena: list[torch.Tensor],
     grid: list[float],
+    ray_cells: list[torch.Tensor],
+    ray_grid: list[float],
     blue: int,
     kickoff_after_goal: bool,
     block: int,
@@ -1153,7 +1162,9 @@ def step_ticks_op(
     fields, bools as `int8_view`s: packed into one row per car before the first tick and unpacked
     after the last, `car_rows_kernel`), ``cars`` (car_contact_id, tick_count_since_update, `car_ints`,
     `car_order`), ``pads`` (is_active, cooldown,
-    prev_locked_car_id, each [34, N]: `pad_at`), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`). ``maxnreg``: ptxas's
+    prev_locked_car_id, each [34, N]: `pad_at`), ``tables`` (`TABLE_NAMES`), ``arena`` (`ARENA_NAMES`),
+    ``grid`` (`grid_args`), ``ray_cells`` and ``ray_grid`` (the wheel rays' grid: cell_start, cell_tris;
+    `grid_args`). ``maxnreg``: ptxas's
     register cap per thread (trading spills for occupancy; eager launches only, as torch.compile does
     not pass it through to Triton)."""
     envs, num_cars = ball[0].shape[0], controls.shape[1]
@@ -1177,8 +1188,8 @@ def step_ticks_op(
         "controls_ptr": controls,
         "hashed_seed": hashed_seed,
         **dict(zip(PARAM_NAMES, params)),
-        **dict(zip(("ox0", "oy0", "oz0", "cell_size"), grid[:4])),
-        **dict(zip(("dim_x", "dim_y", "dim_z"), (int(x) for x in grid[4:7]))),
+        **grid_kwargs(arena[-2:], grid),
+        "wheel_rays": grid_kwargs(ray_cells, ray_grid),  # the pre-tick's grid (`tick`)
         "NUM_CARS": num_cars,
         "BLUE": blue,
         "KICKOFF_AFTER_GOAL": kickoff_after_goal,
@@ -1205,6 +1216,16 @@ def step_ticks_op(
         args["deferred_counts"] = deferred_counts[t]
         tick(args, envs, num_cars, block, maxnreg)
     launch(car_rows_kernel, envs * num_cars, 1, {**rows, "rows_ptr": args["car_rows_ptr"], "UNPACK": True}, ROWS_BLOCK, 0)
+
+
+def grid_kwargs(cells: list[torch.Tensor], grid: list[float]) -> dict:
+    """A grid's arguments by the kernels' names: its cell_start and cell_tris, then `grid_args`."""
+    return {
+        "cell_start_ptr": cells[0],
+        "cell_tris_ptr": cells[1],
+        **dict(zip(("ox0", "oy0", "oz0", "cell_size"), grid[:4])),
+        **dict(zip(("dim_x", "dim_y", "dim_z"), (int(x) for x in grid[4:7]))),
+    }
 
 
 ROWS_BLOCK = 128
@@ -1234,15 +1255,25 @@ def ball_grid(world: World) -> ArenaMesh:
                 f"query radius {mesh.query_radius} UU; load the mesh with a larger query_radius"
             )
         return mesh
-    key = (mesh.folder, str(mesh.device))
-    if key not in _BALL_GRIDS:  # once per folder and device: no file system work per step
-        _BALL_GRIDS[key] = load_arena_mesh(
-            mesh.folder, mesh.device, query_radius=BALL_GRID_RADIUS, cell_size=BALL_GRID_CELL
-        )
-    return _BALL_GRIDS[key]
+    return regridded(mesh, BALL_GRID_RADIUS, BALL_GRID_CELL)
 
 
-_BALL_GRIDS: dict[tuple[str, str], ArenaMesh] = {}
+def ray_grid(world: World) -> ArenaMesh:
+    """The arena with the wheel rays' grid (`RAY_GRID_CELL`; `_tables` checks that the world's rays
+    fit it)."""
+    return regridded(world.mesh, RAY_GRID_RADIUS, RAY_GRID_CELL)
+
+
+def regridded(mesh: ArenaMesh, query_radius: float, cell_size: float) -> ArenaMesh:
+    """``mesh``'s arena with a grid of its own, loaded once per folder, device and grid: no file
+    system work per step."""
+    key = (mesh.folder, str(mesh.device), query_radius, cell_size)
+    if key not in _GRIDS:
+        _GRIDS[key] = load_arena_mesh(mesh.folder, mesh.device, query_radius=query_radius, cell_size=cell_size)
+    return _GRIDS[key]
+
+
+_GRIDS: dict[tuple[str, str, float, float], ArenaMesh] = {}
 
 
 def launch_step_ticks_(
@@ -1272,6 +1303,7 @@ def launch_step_ticks_(
     fields = [getattr(cars, name) for name in PACKED]
     dense = [x.contiguous() for x in fields]  # (the kernels read them as [N * C, width] arrays)
     envs, num_cars = state.tick_count.shape[0], cars.pos.shape[1]
+    rays = ray_grid(world) if num_cars else mesh  # (ball-only arenas cast no rays)
     ints = int_fields(state, events)
     game_ints = torch.empty(envs, GAME_WIDTH.value, dtype=torch.int64, device=controls.device)
     car_ints = torch.empty(envs * num_cars, CAR_INTS_WIDTH.value, dtype=torch.int64, device=controls.device)
@@ -1293,6 +1325,8 @@ def launch_step_ticks_(
         rules.seed_word(world.game.seed),
         arena_tensors(mesh),
         grid_args(mesh),
+        [rays.cell_start, rays.cell_tris],
+        grid_args(rays),
         world.game.blue,
         world.game.kickoff_after_goal,
         int(block),
@@ -1416,18 +1450,26 @@ def ints_rows_kernel(
 
 
 def _tables(world: World, mesh: ArenaMesh) -> list[torch.Tensor]:
-    """`TABLE_NAMES`' tensors of the world, built once per World (checking that the grid's lists
-    reach every triangle a car body can touch: `kernels/car_contacts.car_world_contacts` reads the
-    list of the cell holding the box's centre)."""
+    """`TABLE_NAMES`' tensors of the world, built once per World (checking that the grids' lists
+    reach every triangle a car body can touch, `kernels/car_contacts.car_world_contacts` reading the
+    list of the cell holding the box's centre, and every triangle a wheel ray can hit, `ray_cast`
+    reading the list of the cell holding its midpoint)."""
     key = (id(world), str(mesh.device))
     if key not in _TABLES:
-        h = world.cars.hitbox
+        h, config = world.cars.hitbox, world.cars
         reach = (h.inner + h.margin[:, None]).norm(dim=1) + h.threshold  # BT, per car
         reach = float(reach.max()) * C.BT_TO_UU if reach.numel() else 0.0  # sync-ok: once per World
         if reach > mesh.query_radius:
             raise ValueError(
                 f"a car body reaches {reach:.1f} UU from its hitbox centre, beyond the fused grid's query "
                 f"radius {mesh.query_radius} UU; load the mesh with a larger query_radius"
+            )
+        ray = config.suspension_rest_length + C.MAX_SUSPENSION_TRAVEL + config.wheel_radius - C.SUSPENSION_SUBTRACTION
+        ray = float(ray.max()) if ray.numel() else 0.0  # sync-ok: once per World
+        if ray / 2 > RAY_GRID_RADIUS:
+            raise ValueError(
+                f"a wheel ray of {ray:.1f} UU reaches {ray / 2:.1f} UU from its midpoint, beyond the wheel rays' "
+                f"grid's query radius RAY_GRID_RADIUS = {RAY_GRID_RADIUS} UU; raise RAY_GRID_RADIUS"
             )
         _TABLES[key] = (
             world,  # kept alive with its tables, so its id is not reused

@@ -53,13 +53,14 @@ def ray_cast(
     NUM_PLANES: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """The closest hit of each lane's segment start -> end: (hit, fraction, normal, feature)."""
+    """The closest hit of each lane's segment start -> end: (hit, fraction, normal, feature); the
+    triangles listed in the cell of the segment's midpoint, then the planes."""
     origin, cell_size, dims = grid
     best = tl.full([BLOCK], 3.0e38, tl.float32)
     feature = tl.full([BLOCK], -1, tl.int32)
     zero = tl.zeros([BLOCK], tl.float32)
     normal = (zero, zero, zero)
-    first, length = cell_candidates(start, live, cell_start_ptr, origin, cell_size, dims)
+    first, length = cell_candidates(scale(add(start, end), 0.5), live, cell_start_ptr, origin, cell_size, dims)
     longest = tl.max(length, axis=0)
     j = 0
     while j < longest:

@@ -172,14 +172,15 @@ def columns(value: torch.Tensor, n: int) -> torch.Tensor:
     return value.reshape(n, -1).float()
 
 
-def arena_args(sample: Sample) -> dict:
-    """The arena pointers and grid of the fused tick (`kernels/arena.ball_grid`), as keywords."""
-    return arena_args_of(sample.arena.world)
+def arena_args(sample: Sample, grid=ball_grid) -> dict:
+    """The arena pointers and grid of the fused tick (``grid``: `kernels/arena.ball_grid`, or
+    `kernels/arena.ray_grid`, which the wheel rays read), as keywords."""
+    return arena_args_of(sample.arena.world, grid)
 
 
-def arena_args_of(world: World) -> dict:
+def arena_args_of(world: World, grid=ball_grid) -> dict:
     """`arena_args` of a world."""
-    mesh = ball_grid(world).to(DEVICE)
+    mesh = grid(world).to(DEVICE)
     ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z = grid_args(mesh)
     return {
         "tri_ptr": flat_tris(mesh),
