@@ -125,6 +125,16 @@ def test_fused_ticks_with_wheels_on_bodies(monkeypatch):
     assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL
 
 
+def test_wheel_rays_longer_than_their_grid_reaches_are_refused(monkeypatch):
+    """A world whose longest wheel ray (52.0 UU, the merc's front wheels) reaches beyond the ray grid's
+    query radius from its midpoint is refused with the radius to raise, not stepped on lists that could
+    miss a triangle."""
+    arena = Arena(1, blue=1, orange=0, car="merc", device=DEVICE)
+    monkeypatch.setattr(arena_kernels, "RAY_GRID_RADIUS", 25.9)
+    with pytest.raises(ValueError, match=r"wheel ray of 52.0 UU reaches 26.0 UU .* RAY_GRID_RADIUS = 25.9"):
+        arena_kernels._tables(arena.world, arena_kernels.ball_grid(arena.world))
+
+
 def test_ints_rows_kernel_packs_and_unpacks_the_game_and_car_ints():
     """`ints_rows_kernel` writes each env's `game_ints` row and each car's `car_ints` row from the state's
     and the events' own fields (hand-placed values, every column its own), and unpacking writes them
