@@ -7,9 +7,10 @@ The arenas are the speed benchmarks' (`soccar_cars_gpu.car_arena` for 1v0, `socc
 otherwise) stepped 8 ticks per call with their random controls, 3 calls of warm-up, then ``--calls``
 timed ones; each kernel's median milliseconds per tick and share of the tick. The timed calls run
 with an event pair around every launch, so their sum is slightly above a plain step's time, which is
-also given. ``--outside`` also profiles (torch.profiler) the step's kernels around the stages: the car
-rows packed and unpacked, the car order's sort, the events. Writes OUT/soccar_stages.json and prints a
-table.
+also given. ``--outside`` also profiles (torch.profiler) the plain steps' kernels: each stage kernel's
+device time (without the event pairs, or the host's launch time they take in at one wave), and the
+step's kernels around the stages: the car rows packed and unpacked, the car order's sort, the events.
+Writes OUT/soccar_stages.json and prints a table.
 """
 
 from __future__ import annotations
@@ -40,10 +41,15 @@ def kernel_registers(kernel) -> list[dict]:
             for key, c in (caches[0].items() if caches else ())]  # fmt: skip
 
 
-def step_kernels(step, calls: int, stage_names) -> dict:
-    """Every GPU kernel of ``calls`` calls of ``step`` (torch.profiler), outside the stage kernels:
-    the step's own work around them (packing and unpacking the rows, the car order's sort, the
-    events), each kernel name's device milliseconds per tick, largest first, and their sum."""
+def step_kernels(step, calls: int, stage_names: list[str]) -> dict:
+    """Every GPU kernel of ``calls`` plain calls of ``step`` (torch.profiler's trace, no event pairs
+    between the launches): each stage kernel's device milliseconds per tick, a two-pass kernel's passes
+    told apart by their order in the tick (``NAME (deferred)`` the second); and the step's own work
+    around the stages (packing and unpacking the rows, the car order's sort, the events), each kernel
+    name's milliseconds per tick, largest first, and their sum. At one wave the stage timings with
+    event pairs include the host's time to launch each kernel; these do not."""
+    import tempfile
+
     import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
@@ -52,14 +58,30 @@ def step_kernels(step, calls: int, stage_names) -> dict:
         for i in range(calls):
             step(i)
         torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as trace:
+        prof.export_chrome_trace(trace.name)
+        events = json.loads(Path(trace.name).read_text())["traceEvents"]
+    kernels = sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    bases = {name.split()[0] for name in stage_names}
+    two_pass = {name.split()[0] for name in stage_names if name.endswith("(deferred)")}
     per_tick = calls * TICKS
+    stages: dict[str, float] = {}
     others: dict[str, float] = {}
-    for e in prof.key_averages():
-        ms = e.device_time_total / 1e3 / per_tick  # (microseconds in total)
-        if ms > 0 and not any(name in e.key for name in stage_names):
-            others[e.key[:90]] = others.get(e.key[:90], 0.0) + ms
+    launches: dict[str, int] = {}
+    for e in kernels:
+        ms = e["dur"] / 1e3 / per_tick  # (microseconds)
+        stage = next((name for name in bases if name in e["name"]), None)
+        if stage is None:
+            others[e["name"][:90]] = others.get(e["name"][:90], 0.0) + ms
+            continue
+        nth = launches[stage] = launches.get(stage, 0) + 1
+        name = f"{stage} (deferred)" if stage in two_pass and nth % 2 == 0 else stage
+        stages[name] = stages.get(name, 0.0) + ms
     top = dict(sorted(others.items(), key=lambda kv: -kv[1])[:25])
-    return {"ms_per_tick": sum(others.values()), "kernels": len(others), "largest": top}
+    return {
+        "stages_ms_per_tick": dict(sorted(stages.items(), key=lambda kv: -kv[1])),
+        "ms_per_tick": sum(others.values()), "kernels": len(others), "largest": top,
+    }
 
 
 def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool = False,
@@ -141,7 +163,7 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
     for k in kernels.values():
         k["share"] = k["ms_per_tick"] / total
     step_ms = statistics.median(step_times)
-    around = step_kernels(step, calls, [name.split()[0] for name in kernels]) if outside else None
+    around = step_kernels(step, calls, list(kernels)) if outside else None
     return {
         "size": size, "envs": envs, "block": block, "ticks_per_call": TICKS, "calls": calls,
         "step_ms_per_tick": step_ms, "env_ticks_per_s": envs / (step_ms / 1e3),
@@ -172,8 +194,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--outside", action="store_true",
-        help="also profile (torch.profiler) the step's kernels outside the stages: rows packed and "
-        "unpacked, the car order, the events",
+        help="also profile (torch.profiler) the plain steps' kernels: the stage kernels' device time, and "
+        "the kernels outside the stages: rows packed and unpacked, the car order, the events",
     )
     parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
     parser.add_argument(
@@ -207,6 +229,9 @@ def main() -> None:
             print(f"  {name:<24} {k['ms_per_tick']:8.3f} ms  {100 * k['share']:5.1f}%  (registers, spills) {regs}", flush=True)
         if row["outside_stage_kernels"]:
             around = row["outside_stage_kernels"]
+            print("  stage kernels' device time in plain steps (torch.profiler):")
+            for name, ms in around["stages_ms_per_tick"].items():
+                print(f"    {ms:8.4f} ms  {name}", flush=True)
             print(f"  outside the stages: {around['ms_per_tick']:.3f} ms per tick in {around['kernels']} kernels")
             for name, ms in around["largest"].items():
                 print(f"    {ms:8.4f} ms  {name}", flush=True)
