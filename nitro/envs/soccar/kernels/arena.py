@@ -246,13 +246,22 @@ def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, cou
     """A car kernel's lanes: BLOCK envs' cars of one slot per program, so the slot's tables load once
     for the block, the envs taken in `car_order`'s order ([C, n]: each slot's envs): (row = env * NUM_CARS
     + slot, live, env int64, slot). With ``count`` (a pointer to one count per slot), the first count
-    envs of the slot's list (`defer_lanes`')."""
+    envs of the slot's list (`defer_lanes`'), spread: of the cdiv(count, BLOCK) programs that take them,
+    program q's lanes take the list's places q, q + that many, q + twice as many, ... The first pass
+    lists its deferred cars in its own order, `car_order`'s, which groups the cars that meet the most of
+    the arena; spread, each warp of the second pass holds a few of those, and lasts as long as its
+    slowest car (measured on an H200, 1v1 in sorted order, the car step's second pass in list order /
+    spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576; docs/PERFORMANCE.md)."""
     slot = tl.program_id(0) % NUM_CARS
-    at = (tl.program_id(0) // NUM_CARS) * BLOCK + tl.arange(0, BLOCK)
+    q = tl.program_id(0) // NUM_CARS
     if count is None:
+        at = q * BLOCK + tl.arange(0, BLOCK)
         live = at < n
     else:
-        live = at < tl.load(count + slot)
+        listed = tl.load(count + slot)
+        programs = tl.cdiv(listed, BLOCK)
+        at = tl.arange(0, BLOCK) * programs + q
+        live = at < tl.where(q < programs, listed, 0)  # (a program beyond them takes none)
     env = tl.load(car_order_ptr + slot * tl.cast(n, tl.int64) + at, mask=live, other=0)
     return env * NUM_CARS + slot, live, env.to(tl.int64), slot
 
@@ -1343,14 +1352,15 @@ def launch_step_ticks_(
                 x.copy_(y.t())
 
 
-SORT_FROM_LANES = {"cuda": 3 * 132 * 8 * FUSED_BLOCK, "cpu": 8}
+SORT_FROM_LANES = {"cuda": 1 << 20, "cpu": 8}
 """`car_order` sorts the cars when there are at least this many (env, car) lanes; below it, env order.
-On CUDA, three waves of an H100/H200 (132 SMs, each holding 8 one-warp programs at the car kernels' 255
-registers: 33,792 lanes a wave). Measured on an H200, 1v1 games, ms per tick sorted / in env order:
-16,384 envs (1 wave) 1.16 / 0.79, 65,536 (3.9 waves) 1.56 / 1.64, 262,144 (16 waves) 4.10 / 4.70,
-1,048,576 (62) 14.3 / 17.3. In one wave a tick lasts as long as its slowest warp, and a warp of 32 cars
-at the walls is slower than a warp with one (docs/PERFORMANCE.md). On the CPU (Triton's interpreter,
-the twin tests) from 8 lanes, so the tests run the sorted order."""
+Sorting groups the cars at the walls, so fewer warps run their long loops, but it scatters the rest,
+whose warps then read the rows of envs far apart. Measured on an H200 (docs/PERFORMANCE.md), 1v1 games
+from kickoff, ms per tick sorted / in env order over ticks 24-64, 64-104 and 104-144: 65,536 envs
+2.27 / 1.74, 2.56 / 2.09, 0.99 / 0.87 (the last from kernel device times, the others with host
+launches); 131,072 envs 1.53 / 1.21, 1.46 / 1.44, 1.48 / 1.52; 262,144 envs 2.32 / 2.13, 2.28 / 2.17,
+2.17 / 2.16; 1,048,576 envs 5.95 / 5.81, 6.00 / 6.15, 6.00 / 6.38. On the CPU (Triton's interpreter, the
+twin tests) from 8 lanes, so the tests run the sorted order."""
 
 
 def car_order(cars: CarState, mesh: ArenaMesh) -> torch.Tensor:
