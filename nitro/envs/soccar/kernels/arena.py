@@ -1355,8 +1355,8 @@ def launch_step_ticks_(
 SORT_FROM_LANES = {"cuda": 1 << 20, "cpu": 8}
 """`car_order` sorts the cars when there are at least this many (env, car) lanes; below it, env order.
 Sorting groups the cars at the walls, so fewer warps run their long loops, but it scatters the rest,
-whose warps then read the rows of envs far apart. Measured on an H200 (docs/PERFORMANCE.md), 1v1 games
-from kickoff, ms per tick sorted / in env order over ticks 24-64, 64-104 and 104-144: 65,536 envs
+whose warps then read the rows of envs far apart. Measured on an H200 (docs/PERFORMANCE.md), the
+benchmark's 1v1 games, ms per tick sorted / in env order over ticks 24-64, 64-104 and 104-144: 65,536 envs
 2.27 / 1.74, 2.56 / 2.09, 0.99 / 0.87 (the last from kernel device times, the others with host
 launches); 131,072 envs 1.53 / 1.21, 1.46 / 1.44, 1.48 / 1.52; 262,144 envs 2.32 / 2.13, 2.28 / 2.17,
 2.17 / 2.16; 1,048,576 envs 5.95 / 5.81, 6.00 / 6.15, 6.00 / 6.38. On the CPU (Triton's interpreter, the
