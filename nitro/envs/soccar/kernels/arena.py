@@ -1279,7 +1279,9 @@ def regridded(mesh: ArenaMesh, query_radius: float, cell_size: float) -> ArenaMe
     system work per step."""
     key = (mesh.folder, str(mesh.device), query_radius, cell_size)
     if key not in _GRIDS:
-        _GRIDS[key] = load_arena_mesh(mesh.folder, mesh.device, query_radius=query_radius, cell_size=cell_size)
+        _GRIDS[key] = load_arena_mesh(
+            mesh.folder, mesh.device, query_radius=query_radius, cell_size=cell_size
+        )
     return _GRIDS[key]
 
 
@@ -1475,12 +1477,12 @@ def _tables(world: World, mesh: ArenaMesh) -> list[torch.Tensor]:
                 f"a car body reaches {reach:.1f} UU from its hitbox centre, beyond the fused grid's query "
                 f"radius {mesh.query_radius} UU; load the mesh with a larger query_radius"
             )
-        ray = config.suspension_rest_length + C.MAX_SUSPENSION_TRAVEL + config.wheel_radius - C.SUSPENSION_SUBTRACTION
-        ray = float(ray.max()) if ray.numel() else 0.0  # sync-ok: once per World
+        ray = config.suspension_rest_length + C.MAX_SUSPENSION_TRAVEL + config.wheel_radius
+        ray = float(ray.max()) - C.SUSPENSION_SUBTRACTION if ray.numel() else 0.0  # sync-ok: once per World
         if ray / 2 > RAY_GRID_RADIUS:
             raise ValueError(
-                f"a wheel ray of {ray:.1f} UU reaches {ray / 2:.1f} UU from its midpoint, beyond the wheel rays' "
-                f"grid's query radius RAY_GRID_RADIUS = {RAY_GRID_RADIUS} UU; raise RAY_GRID_RADIUS"
+                f"a wheel ray of {ray:.1f} UU reaches {ray / 2:.1f} UU from its midpoint, beyond the wheel "
+                f"rays' grid's query radius RAY_GRID_RADIUS = {RAY_GRID_RADIUS} UU; raise RAY_GRID_RADIUS"
             )
         _TABLES[key] = (
             world,  # kept alive with its tables, so its id is not reused

@@ -60,7 +60,8 @@ def ray_cast(
     feature = tl.full([BLOCK], -1, tl.int32)
     zero = tl.zeros([BLOCK], tl.float32)
     normal = (zero, zero, zero)
-    first, length = cell_candidates(scale(add(start, end), 0.5), live, cell_start_ptr, origin, cell_size, dims)
+    midpoint = scale(add(start, end), 0.5)
+    first, length = cell_candidates(midpoint, live, cell_start_ptr, origin, cell_size, dims)
     longest = tl.max(length, axis=0)
     j = 0
     while j < longest:
