@@ -1,5 +1,5 @@
-"""`kernels/ray_cast.py` against `ray_cast.py`: `ray_triangle_fraction` (btTriangleRaycastCallback);
-the whole query is checked by `kernel_checks`."""
+"""`kernels/ray_cast.py` against `ray_cast.py`: `ray_triangle_fraction` (btTriangleRaycastCallback) and
+the whole query, on the shared grid and on the wheel rays' (on a GPU also by `kernel_checks`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import pytest
 import torch
 
 from nitro.envs.soccar import ray_cast as reference
+from nitro.envs.soccar.arena_mesh import load_arena_mesh
 from nitro.envs.soccar.kernels import ray_cast as twin
+from nitro.envs.soccar.kernels.arena import RAY_GRID_CELL, RAY_GRID_RADIUS
+from nitro.envs.soccar.kernels.arena_mesh import flat_tris, grid_args
 from nitro.envs.soccar.kernels.vec import load, store
 from tests.envs.soccar.kernels.kernel_checks import query_points
 from tests.envs.soccar.kernels.twins import (
@@ -65,3 +68,36 @@ def test_ray_triangle_fraction(mesh):
     # fraction of a 100-UU segment: VALUE_TOL UU of it
     assert_close(fraction, ref_fraction, atol=VALUE_TOL / 100, rows=same)
     assert_close(normal, ref_normal, atol=NORMAL_TOL, rows=same & ref_hit)
+
+
+@pytest.mark.parametrize("grid", ["shared", "wheel rays"])
+def test_ray_cast_query(mesh, grid):
+    """The whole query (the list of the cell holding the segment's midpoint, then the planes) against
+    the reference, on the shared grid and on the wheel rays' (`kernels/arena.ray_grid`): segments from
+    near the surfaces, up to twice the grid's query radius long. The lanes walk the same triangles in
+    the same order, so hit, feature and fraction are the reference's on the interpreter."""
+    if grid == "wheel rays":
+        mesh = load_arena_mesh(mesh.folder, query_radius=RAY_GRID_RADIUS, cell_size=RAY_GRID_CELL)
+    n = 8 * BLOCK
+    rng = np.random.default_rng(23)
+    start = query_points(mesh, n, 23, 0.0, 40.0)[:n]
+    direction = torch.from_numpy(rng.normal(size=(n, 3)).astype(np.float32))
+    direction = direction / direction.norm(dim=1, keepdim=True)
+    length = torch.from_numpy(rng.uniform(10, 2 * mesh.query_radius, (n, 1)).astype(np.float32))
+    end = start + direction * length
+    hit, fraction = torch.empty(n, dtype=torch.int8, device=DEVICE), torch.empty(n, device=DEVICE)
+    normal, feature = torch.empty(n, 3, device=DEVICE), torch.empty(n, dtype=torch.int32, device=DEVICE)
+    device_mesh = mesh.to(DEVICE)
+    ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z = grid_args(device_mesh)
+    twin.ray_cast_kernel[programs(n)](
+        start.contiguous().to(DEVICE), end.contiguous().to(DEVICE), n, flat_tris(device_mesh),
+        device_mesh.plane_normals, device_mesh.plane_offsets, device_mesh.cell_start, device_mesh.cell_tris,
+        ox0, oy0, oz0, cell_size, int(dim_x), int(dim_y), int(dim_z), mesh.num_triangles, hit, fraction, normal,
+        feature, NUM_PLANES=mesh.num_planes, BLOCK=BLOCK,
+    )  # fmt: skip
+    ref = reference.ray_cast(mesh, start, end, use_kernels=False)
+    assert int(ref.hit.sum()) >= n // 8 and int((~ref.hit).sum()) >= n // 8
+    got = torch.stack((hit.long(), feature.long()), 1)
+    same = assert_same(got, torch.stack((ref.hit.long(), ref.feature.long()), 1))
+    assert_close(fraction, ref.fraction, atol=VALUE_TOL / 100, rows=same)
+    assert_close(normal, ref.normal, atol=NORMAL_TOL, rows=same & ref.hit)
