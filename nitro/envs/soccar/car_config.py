@@ -248,6 +248,12 @@ class CarParams:
     def num_cars(self) -> int:
         return len(self.names)
 
+    @property
+    def ray_length(self) -> torch.Tensor:
+        """The wheels' suspension rays, from the hard point down: rest + travel + radius - 2.5 UU [C, 4]."""
+        rest_and_travel = self.suspension_rest_length + C.MAX_SUSPENSION_TRAVEL
+        return (rest_and_travel + self.wheel_radius) - C.SUSPENSION_SUBTRACTION
+
     @staticmethod
     def build(names: Sequence[str], device: torch.device) -> CarParams:
         """Tables for cars of the given preset names (keys of PRESETS)."""

@@ -325,8 +325,7 @@ def ray_cast(
     _, _, up = chassis_axes(car.rot_mat)
     rest = config.suspension_rest_length
     radius = config.wheel_radius
-    ray_length = ((rest + C.MAX_SUSPENSION_TRAVEL) + radius) - C.SUSPENSION_SUBTRACTION
-    target = hard_point + -up * ray_length[..., None]
+    target = hard_point + -up * config.ray_length[..., None]
     hits = arena_ray_cast.ray_cast(mesh, hard_point.reshape(-1, 3), target.reshape(-1, 3))
     on_arena = hits.hit.reshape(n, c, 4)
     fraction = torch.where(on_arena, hits.fraction.reshape(n, c, 4), 1.0)

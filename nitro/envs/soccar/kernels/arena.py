@@ -1198,8 +1198,9 @@ def step_ticks_op(
         "controls_ptr": controls,
         "hashed_seed": hashed_seed,
         **dict(zip(PARAM_NAMES, params)),
-        **grid_kwargs(arena[-2:], grid),
-        "wheel_rays": grid_kwargs(ray_cells, ray_grid),  # the pre-tick's grid (`tick`)
+        **grid_kwargs(grid),
+        # the pre-tick's grid (`tick`)
+        "wheel_rays": {"cell_start_ptr": ray_cells[0], "cell_tris_ptr": ray_cells[1], **grid_kwargs(ray_grid)},
         "NUM_CARS": num_cars,
         "BLUE": blue,
         "KICKOFF_AFTER_GOAL": kickoff_after_goal,
@@ -1228,11 +1229,9 @@ def step_ticks_op(
     launch(car_rows_kernel, envs * num_cars, 1, {**rows, "rows_ptr": args["car_rows_ptr"], "UNPACK": True}, ROWS_BLOCK, 0)
 
 
-def grid_kwargs(cells: list[torch.Tensor], grid: list[float]) -> dict:
-    """A grid's arguments by the kernels' names: its cell_start and cell_tris, then `grid_args`."""
+def grid_kwargs(grid: list[float]) -> dict:
+    """`grid_args` by the kernels' names."""
     return {
-        "cell_start_ptr": cells[0],
-        "cell_tris_ptr": cells[1],
         **dict(zip(("ox0", "oy0", "oz0", "cell_size"), grid[:4])),
         **dict(zip(("dim_x", "dim_y", "dim_z"), (int(x) for x in grid[4:7]))),
     }
@@ -1469,7 +1468,7 @@ def _tables(world: World, mesh: ArenaMesh) -> list[torch.Tensor]:
     reading the list of the cell holding its midpoint)."""
     key = (id(world), str(mesh.device))
     if key not in _TABLES:
-        h, config = world.cars.hitbox, world.cars
+        h = world.cars.hitbox
         reach = (h.inner + h.margin[:, None]).norm(dim=1) + h.threshold  # BT, per car
         reach = float(reach.max()) * C.BT_TO_UU if reach.numel() else 0.0  # sync-ok: once per World
         if reach > mesh.query_radius:
@@ -1477,8 +1476,8 @@ def _tables(world: World, mesh: ArenaMesh) -> list[torch.Tensor]:
                 f"a car body reaches {reach:.1f} UU from its hitbox centre, beyond the fused grid's query "
                 f"radius {mesh.query_radius} UU; load the mesh with a larger query_radius"
             )
-        ray = config.suspension_rest_length + C.MAX_SUSPENSION_TRAVEL + config.wheel_radius
-        ray = float(ray.max()) - C.SUSPENSION_SUBTRACTION if ray.numel() else 0.0  # sync-ok: once per World
+        ray = world.cars.ray_length
+        ray = float(ray.max()) if ray.numel() else 0.0  # sync-ok: once per World
         if ray / 2 > RAY_GRID_RADIUS:
             raise ValueError(
                 f"a wheel ray of {ray:.1f} UU reaches {ray / 2:.1f} UU from its midpoint, beyond the wheel "
