@@ -84,6 +84,10 @@ def step_kernels(step, calls: int, stage_names: list[str]) -> dict:
     }
 
 
+CAR_PASSES = ("pre_tick_kernel", "car_step_kernel")
+"""The two-pass car kernels, which ``--one-pass`` runs as one pass."""
+
+
 def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool = False,
             outside: bool = False) -> dict:  # fmt: skip
     import torch
@@ -106,7 +110,7 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
     def one_pass_launch(kernel, envs, per_env, args, *rest):
         """The two-pass car kernels in one pass, every car on the full path (the second pass over
         `car_order`'s full lists; the first pass left out)."""
-        if "DEFERRED" in args:
+        if kernel.fn.__name__ in CAR_PASSES:
             if not args["DEFERRED"]:
                 return
             args = {**args, "deferred_ptr": args["car_order_ptr"], "deferred_count_ptr": every_car}
@@ -122,9 +126,10 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
         start.record()
         base(kernel, envs, per_env, args, *rest)
         end.record()
-        if one_pass and args.get("DEFERRED") is False:
+        one_of_one = one_pass and kernel.fn.__name__ in CAR_PASSES
+        if one_of_one and not args["DEFERRED"]:
             return
-        second_pass = bool(args.get("DEFERRED")) and not one_pass
+        second_pass = bool(args.get("DEFERRED")) and not one_of_one
         timings.append((arena_kernels.pass_name(kernel.fn.__name__, second_pass), start, end))
         if second_pass:
             deferred.setdefault(kernel.fn.__name__, []).append(args["deferred_count_ptr"].sum())
@@ -170,7 +175,8 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
         "car_ticks_per_s": envs * cars / (step_ms / 1e3), "kernels": kernels,
         "passes": 1 if one_pass else 2, "outside_stage_kernels": around,
         "deferred_share": {  # sync-ok: after timing
-            name: float(sum(counts)) / (len(counts) * envs * cars) for name, counts in deferred.items()
+            name: float(sum(counts)) / (len(counts) * envs * (1 if name == "collisions_kernel" else cars))
+            for name, counts in deferred.items()
         },
     }  # fmt: skip
 
@@ -197,6 +203,10 @@ def main() -> None:
         help="also profile (torch.profiler) the plain steps' kernels: the stage kernels' device time, and "
         "the kernels outside the stages: rows packed and unpacked, the car order, the events",
     )
+    parser.add_argument(
+        "--spread-programs", type=int, default=None,
+        help="the programs a list's pass spreads its entries over at least (`kernels/arena.SPREAD_PROGRAMS`)",
+    )
     parser.add_argument("--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)")
     parser.add_argument(
         "--maxnreg", default="", help="register caps of stage kernels, NAME=CAP,... (a second pass as 'NAME "
@@ -210,11 +220,13 @@ def main() -> None:
 
     common.DEVICE = "cuda"
     arena_kernels.REGISTER_CAPS.update(common.register_caps(args.maxnreg))
+    if args.spread_programs is not None:
+        arena_kernels.SPREAD_PROGRAMS = args.spread_programs
     if args.car_order != "auto":
         arena_kernels.SORT_FROM_LANES["cuda"] = 0 if args.car_order == "sorted" else sys.maxsize
     rows = []
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-              "car_order": args.car_order, "register_caps": arena_kernels.REGISTER_CAPS, "results": rows}  # fmt: skip
+              "car_order": args.car_order, "spread_programs": arena_kernels.SPREAD_PROGRAMS, "register_caps": arena_kernels.REGISTER_CAPS, "results": rows}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     for size in args.sizes.split(","):
         row = profile(size, args.envs, args.block, args.calls, args.meshes, args.one_pass, args.outside)

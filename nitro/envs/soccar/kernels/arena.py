@@ -3,9 +3,11 @@ seven stage kernels in Arena::Step order (`tick`), one thread per lane:
 
 - `pre_tick_kernel`, one car per lane, in two passes: a demolished car's countdown and respawn,
   Car::_PreTickUpdate;
+- `collisions_kernel`, one env per lane, in two passes: the first finishes the envs whose bodies are
+  apart and lists the others, which the next three stages take alone;
 - `car_pairs_kernel`, one car pair per lane: the stand-in contacts between the cars, their solver
   rows and the pair's bump parts (what the bump rule reads of the two cars);
-- `collisions_kernel`, one env per lane: the car-ball contacts and their rows, then the contact
+- `collisions_kernel`'s second pass: the car-ball contacts and their rows, then the contact
   callbacks, car-ball hits and the chain of car-car bumps;
 - `body_solve_kernel`, one env per lane: the rows between bodies solved alone (the sequential impulse
   of `sequential_impulse.py`), each body's deltas into `body_solve`;
@@ -25,8 +27,9 @@ static loops, a car kernel runs one car slot per program (its tables load once p
 envs in `car_order`'s order (on large batches sorted by the arena each car meets). The two car kernels
 run twice per tick: a first pass finishes the cars that cannot take their heavy path (the wheel rays
 against the other bodies; the body's contacts with the arena) and defers the others (`defer_lanes`)
-to a second pass that runs it (the car step's on small batches one car per program, `deferred_car`); the
-env kernels read and write only the car columns they use. Ball-only
+to a second pass that runs it (the car step's on small batches one car per program, `deferred_car`);
+so does `collisions_kernel` with the envs whose bodies may touch (`bodies_near`). The env kernels read
+and write only the car columns they use. Ball-only
 arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
 (One kernel with every car unrolled did not compile: Triton's coalesce pass grows with the number of
 memory operations times the square of the kernel's size, 600 s of a CPU for one car with its body.)
@@ -92,6 +95,7 @@ from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BI
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
 from nitro.envs.soccar.kernels.vec import (
     add,
+    dot,
     load,
     load_columns,
     load_row,
@@ -174,7 +178,8 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
     The pre-tick stage reads the cars' rows as the tick starts (``car_rows_ptr``) and writes them to the
     spare buffer (``car_spare_rows_ptr``), which the later stages then update in place: the buffers
     swap in ``args`` every tick (no copy; one extra buffer of the cars' rows). ``args["deferred_counts"]``:
-    this tick's zeroed counts of the deferred cars ([2, C]: the pre-tick's, the car step's)."""
+    this tick's zeroed counts of the deferred cars and envs ([3, C]: the pre-tick's, the car step's, and in
+    column 0 the envs `collisions_kernel` lists)."""
     if cars:
         # 2. a demolished car's countdown and respawn, the cars' pre-tick, whose wheel rays meet the
         #    other cars and the ball as they stand now
@@ -185,12 +190,15 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         for deferred in (False, True):  # (the wheel rays read their own grid: `RAY_GRID_CELL`)
             launch(pre_tick_kernel, envs, cars, {**args, **args["wheel_rays"], "car_start_rows_ptr": start,
                                                  "DEFERRED": deferred, "deferred_count_ptr": counts[0]}, block, maxnreg)  # fmt: skip
-        # 5. collision detection between the cars, then the contact callbacks (hits, bumps)
+        # 5. collision detection between the cars, then the contact callbacks (hits, bumps), then the
+        #    contacts between bodies solved alone (the arena rows start from their deltas): the envs
+        #    whose bodies are apart finished first, the others listed for the rest (`collisions_kernel`)
+        listed = {**args, "deferred_count_ptr": counts[2]}
+        launch(collisions_kernel, envs, 1, {**listed, "DEFERRED": False}, block, maxnreg)
         if cars > 1:
-            launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, args, block, maxnreg)
-        launch(collisions_kernel, envs, 1, args, block, maxnreg)
-        # 5. the contacts between bodies solved alone (the arena rows start from their deltas)
-        launch(body_solve_kernel, envs, 1, args, block, maxnreg)
+            launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, listed, block, maxnreg)
+        launch(collisions_kernel, envs, 1, {**listed, "DEFERRED": True}, block, maxnreg)
+        launch(body_solve_kernel, envs, 1, listed, block, maxnreg)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
         #    (the cars whose body touches nothing first, then the others: `car_step_kernel`)
         for deferred in (False, True):
@@ -242,11 +250,11 @@ def flag(x):
 
 
 @jit
-def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None):
+def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0):
     """A car kernel's lanes: BLOCK envs' cars of one slot per program, so the slot's tables load once
     for the block, the envs taken in `car_order`'s order ([C, n]: each slot's envs): (row = env * NUM_CARS
     + slot, live, env int64, slot). With ``count`` (a pointer to one count per slot), the first count
-    envs of the slot's list (`defer_lanes`'), spread: of the cdiv(count, BLOCK) programs that take them,
+    envs of the slot's list (`defer_lanes`'), spread (`spread_lanes`): of the programs that take them,
     program q's lanes take the list's places q, q + that many, q + twice as many, ... The first pass
     lists its deferred cars in its own order, `car_order`'s, which groups the cars that meet the most of
     the arena; spread, each warp of the second pass holds a few of those, and lasts as long as its
@@ -258,21 +266,50 @@ def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, cou
         at = q * BLOCK + tl.arange(0, BLOCK)
         live = at < n
     else:
-        listed = tl.load(count + slot)
-        programs = tl.cdiv(listed, BLOCK)
-        at = tl.arange(0, BLOCK) * programs + q
-        live = at < tl.where(q < programs, listed, 0)  # (a program beyond them takes none)
+        at, live = spread_lanes(tl.load(count + slot), q, n, spread_programs, BLOCK)
     env = tl.load(car_order_ptr + slot * tl.cast(n, tl.int64) + at, mask=live, other=0)
     return env * NUM_CARS + slot, live, env.to(tl.int64), slot
 
 
+SPREAD_PROGRAMS = 128
+"""A list's pass (`spread_lanes`, the kernels' ``spread_programs``) spreads its entries over at least this
+many programs, where it has as many entries and launched programs: about one warp per SM of an
+H100/H200 (132 SMs). A short list's entries then take warps of their own on every SM (a warp lasts as
+long as its slowest lane) rather than pack 32 to a warp on a few SMs while the others idle; a long
+list's pack 32 to a warp, which costs the SMs fewer warps' worth of instructions. Measured on an H200
+(docs/PERFORMANCE.md), 1v1, device ms per tick of the second passes with 0 / 128 / 512 / 1024: at
+16,384 envs the pre-tick's 0.074 / 0.055 / 0.055 / 0.055, the solve between bodies' 0.060 / 0.046 /
+0.046 / 0.046; at 262,144 envs the car step's 0.537 / 0.525 / 0.700 / 1.046; at 1,048,576 envs the car
+step's 0.930 / 0.926 / 0.933 / 1.467."""
+
+
 @jit
-def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
-               DEFERRED: tl.constexpr):  # fmt: skip
+def spread_lanes(listed, q, n, spread_programs, BLOCK: tl.constexpr):
+    """Program ``q``'s places in a list of ``listed`` entries of at most ``n`` (its pass launches
+    cdiv(n, BLOCK) programs), spread (`car_lanes`): of the programs that take them (cdiv(listed, BLOCK),
+    or more, up to ``spread_programs``: `SPREAD_PROGRAMS`), program q takes places q, q + that many, ...;
+    a program beyond them takes none. (places, live)"""
+    fill = tl.minimum(listed, tl.minimum(tl.cdiv(n, BLOCK), spread_programs))
+    programs = tl.maximum(tl.cdiv(listed, BLOCK), fill)
+    at = tl.arange(0, BLOCK) * programs + q
+    return at, at < tl.where(q < programs, listed, 0)
+
+
+@jit
+def listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK: tl.constexpr):
+    """Program ``q``'s envs of the list `collisions_kernel`'s first pass makes (slot 0 of `defer_lanes`'
+    lists), spread (`spread_lanes`): (env int64, live)."""
+    at, live = spread_lanes(tl.load(deferred_count_ptr), q, n, spread_programs, BLOCK)
+    return tl.load(deferred_ptr + at, mask=live, other=0).to(tl.int64), live
+
+
+@jit
+def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS: tl.constexpr,
+               BLOCK: tl.constexpr, DEFERRED: tl.constexpr):  # fmt: skip
     """A two-pass car kernel's lanes (`car_lanes`): every car, in `car_order`'s order, on the first pass;
     the cars it deferred (`defer_lanes`) on the second (``DEFERRED``)."""
     if DEFERRED:
-        lanes = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr)
+        lanes = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr, spread_programs)
     else:
         lanes = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
     return lanes
@@ -412,7 +449,8 @@ def pre_tick_kernel(
     pos_ptr, vel_ptr, ang_vel_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-    n, hashed_seed, tick_time, ball_radius, ball_inv_mass, ball_inv_inertia, car_spawn_boost_amount,
+    n, spread_programs, hashed_seed, tick_time, ball_radius, ball_inv_mass, ball_inv_inertia,
+    car_spawn_boost_amount,
     jump_immediate_force, jump_accel, boost_used_per_second, boost_accel_ground, boost_accel_air, unlimited_flips,
     unlimited_double_jumps, flip_z_damp_factor,
     NUM_CARS: tl.constexpr, BLUE: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
@@ -431,7 +469,9 @@ def pre_tick_kernel(
     (``DEFERRED``) runs those, with the countdown and respawn and the rays against the bodies. The
     bodies' casts, what their hits carry, a respawned car and the car a demolished one keeps take
     registers every lane pays for, and most cars are far from the rest, and alive, most of the time."""
-    row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
+    row, live, env, slot = pass_lanes(
+        car_order_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS, BLOCK, DEFERRED
+    )
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
         tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
@@ -477,65 +517,121 @@ def pre_tick_kernel(
 def collisions_kernel(
     pos_ptr, vel_ptr, velocity_impulse_cache_ptr, tick_count_ptr,
     car_rows_ptr, car_contact_id_ptr, car_ints_ptr, car_tick_ptr, pair_contacts_ptr,
-    body_rows_ptr, body_mask_ptr, hitbox_table_ptr, n, ball_damping, ball_radius, ball_contact_gap,
-    ball_hit_extra_force_scale, bump_cooldown_time, respawn_delay, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+    body_rows_ptr, body_mask_ptr, hitbox_table_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs,
+    ball_damping, ball_radius, ball_contact_gap, ball_hit_extra_force_scale, bump_cooldown_time,
+    respawn_delay,
+    NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, DEFERRED: tl.constexpr,
 ):  # fmt: skip
     """Stage 5's car-ball contacts and the contact callbacks, one env per lane, at the tick-start
     transforms: each car's contact with the ball (its solver row into `body_rows`), the car-ball hits
     (Ball::_OnHit: the ball's extra velocity into its cache, the hit infos), then the car-car bumps
     and demolitions from `car_pairs_kernel`'s points and bump parts. The touches and attackers go to
-    `car_tick`; which of the env's body rows hold a point, to `body_mask` (bit k for row k)."""
-    lane, live, _ = env_lanes(n, BLOCK)
+    `car_tick`; which of the env's body rows hold a point, to `body_mask` (bit k for row k).
+
+    Two passes (`tick`): the first takes every env and finishes those whose bodies are apart
+    (`bodies_near`: no car within contact reach of the ball or of another car, so no contact, no
+    callback: no touch, bumper or demolisher, an empty `body_mask`), listing the others (`defer_lanes`,
+    slot 0) for `car_pairs_kernel`, the second pass (``DEFERRED``) and `body_solve_kernel`, which take
+    only the listed envs (`listed_envs`). Most envs' bodies are apart most of the time."""
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
-    pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-    damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
-    velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-    tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
-    hit_infos = ()
-    touched = ()
-    states = ()
-    mask = tl.zeros([BLOCK], tl.int64)
-    for c in tl.static_range(NUM_CARS):
-        row = lane * NUM_CARS + c
-        state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
-        car_pos, car_vel, rot_mat = state[0], state[1], state[2]
-        info = load_hit_info(car_rows_ptr, load_hit_ticks(car_ints_ptr, row, live, BLOCK), row, live, BLOCK)
-        is_frozen = tl.load(car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT, mask=live, other=0.0) != 0
-        is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
-            pos, car_pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, c), f32(ball_contact_gap),
-            f32(ball_radius), is_frozen,
-        )  # fmt: skip
-        body_row = car_contacts.body_row(
-            normal, on_car, on_ball, depth, 1 + c, 0, CARBALL_FRICTION, CARBALL_RESTITUTION
-        )  # the car A, the ball B
-        store_row(body_rows_ptr, lane * rows + c, body_row, live & is_hit, BODY_ROW_WIDTH, BLOCK)
-        mask = mask | (is_hit.to(tl.int64) << c)
-        added, info = ball_hit.on_hit(
-            is_hit, relative_pos_on_ball, pos, damped_vel, car_pos, car_vel, column(rot_mat, 0), info, tick_count,
-            f32(ball_hit_extra_force_scale),
-        )  # fmt: skip
-        velocity_impulse_cache = add(velocity_impulse_cache, added)
-        hit_infos = hit_infos + (info,)
-        touched = touched + (is_hit,)
-        states = states + (state,)
-    contacts = ()
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
-    for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
-        contact = load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK)
-        contacts = contacts + (contact[1:],)
-        mask = mask | (contact[0].to(tl.int64) << (NUM_CARS + pair * PAIR_COUNT_BITS))  # `row_held`
-    tl.store(body_mask_ptr + lane, mask, mask=live)
-    states, bumped_by, demoed_by = car_bump.on_car_car_collision(
-        states, contacts, f32(bump_cooldown_time), f32(respawn_delay), NUM_CARS, CAR_CAR_POINTS
-    )
+    if DEFERRED:
+        q = tl.program_id(0)
+        lane, live = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
+        if tl.max(live.to(tl.int32), axis=0) > 0:  # programs beyond the list's count do nothing
+            pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+            damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
+            velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+            tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
+            hit_infos = ()
+            touched = ()
+            states = ()
+            mask = tl.zeros([BLOCK], tl.int64)
+            for c in tl.static_range(NUM_CARS):
+                row = lane * NUM_CARS + c
+                state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
+                car_pos, car_vel, rot_mat = state[0], state[1], state[2]
+                hit_ticks = load_hit_ticks(car_ints_ptr, row, live, BLOCK)
+                info = load_hit_info(car_rows_ptr, hit_ticks, row, live, BLOCK)
+                frozen_at = car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT
+                is_frozen = tl.load(frozen_at, mask=live, other=0.0) != 0
+                is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
+                    pos, car_pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, c),
+                    f32(ball_contact_gap), f32(ball_radius), is_frozen,
+                )  # fmt: skip
+                body_row = car_contacts.body_row(
+                    normal, on_car, on_ball, depth, 1 + c, 0, CARBALL_FRICTION, CARBALL_RESTITUTION
+                )  # the car A, the ball B
+                store_row(body_rows_ptr, lane * rows + c, body_row, live & is_hit, BODY_ROW_WIDTH, BLOCK)
+                mask = mask | (is_hit.to(tl.int64) << c)
+                added, info = ball_hit.on_hit(
+                    is_hit, relative_pos_on_ball, pos, damped_vel, car_pos, car_vel, column(rot_mat, 0), info,
+                    tick_count, f32(ball_hit_extra_force_scale),
+                )  # fmt: skip
+                velocity_impulse_cache = add(velocity_impulse_cache, added)
+                hit_infos = hit_infos + (info,)
+                touched = touched + (is_hit,)
+                states = states + (state,)
+            contacts = ()
+            for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
+                contact = load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK)
+                contacts = contacts + (contact[1:],)
+                mask = mask | (contact[0].to(tl.int64) << (NUM_CARS + pair * PAIR_COUNT_BITS))  # `row_held`
+            tl.store(body_mask_ptr + lane, mask, mask=live)
+            states, bumped_by, demoed_by = car_bump.on_car_car_collision(
+                states, contacts, f32(bump_cooldown_time), f32(respawn_delay), NUM_CARS, CAR_CAR_POINTS
+            )
+            for c in tl.static_range(NUM_CARS):
+                row = lane * NUM_CARS + c
+                store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], BLOCK)
+                store_hit_info(car_rows_ptr, row, live, hit_infos[c], BLOCK)
+                store_hit_ticks(car_ints_ptr, row, live, hit_infos[c][4:], BLOCK)
+                callbacks = (
+                    touched[c].to(tl.float32), demoed_by[c].to(tl.float32), bumped_by[c].to(tl.float32)
+                )  # fmt: skip
+                store_columns(car_tick_ptr + TOUCHED_AT, row, callbacks, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
+            store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
+    else:
+        lane, live, _ = env_lanes(n, BLOCK)
+        near = bodies_near(
+            load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0)), car_rows_ptr, hitbox_table_ptr, lane, live,
+            f32(ball_radius), NUM_CARS, BLOCK,
+        )  # fmt: skip
+        deferral = defer_lanes(deferred_count_ptr, 0, near)
+        apart = live & ~near
+        tl.store(body_mask_ptr + lane, tl.zeros([BLOCK], tl.int64), mask=apart)
+        zero = tl.zeros([BLOCK], tl.float32)
+        nothing = (zero, zero - 1.0, zero - 1.0)  # no touch, bumper or demolisher
+        for c in tl.static_range(NUM_CARS):
+            row = lane * NUM_CARS + c
+            store_columns(car_tick_ptr + TOUCHED_AT, row, nothing, apart, CAR_TICK_WIDTH, 3, 4, BLOCK)
+        store_deferred(deferred_ptr, lane, 0, deferral, n)
+
+
+@jit
+def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radius, NUM_CARS: tl.constexpr,
+                BLOCK: tl.constexpr):  # fmt: skip
+    """Whether some car of each env can touch the ball or another car this tick: the car's reach
+    (`car_contacts.bounding_radius`, its contact threshold and 0.01 BT to spare) about its origin
+    against the ball's radius about its centre, or against the other car's reach. Where it is false
+    `car_ball_contacts` and `car_car_contacts` find no point (`collisions_kernel`'s first pass)."""
+    positions = ()
+    reaches = ()
+    near = live & (live != live)
     for c in tl.static_range(NUM_CARS):
-        row = lane * NUM_CARS + c
-        store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], BLOCK)
-        store_hit_info(car_rows_ptr, row, live, hit_infos[c], BLOCK)
-        store_hit_ticks(car_ints_ptr, row, live, hit_infos[c][4:], BLOCK)
-        callbacks = (touched[c].to(tl.float32), demoed_by[c].to(tl.float32), bumped_by[c].to(tl.float32))
-        store_columns(car_tick_ptr + TOUCHED_AT, row, callbacks, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
-    store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
+        v = load_columns(car_rows_ptr, lane * NUM_CARS + c, live, CAR_WIDTH, 3, 4, BLOCK)
+        pos = (v[0], v[1], v[2])
+        hitbox = car_contacts.load_hitbox(hitbox_table_ptr, c)
+        reach = (car_contacts.bounding_radius(hitbox) + hitbox[3] + 0.01) * BT_TO_UU
+        to_ball = sub(ball_pos, pos)
+        near = near | (dot(to_ball, to_ball) <= (reach + ball_radius) * (reach + ball_radius))
+        for other in tl.static_range(c):
+            between = sub(positions[other], pos)
+            apart = reaches[other] + reach
+            near = near | (dot(between, between) <= apart * apart)
+        positions = positions + (pos,)
+        reaches = reaches + (reach,)
+    return live & near
 
 
 PAIR_WIDTH = constexpr(16)
@@ -568,56 +664,58 @@ def pair_cars(pair, NUM_CARS: tl.constexpr):
 @stage_jit
 def car_pairs_kernel(
     car_rows_ptr, car_contact_id_ptr, car_tick_ptr, pair_contacts_ptr,
-    body_rows_ptr, hitbox_table_ptr, n, demo_mode, enable_team_demos, bump_force_scale,
-    NUM_CARS: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr,
+    body_rows_ptr, hitbox_table_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, demo_mode,
+    enable_team_demos, bump_force_scale, NUM_CARS: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 5's collision detection between the cars, one car pair per lane (one pair per program, as
-    `car_lanes` runs one slot): each pair's box-box contacts (`car_car.car_car_contacts`, at the
-    tick-start transforms; a frozen car takes no part): the points and both directions' bump parts
-    (`car_bump.pair_bumps`: they read nothing the callbacks change) into `pair_contacts`, the held
-    points' solver rows (car b A, car a B) into `body_rows`."""
+    `car_lanes` runs one slot), over the envs `collisions_kernel`'s first pass lists (`listed_envs`):
+    each pair's box-box contacts (`car_car.car_car_contacts`, at the tick-start transforms; a frozen
+    car takes no part): the points and both directions' bump parts (`car_bump.pair_bumps`: they read
+    nothing the callbacks change) into `pair_contacts`, the held points' solver rows (car b A, car a B)
+    into `body_rows`."""
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     pair = tl.program_id(0) % pairs
-    env = (tl.program_id(0) // pairs) * BLOCK + tl.arange(0, BLOCK)
-    live = env < n
-    a, b = pair_cars(pair, NUM_CARS)
-    car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, BLOCK)
-    car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, BLOCK)
-    frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
-    frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
-    pos_a = scale(car_a[0], UU_TO_BT)
-    pos_b = scale(car_b[0], UU_TO_BT)
-    added, local_b, local_a, held, normal, on_b, on_a, depth = car_car.car_car_contacts(
-        pos_a, car_a[2], car_contacts.load_box(hitbox_table_ptr, a),
-        pos_b, car_b[2], car_contacts.load_box(hitbox_table_ptr, b),
-    )  # fmt: skip
-    both = (~frozen_a) & (~frozen_b)  # a demolished car's body is out of the world
-    held = tl.where(both, held, 0)
-    hit_ab, hit_ba = car_bump.pair_bumps(
-        car_a, car_b, (a < BLUE) == (b < BLUE), flag(demo_mode),
-        flag(enable_team_demos), f32(bump_force_scale),
-    )  # fmt: skip
-    flags = held << CAR_CAR_POINTS  # `PAIR_WIDTH`'s bit field
-    forward_a = ()
-    forward_b = ()
-    for point in tl.static_range(CAR_CAR_POINTS):
-        flags = flags | ((both & added[point]).to(tl.int32) << point)
-        # the forward coordinates as the reference's callbacks read them (UU)
-        forward_a = forward_a + (local_a[point][0] * BT_TO_UU,)
-        forward_b = forward_b + (local_b[point][0] * BT_TO_UU,)
-        row = car_contacts.body_row(
-            normal, sub(on_b[point], pos_b), sub(on_a[point], pos_a), depth[point], 1 + b, 1 + a,
-            CARCAR_FRICTION, CARCAR_RESTITUTION,
+    q = tl.program_id(0) // pairs
+    env, live = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
+    if tl.max(live.to(tl.int32), axis=0) > 0:  # programs beyond the list's count do nothing
+        a, b = pair_cars(pair, NUM_CARS)
+        car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, BLOCK)
+        car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, BLOCK)
+        frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
+        frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
+        pos_a = scale(car_a[0], UU_TO_BT)
+        pos_b = scale(car_b[0], UU_TO_BT)
+        added, local_b, local_a, held, normal, on_b, on_a, depth = car_car.car_car_contacts(
+            pos_a, car_a[2], car_contacts.load_box(hitbox_table_ptr, a),
+            pos_b, car_b[2], car_contacts.load_box(hitbox_table_ptr, b),
         )  # fmt: skip
-        store_row(body_rows_ptr, env * rows + NUM_CARS + pair * CAR_CAR_POINTS + point, row, live & (point < held),
-                  BODY_ROW_WIDTH, BLOCK)  # fmt: skip
-    for hit in tl.static_range(2):
-        approaching, is_demo, _ = (hit_ab, hit_ba)[hit]
-        flags = flags | (approaching.to(tl.int32) << (CAR_CAR_POINTS + 3 + 2 * hit))
-        flags = flags | (is_demo.to(tl.int32) << (CAR_CAR_POINTS + 4 + 2 * hit))
-    values = (flags.to(tl.float32),) + forward_a + forward_b + hit_ab[2] + hit_ba[2] + (flags * 0.0,)
-    store_row(pair_contacts_ptr, env * pairs + pair, values, live, PAIR_WIDTH, BLOCK)
+        both = (~frozen_a) & (~frozen_b)  # a demolished car's body is out of the world
+        held = tl.where(both, held, 0)
+        hit_ab, hit_ba = car_bump.pair_bumps(
+            car_a, car_b, (a < BLUE) == (b < BLUE), flag(demo_mode), flag(enable_team_demos),
+            f32(bump_force_scale),
+        )  # fmt: skip
+        flags = held << CAR_CAR_POINTS  # `PAIR_WIDTH`'s bit field
+        forward_a = ()
+        forward_b = ()
+        for point in tl.static_range(CAR_CAR_POINTS):
+            flags = flags | ((both & added[point]).to(tl.int32) << point)
+            # the forward coordinates as the reference's callbacks read them (UU)
+            forward_a = forward_a + (local_a[point][0] * BT_TO_UU,)
+            forward_b = forward_b + (local_b[point][0] * BT_TO_UU,)
+            row = car_contacts.body_row(
+                normal, sub(on_b[point], pos_b), sub(on_a[point], pos_a), depth[point], 1 + b, 1 + a,
+                CARCAR_FRICTION, CARCAR_RESTITUTION,
+            )  # fmt: skip
+            at = env * rows + NUM_CARS + pair * CAR_CAR_POINTS + point
+            store_row(body_rows_ptr, at, row, live & (point < held), BODY_ROW_WIDTH, BLOCK)
+        for hit in tl.static_range(2):
+            approaching, is_demo, _ = (hit_ab, hit_ba)[hit]
+            flags = flags | (approaching.to(tl.int32) << (CAR_CAR_POINTS + 3 + 2 * hit))
+            flags = flags | (is_demo.to(tl.int32) << (CAR_CAR_POINTS + 4 + 2 * hit))
+        values = (flags.to(tl.float32),) + forward_a + forward_b + hit_ab[2] + hit_ba[2] + (flags * 0.0,)
+        store_row(pair_contacts_ptr, env * pairs + pair, values, live, PAIR_WIDTH, BLOCK)
 
 
 @jit
@@ -640,52 +738,56 @@ def load_pair_contacts(pair_contacts_ptr, row, live, BLOCK: tl.constexpr):
 @stage_jit
 def body_solve_kernel(
     pos_ptr, vel_ptr, ang_vel_ptr, car_rows_ptr, car_tick_ptr, car_table_ptr, hitbox_table_ptr, body_rows_ptr,
-    body_mask_ptr, body_solve_ptr, n, tick_time, gravity_z, ball_damping, ball_inv_mass_bt, ball_inv_inertia_bt,
-    ball_gravity_bt, NUM_CARS: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
+    body_mask_ptr, body_solve_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, tick_time, gravity_z,
+    ball_damping, ball_inv_mass_bt, ball_inv_inertia_bt, ball_gravity_bt, NUM_CARS: tl.constexpr,
+    ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """The rest of stage 5's contacts between bodies, one env per lane: the rows `collisions_kernel` and
-    `car_pairs_kernel` filed, solved alone (`car_contacts.solve_bodies`: the ball body 0, the cars 1 + c,
-    as Bullet's solver bodies after predictUnconstraintMotion: the ball damped and with gravity unless
-    asleep, the cars with their pre-tick's forces). Each body's (dv, dw, push, turn) go to
-    `body_solve` (row env * (1 + NUM_CARS) + body, BT), where its arena rows start from them."""
-    lane, live, _ = env_lanes(n, BLOCK)
-    tick_time = f32(tick_time)
+    """The rest of stage 5's contacts between bodies, one env per lane over the envs `collisions_kernel`'s
+    first pass lists (`listed_envs`; the others' bodies met nothing: `load_body_solve`): the rows
+    `collisions_kernel` and `car_pairs_kernel` filed, solved alone (`car_contacts.solve_bodies`: the ball
+    body 0, the cars 1 + c, as Bullet's solver bodies after predictUnconstraintMotion: the ball damped and
+    with gravity unless asleep, the cars with their pre-tick's forces). Each body's (dv, dw, push, turn)
+    go to `body_solve` (row env * (1 + NUM_CARS) + body, BT), where its arena rows start from them."""
+    tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     bodies: tl.constexpr = NUM_CARS + 1
-    vel = load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-    ang_vel = load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-    awake = ~update_sleeping(vel, ang_vel)
-    vel = where(awake, apply_damping(vel, f32(ball_damping)), vel)
-    zero = tl.zeros([BLOCK], tl.float32)
-    inertia = zero + f32(ball_inv_inertia_bt)
-    velocities = (scale(vel, UU_TO_BT),)
-    angular = (ang_vel,)
-    ext_vs = ((zero, zero, tl.where(awake, f32(ball_gravity_bt), 0.0)),)
-    ext_ws = ((zero, zero, zero),)
-    inv_masses = (zero + f32(ball_inv_mass_bt),)
-    inv_inertias = ((inertia, zero, zero, zero, inertia, zero, zero, zero, inertia),)
-    for c in tl.static_range(NUM_CARS):
-        row = lane * NUM_CARS + c
-        car = load_body(car_rows_ptr, row, live, BLOCK)
-        force, torque = load_car_tick(car_tick_ptr, row, live, BLOCK)[:2]
-        ext_v, ext_w = car_kernels.external_impulses(
-            car, force, torque, load_car_params(car_table_ptr, c)[0], tick_time, f32(gravity_z)
-        )
-        m = inv_inertia_world(car[1], car_contacts.load_inv_inertia(hitbox_table_ptr, c))
-        velocities = velocities + (scale(car[2], UU_TO_BT),)
-        angular = angular + (car[3],)
-        ext_vs = ext_vs + (scale(ext_v, UU_TO_BT),)
-        ext_ws = ext_ws + (ext_w,)
-        inv_masses = inv_masses + (zero + INV_MASS,)
-        inv_inertias = inv_inertias + (m[0] + m[1] + m[2],)
-    mask = tl.load(body_mask_ptr + lane, mask=live, other=0)
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
-    dv, dw, push, turn = car_contacts.solve_bodies(
-        body_rows_ptr, lane * rows, live, mask, (velocities, angular, ext_vs, ext_ws, inv_masses, inv_inertias),
-        tick_time, rows, bodies, CAR_CAR_POINTS, ITERATIONS, BLOCK,
-    )  # fmt: skip
-    for j in tl.static_range(bodies):
-        values = dv[j] + dw[j] + push[j] + turn[j] + (zero, zero, zero, zero)
-        store_row(body_solve_ptr, lane * bodies + j, values, live, BODY_SOLVE_WIDTH, BLOCK)
+    lane, live = listed_envs(deferred_ptr, deferred_count_ptr, tl.program_id(0), n, spread_programs, BLOCK)
+    if tl.max(live.to(tl.int32), axis=0) > 0:  # programs beyond the list's count do nothing
+        vel = load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+        ang_vel = load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+        awake = ~update_sleeping(vel, ang_vel)
+        vel = where(awake, apply_damping(vel, f32(ball_damping)), vel)
+        zero = tl.zeros([BLOCK], tl.float32)
+        inertia = zero + f32(ball_inv_inertia_bt)
+        velocities = (scale(vel, UU_TO_BT),)
+        angular = (ang_vel,)
+        ext_vs = ((zero, zero, tl.where(awake, f32(ball_gravity_bt), 0.0)),)
+        ext_ws = ((zero, zero, zero),)
+        inv_masses = (zero + f32(ball_inv_mass_bt),)
+        inv_inertias = ((inertia, zero, zero, zero, inertia, zero, zero, zero, inertia),)
+        for c in tl.static_range(NUM_CARS):
+            row = lane * NUM_CARS + c
+            car = load_body(car_rows_ptr, row, live, BLOCK)
+            force, torque = load_car_tick(car_tick_ptr, row, live, BLOCK)[:2]
+            ext_v, ext_w = car_kernels.external_impulses(
+                car, force, torque, load_car_params(car_table_ptr, c)[0], tick_time, f32(gravity_z)
+            )
+            m = inv_inertia_world(car[1], car_contacts.load_inv_inertia(hitbox_table_ptr, c))
+            velocities = velocities + (scale(car[2], UU_TO_BT),)
+            angular = angular + (car[3],)
+            ext_vs = ext_vs + (scale(ext_v, UU_TO_BT),)
+            ext_ws = ext_ws + (ext_w,)
+            inv_masses = inv_masses + (zero + INV_MASS,)
+            inv_inertias = inv_inertias + (m[0] + m[1] + m[2],)
+        mask = tl.load(body_mask_ptr + lane, mask=live, other=0)
+        dv, dw, push, turn = car_contacts.solve_bodies(
+            body_rows_ptr, lane * rows, live, mask,
+            (velocities, angular, ext_vs, ext_ws, inv_masses, inv_inertias), tick_time, rows, bodies,
+            CAR_CAR_POINTS, ITERATIONS, BLOCK,
+        )  # fmt: skip
+        for j in tl.static_range(bodies):
+            values = dv[j] + dw[j] + push[j] + turn[j] + (zero, zero, zero, zero)
+            store_row(body_solve_ptr, lane * bodies + j, values, live, BODY_SOLVE_WIDTH, BLOCK)
 
 
 @jit
@@ -701,19 +803,23 @@ def load_body(rows_ptr, row, live, BLOCK: tl.constexpr):
 
 
 @jit
-def load_body_solve(body_solve_ptr, row, live, BLOCK: tl.constexpr):
-    """A body's `body_solve` row: (dv, dw, push, turn), BT."""
-    v = load_row(body_solve_ptr, row, live, BODY_SOLVE_WIDTH, BLOCK)
+def load_body_solve(body_solve_ptr, body_mask_ptr, env, body, live, NUM_CARS: tl.constexpr,
+                    BLOCK: tl.constexpr):  # fmt: skip
+    """Body ``body``'s `body_solve` row in env ``env`` (the ball 0, car c 1 + c): (dv, dw, push, turn), BT;
+    zeros where the env's bodies met nothing (its `body_mask` empty: `body_solve_kernel` solves only the
+    envs with rows)."""
+    met = tl.load(body_mask_ptr + env, mask=live, other=0) != 0
+    v = load_row(body_solve_ptr, env * (NUM_CARS + 1) + body, live & met, BODY_SOLVE_WIDTH, BLOCK)
     return (v[0], v[1], v[2]), (v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])
 
 
 @stage_jit
 def car_step_kernel(
     car_order_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    deferred_ptr, deferred_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr,
+    deferred_ptr, deferred_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
-    n, tick_time, gravity_z, car_world_friction, car_world_restitution,
+    n, spread_programs, tick_time, gravity_z, car_world_friction, car_world_restitution,
     NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr,
     EDGE_DISTANCE: tl.constexpr, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr, DEFERRED: tl.constexpr,
     CAR_PER_PROGRAM: tl.constexpr,
@@ -733,7 +839,7 @@ def car_step_kernel(
     32 to a warp."""
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     rows = (car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr)
-    tables = (car_table_ptr, hitbox_table_ptr, body_solve_ptr)
+    tables = (car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr)
     arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                      plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
     arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
@@ -744,7 +850,9 @@ def car_step_kernel(
             car_step(rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env,
                      slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, True, True)  # fmt: skip
     else:
-        row, live, env, slot = pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, NUM_CARS, BLOCK, DEFERRED)
+        row, live, env, slot = pass_lanes(
+        car_order_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS, BLOCK, DEFERRED
+    )
         if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
             car_step(rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env,
                      slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, DEFERRED,
@@ -766,9 +874,9 @@ def car_step(
     (not ``DEFERRED``) finishes the cars whose body touches nothing, their solve their deltas alone
     (`car_contacts.untouched`), and defers the others."""
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr = rows
-    car_table_ptr, hitbox_table_ptr, body_solve_ptr = tables
+    car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr = tables
     tick_time, gravity_z, car_world_friction, car_world_restitution = params
-    start = load_body_solve(body_solve_ptr, env * (NUM_CARS + 1) + 1 + slot, live, BLOCK)
+    start = load_body_solve(body_solve_ptr, body_mask_ptr, env, 1 + slot, live, NUM_CARS, BLOCK)
     moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
     pos, rot_mat, vel, ang_vel = moving
     force, torque, frozen = load_car_tick(car_tick_ptr, row, live, BLOCK)
@@ -817,7 +925,7 @@ def car_step(
 def ball_and_rules_kernel(
     pos_ptr, vel_ptr, ang_vel_ptr, velocity_impulse_cache_ptr, tick_count_since_update_ptr, tick_count_ptr,
     game_ints_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr,
-    body_solve_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, kickoff_spawns_ptr,
+    body_solve_ptr, body_mask_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, kickoff_spawns_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     n, ticks, hashed_seed, tick_time, gravity_dv, ball_damping, ball_radius, ball_contact_gap, ball_inv_mass,
@@ -858,7 +966,8 @@ def ball_and_rules_kernel(
         zero = vel[0] * 0.0
         start = ((zero, zero, zero), (zero, zero, zero), (zero, zero, zero), (zero, zero, zero))
         if NUM_CARS > 0:  # the ball's deltas from the solve between bodies, in UU
-            dv, dw, push, turn = load_body_solve(body_solve_ptr, lane * (NUM_CARS + 1), live, BLOCK)
+            deltas = load_body_solve(body_solve_ptr, body_mask_ptr, lane, 0, live, NUM_CARS, BLOCK)
+            dv, dw, push, turn = deltas
             start = (scale(dv, BT_TO_UU), dw, scale(push, BT_TO_UU), turn)
         pos, vel, ang_vel = physics_step(  # 5. the ball against the arena
             pos, vel, ang_vel, live & (~sleeping), tick_time, f32(gravity_dv), f32(ball_damping), f32(ball_radius),
@@ -1197,6 +1306,7 @@ def step_ticks_op(
         **dict(zip(("ball_inv_mass_bt", "ball_inv_inertia_bt", "ball_gravity_bt"), ball_mass_props(TickParams(*params)))),
         "controls_ptr": controls,
         "hashed_seed": hashed_seed,
+        "spread_programs": SPREAD_PROGRAMS,
         **dict(zip(PARAM_NAMES, params)),
         **grid_kwargs(grid),
         # the pre-tick's grid (`tick`)
@@ -1222,7 +1332,7 @@ def step_ticks_op(
     rows = {**fields, "rows_ptr": args["car_rows_ptr"], "UNPACK": False}
     launch(car_rows_kernel, envs * num_cars, 1, rows, ROWS_BLOCK, 0)
     args["ticks"] = 1
-    deferred_counts = torch.zeros(ticks, 2, num_cars, dtype=torch.int32, device=controls.device)
+    deferred_counts = torch.zeros(ticks, 3, num_cars, dtype=torch.int32, device=controls.device)
     for t in range(ticks):
         args["deferred_counts"] = deferred_counts[t]
         tick(args, envs, num_cars, block, maxnreg)

@@ -66,6 +66,15 @@ def load_box(hitbox_table_ptr, car):
 
 
 @jit
+def bounding_radius(hitbox):
+    """How far from the car's origin its box reaches, BT: the box's bounding sphere, margin included,
+    about its centre, and the centre's offset from the origin."""
+    inner, margin, offset, _ = hitbox
+    extent = add(inner, (margin, margin, margin))
+    return tl.sqrt(dot(extent, extent)) + tl.sqrt(dot(offset, offset))
+
+
+@jit
 def load_inv_inertia(hitbox_table_ptr, car):
     """Car slot ``car``'s body's inverse local inertia in Bullet units (`CarHitbox.inv_inertia_local`)."""
     return load_uniform(hitbox_table_ptr + car * HITBOX_TABLE_WIDTH + 8)

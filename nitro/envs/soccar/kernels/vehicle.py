@@ -23,7 +23,7 @@ import numpy as np
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
-from nitro.envs.soccar.kernels.car_contacts import load_hitbox
+from nitro.envs.soccar.kernels.car_contacts import bounding_radius, load_hitbox
 from nitro.envs.soccar.kernels.ray_cast import ray_cast as arena_ray_cast
 from nitro.envs.soccar.kernels.rigid_body import (
     INV_MASS,
@@ -245,9 +245,7 @@ def rays_near_bodies(
     ball_reach = reach + (ball[6] + 0.01) * BT_TO_UU
     near = dot(to_ball, to_ball) <= ball_reach * ball_reach
     for b in tl.static_range(NUM_CARS):
-        inner, margin, offset, _ = load_hitbox(hitbox_table_ptr, b)
-        extent = add(inner, (margin, margin, margin))
-        car_reach = reach + ((tl.sqrt(dot(extent, extent)) + tl.sqrt(dot(offset, offset))) + 0.01) * BT_TO_UU
+        car_reach = reach + (bounding_radius(load_hitbox(hitbox_table_ptr, b)) + 0.01) * BT_TO_UU
         other_car = tl.where(slot != b, live, False)  # (live & a scalar: int32 under the interpreter)
         other = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 3, 4, BLOCK)
         to_car = sub((other[0], other[1], other[2]), pos)

@@ -12,15 +12,20 @@ import pytest
 import torch
 
 from nitro.core import tree
+from nitro.envs.soccar import car_contacts
+from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels import arena as arena_kernels
 from nitro.envs.soccar.kernels.arena import launch_step_ticks_
+from nitro.envs.soccar.kernels.car_contacts import hitbox_table
+from nitro.envs.soccar.kernels.vec import load
 from nitro.envs.soccar.state import ArenaEvents, CarState
 from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars, wheels_on_bodies
 from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
 from tests.envs.soccar.kernels.twins import DEVICE, exact_sqrt, runnable
 
-pytest.importorskip("triton")
+triton = pytest.importorskip("triton")
+tl = triton.language
 pytestmark = runnable
 BALL_POS_TOL = 2e-3
 """UU: a flying ball after two ticks (the ball twins' own position tolerance)."""
@@ -123,6 +128,80 @@ def test_fused_ticks_with_wheels_on_bodies(monkeypatch):
     assert int(on_body.sum()) > ENVS * 4  # the wheels do touch
     assert_cars_close(regroup(fused.cars, ENVS * 2, 1), regroup(expected.cars, ENVS * 2, 1))
     assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL
+
+
+@triton.jit
+def _bodies_near_kernel(ball_pos_ptr, car_rows_ptr, hitbox_table_ptr, out_ptr, n, ball_radius,
+                        NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    lane, live, _ = arena_kernels.env_lanes(n, BLOCK)
+    ball_pos = load(ball_pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    near = arena_kernels.bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radius, NUM_CARS, BLOCK)
+    tl.store(out_ptr + lane, near.to(tl.int32), mask=live)
+
+
+def test_envs_whose_bodies_are_apart_meet_nothing():
+    """`collisions_kernel`'s first pass finishes the envs whose bodies are apart (`bodies_near` false)
+    without their contacts: wherever the reference finds a car-ball contact or a point between two
+    cars, `bodies_near` holds. 2v1 arenas of three presets, the bodies scattered within a few car
+    lengths of each other in random orientations, so that some touch, some nearly do and some are apart;
+    in half the envs the ball within a UU or two of a corner of a car's box, the bound's tightest case."""
+    envs, presets = 2048, ["octane", "plank", "breakout"]
+    arena = Arena(envs, blue=2, orange=1, car=presets, device="cpu")
+    g = torch.Generator().manual_seed(5)
+    pos = torch.rand(envs, 3, 3, generator=g) * torch.tensor([1000.0, 1000.0, 250.0]) + torch.tensor([0.0, 0.0, 20.0])
+    q = torch.randn(envs, 3, 4, generator=g)
+    w, x, y, z = (q / q.norm(dim=-1, keepdim=True)).unbind(-1)
+    rot_mat = torch.stack((
+        torch.stack((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)), -1),
+        torch.stack((2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)), -1),
+        torch.stack((2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)), -1),
+    ), -2)  # fmt: skip
+    cars = dataclasses.replace(arena.state.cars, pos=pos, rot_mat=rot_mat)
+    ball_pos = torch.rand(envs, 3, generator=g) * torch.tensor([1000.0, 1000.0, 250.0]) + torch.tensor([0.0, 0.0, 92.0])
+    world = arena.world
+    # in half the envs the ball by a corner of car 0's box, where the box's bounding sphere is tightest
+    box = world.cars.hitbox
+    corner = (torch.randint(0, 2, (envs, 3), generator=g) * 2 - 1) * (box.inner[0] + box.margin[0])  # BT
+    centre = pos[:, 0] + torch.einsum("nij,j->ni", rot_mat[:, 0], box.offset[0]) * C.BT_TO_UU
+    out = torch.einsum("nij,nj->ni", rot_mat[:, 0], corner)
+    reach = corner.norm(dim=1, keepdim=True) * C.BT_TO_UU + world.params.ball_radius
+    by_corner = centre + out / out.norm(dim=1, keepdim=True) * (reach + torch.rand(envs, 1, generator=g) * 3 - 1)
+    ball_pos = torch.where(torch.arange(envs)[:, None] % 2 == 0, by_corner, ball_pos)
+    frozen = torch.zeros(envs, 3, dtype=torch.bool)
+    touched = car_contacts.car_ball_contacts(ball_pos, cars, world.cars, frozen, world.params).touched.any(1)
+    pair_points = car_contacts.car_car_contacts(cars, world.cars, frozen).added.reshape(envs, -1).any(1)
+    rows = torch.zeros(envs * 3, arena_kernels.CAR_WIDTH.value)
+    rows[:, :3] = pos.reshape(-1, 3)
+    near = torch.zeros(envs, dtype=torch.int32, device=DEVICE)
+    _bodies_near_kernel[(triton.cdiv(envs, 32),)](
+        ball_pos.to(DEVICE), rows.to(DEVICE), hitbox_table(world.cars).to(DEVICE), near, envs,
+        float(world.params.ball_radius), NUM_CARS=3, BLOCK=32,
+    )  # fmt: skip
+    near = near.cpu() != 0
+    met = touched | pair_points
+    assert int(met.sum()) >= envs // 8 and int((~near).sum()) >= envs // 8  # contacts, and envs apart
+    assert bool(near[met].all()), f"{int((met & ~near).sum())} envs with contacts taken as apart"
+
+
+@triton.jit
+def _spread_lanes_kernel(out_ptr, listed, n, spread_programs, BLOCK: tl.constexpr):
+    at, live = arena_kernels.spread_lanes(listed, tl.program_id(0), n, spread_programs, BLOCK)
+    tl.store(out_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), tl.where(live, at, -1))
+
+
+@pytest.mark.parametrize("listed, n, spread_programs", [
+    (0, 100, 8), (5, 100, 8), (5, 100, 2), (40, 100, 8), (100, 100, 8), (70, 1000, 8), (300, 1000, 8), (7, 31, 64),
+])  # fmt: skip
+def test_a_lists_pass_takes_each_entry_once(listed, n, spread_programs):
+    """`spread_lanes`: the cdiv(n, 32) programs of a list's pass take each of its ``listed`` places once,
+    over at least min(listed, spread_programs, programs) programs, at most 32 to a program."""
+    programs = triton.cdiv(n, 32)
+    out = torch.empty(programs * 32, dtype=torch.int32, device=DEVICE)
+    _spread_lanes_kernel[(programs,)](out, listed, n, spread_programs, BLOCK=32)
+    taken = out.cpu().reshape(programs, 32)
+    assert sorted(taken[taken >= 0].tolist()) == list(range(listed))
+    busy = int((taken >= 0).any(1).sum())
+    assert busy >= min(listed, spread_programs, programs) and busy >= triton.cdiv(listed, 32)
 
 
 def test_wheel_rays_longer_than_their_grid_reaches_are_refused(monkeypatch):
