@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 
@@ -22,6 +23,7 @@ from nitro.envs.soccar.kernels.vec import load
 from nitro.envs.soccar.state import ArenaEvents, CarState
 from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars, wheels_on_bodies
 from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
+from tests.envs.soccar.kernels.test_car_ball import random_rotations
 from tests.envs.soccar.kernels.twins import DEVICE, exact_sqrt, runnable
 
 triton = pytest.importorskip("triton")
@@ -149,13 +151,7 @@ def test_envs_whose_bodies_are_apart_meet_nothing():
     arena = Arena(envs, blue=2, orange=1, car=presets, device="cpu")
     g = torch.Generator().manual_seed(5)
     pos = torch.rand(envs, 3, 3, generator=g) * torch.tensor([1000.0, 1000.0, 250.0]) + torch.tensor([0.0, 0.0, 20.0])
-    q = torch.randn(envs, 3, 4, generator=g)
-    w, x, y, z = (q / q.norm(dim=-1, keepdim=True)).unbind(-1)
-    rot_mat = torch.stack((
-        torch.stack((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)), -1),
-        torch.stack((2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)), -1),
-        torch.stack((2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)), -1),
-    ), -2)  # fmt: skip
+    rot_mat = random_rotations(np.random.default_rng(5), envs * 3).reshape(envs, 3, 3, 3)
     cars = dataclasses.replace(arena.state.cars, pos=pos, rot_mat=rot_mat)
     ball_pos = torch.rand(envs, 3, generator=g) * torch.tensor([1000.0, 1000.0, 250.0]) + torch.tensor([0.0, 0.0, 92.0])
     world = arena.world
