@@ -85,7 +85,8 @@ def step_kernels(step, calls: int, stage_names: list[str]) -> dict:
 
 
 CAR_PASSES = ("pre_tick_kernel", "car_step_kernel")
-"""The two-pass car kernels, which ``--one-pass`` runs as one pass."""
+"""The two-pass car kernels (their lists hold cars; the collisions kernel's, envs), which ``--one-pass``
+runs as one pass."""
 
 
 def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool = False,
@@ -175,7 +176,7 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
         "car_ticks_per_s": envs * cars / (step_ms / 1e3), "kernels": kernels,
         "passes": 1 if one_pass else 2, "outside_stage_kernels": around,
         "deferred_share": {  # sync-ok: after timing
-            name: float(sum(counts)) / (len(counts) * envs * (1 if name == "collisions_kernel" else cars))
+            name: float(sum(counts)) / (len(counts) * envs * (cars if name in CAR_PASSES else 1))
             for name, counts in deferred.items()
         },
     }  # fmt: skip

@@ -851,8 +851,8 @@ def car_step_kernel(
                      slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, True, True)  # fmt: skip
     else:
         row, live, env, slot = pass_lanes(
-        car_order_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS, BLOCK, DEFERRED
-    )
+            car_order_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS, BLOCK, DEFERRED
+        )
         if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
             car_step(rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env,
                      slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, DEFERRED,
