@@ -34,12 +34,14 @@ sys.path.insert(0, str(ROOT))
 def stage_kernels(cars: int) -> list[tuple[str, int]]:
     """The stage kernels a fused tick of ``cars`` cars launches, in `kernels/arena.tick`'s order, each
     with its pass (the two-pass car kernels' second pass, ``DEFERRED``, is a kernel of its own; pass 2:
-    the car step's second pass one car per program, which small batches run, `CAR_PER_PROGRAM_UP_TO`)."""
+    the car step's second pass one car per program, which small batches run, `CAR_PER_PROGRAM_UP_TO`;
+    the car-world pair kernels run on the large batches only)."""
     if not cars:
         return [("ball_and_rules_kernel", 0)]
     pairs = [("car_pairs_kernel", 0)] if cars > 1 else []
     return [("pre_tick_kernel", 0), ("pre_tick_kernel", 1), ("collisions_kernel", 0), *pairs,
-            ("collisions_kernel", 1), ("body_solve_kernel", 0), ("car_step_kernel", 0), ("car_step_kernel", 1),
+            ("collisions_kernel", 1), ("body_solve_kernel", 0), ("car_step_kernel", 0),
+            ("car_world_pairs_kernel", 0), ("car_world_points_kernel", 0), ("car_step_kernel", 1),
             ("car_step_kernel", 2), ("car_events_kernel", 0), ("ball_and_rules_kernel", 0)]  # fmt: skip
 
 

@@ -13,7 +13,9 @@ seven stage kernels in Arena::Step order (`tick`), one thread per lane:
   of `sequential_impulse.py`), each body's deltas into `body_solve`;
 - `car_step_kernel`, in two passes: the body against the arena, its solve (from the car's deltas),
   integration, post-tick; one car per lane, then on small batches one per program for the cars whose
-  body may touch the arena, its lanes sharing the triangles of its grid cell;
+  body may touch the arena, its lanes sharing the triangles of its grid cell; on large batches
+  `car_world_pairs_kernel` lists those cars' near triangles and `car_world_points_kernel` finds each
+  pair's contact point, 32 pairs to a warp, before the second pass;
 - `car_events_kernel`, one env per lane: the pads, the cars' events;
 - `ball_and_rules_kernel`, one env per lane: the ball's step (its arena solve from its deltas), goals,
   events and kickoffs.
@@ -178,8 +180,9 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
     The pre-tick stage reads the cars' rows as the tick starts (``car_rows_ptr``) and writes them to the
     spare buffer (``car_spare_rows_ptr``), which the later stages then update in place: the buffers
     swap in ``args`` every tick (no copy; one extra buffer of the cars' rows). ``args["deferred_counts"]``:
-    this tick's zeroed counts of the deferred cars and envs ([3, C]: the pre-tick's, the car step's, and in
-    column 0 the envs `collisions_kernel` lists)."""
+    this tick's zeroed counts of the deferred cars and envs ([4, C]: the pre-tick's, the car step's, in
+    column 0 the envs `collisions_kernel` lists, and in column 0 the (car, triangle) pairs
+    `car_world_pairs_kernel` lists)."""
     if cars:
         # 2. a demolished car's countdown and respawn, the cars' pre-tick, whose wheel rays meet the
         #    other cars and the ball as they stand now
@@ -200,10 +203,17 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         launch(collisions_kernel, envs, 1, {**listed, "DEFERRED": True}, block, maxnreg)
         launch(body_solve_kernel, envs, 1, listed, block, maxnreg)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
-        #    (the cars whose body touches nothing first, then the others: `car_step_kernel`)
+        #    (the cars whose body touches nothing first, then the others: `car_step_kernel`; on large
+        #    batches their contact points found pair by pair first: `car_world_pairs_kernel`)
         for deferred in (False, True):
             one_car = deferred and envs * cars <= CAR_PER_PROGRAM_UP_TO  # one car per program (`deferred_car`)
             programs = {"programs": min(envs * cars, DEFERRED_PROGRAMS)} if one_car else {}
+            if deferred and not one_car:  # the second pass's cars' near triangles, then their points
+                pairs = {**args, "deferred_count_ptr": counts[1], "world_pair_total_ptr": counts[3],
+                         "programs": min(envs * cars, DEFERRED_PROGRAMS)}
+                launch(car_world_pairs_kernel, envs, cars, pairs, block, maxnreg)
+                del pairs["programs"]
+                launch(car_world_points_kernel, args["world_pairs_ptr"].shape[0], 1, pairs, block, maxnreg)
             launch(car_step_kernel, envs, cars,
                    {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1], "CAR_PER_PROGRAM": one_car,
                     **programs}, block, maxnreg)  # fmt: skip
@@ -817,6 +827,7 @@ def load_body_solve(body_solve_ptr, body_mask_ptr, env, body, live, NUM_CARS: tl
 def car_step_kernel(
     car_order_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
     deferred_ptr, deferred_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr,
+    world_pair_count_ptr, world_pair_slots_ptr, world_points_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     n, spread_programs, tick_time, gravity_z, car_world_friction, car_world_restitution,
@@ -836,10 +847,11 @@ def car_step_kernel(
     (`car_contacts.car_world_contacts_across_lanes`). At one wave a pass lasts as long as its slowest
     warp: with one car per lane the warp whose cars meet the most triangles, with one car per program
     about its cars' work over the GPU's warps; the many deferred cars of a large batch are done sooner
-    32 to a warp."""
+    32 to a warp, their contacts' points found pair by pair before (`car_world_pairs_kernel`)."""
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     rows = (car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr)
-    tables = (car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr)
+    tables = (car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr, world_pair_count_ptr,
+              world_pair_slots_ptr, world_points_ptr)  # fmt: skip
     arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                      plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
     arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
@@ -874,7 +886,7 @@ def car_step(
     (not ``DEFERRED``) finishes the cars whose body touches nothing, their solve their deltas alone
     (`car_contacts.untouched`), and defers the others."""
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr = rows
-    car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr = tables
+    car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr = tables[:4]
     tick_time, gravity_z, car_world_friction, car_world_restitution = params
     start = load_body_solve(body_solve_ptr, body_mask_ptr, env, 1 + slot, live, NUM_CARS, BLOCK)
     moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
@@ -890,9 +902,10 @@ def car_step(
             body = car_contacts.car_world_contacts_across_lanes(
                 pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
             )  # fmt: skip
-        else:
-            body = car_contacts.car_world_contacts(
-                pos, rot_mat, hitbox, alive, arena, arena_grid, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
+        else:  # from the listed pairs' points (`car_world_points_kernel`)
+            body = car_contacts.listed_car_world_contacts(
+                pos, rot_mat, hitbox, alive, row, arena, arena_grid, tables[4], tables[5], tables[6], NUM_PLANES,
+                PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
             )  # fmt: skip
         solved = car_contacts.solve_car_world(
             body, rot_mat, vel, ang_vel, ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_table_ptr, slot),
@@ -919,6 +932,56 @@ def car_step(
     )
     if not DEFERRED:
         store_deferred(deferred_ptr, env, slot, deferral, n)
+
+
+@stage_jit
+def car_world_pairs_kernel(
+    car_rows_ptr, deferred_ptr, deferred_count_ptr, hitbox_table_ptr,
+    world_pair_count_ptr, world_pairs_ptr, world_pair_slots_ptr, world_pair_total_ptr,
+    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
+    cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+    n, world_pairs_capacity, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Before the car step's second pass on large batches, its cars (the first pass's lists), one car
+    per program at a time, the same car in every lane (`deferred_car`; each program takes the cars in
+    turn, `DEFERRED_PROGRAMS`): the triangles of its grid cell its body may touch, listed as (car,
+    triangle) pairs in Bullet's visiting order (`car_contacts.list_near_triangles`), for
+    `car_world_points_kernel`."""
+    arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+                     plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
+    for k in range(tl.program_id(0), deferred_total(deferred_count_ptr, NUM_CARS), tl.num_programs(0)):
+        row, live, env, slot = deferred_car(deferred_ptr, deferred_count_ptr, k, n, NUM_CARS, BLOCK)
+        pos, rot_mat, _, _ = load_body(car_rows_ptr, row, live, BLOCK)
+        car_contacts.list_near_triangles(
+            pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, slot), live, row, arena,
+            grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), world_pair_count_ptr, world_pairs_ptr,
+            world_pair_slots_ptr, world_pair_total_ptr, world_pairs_capacity, BLOCK,
+        )  # fmt: skip
+
+
+@stage_jit
+def car_world_points_kernel(
+    car_rows_ptr, hitbox_table_ptr, world_pairs_ptr, world_points_ptr, world_pair_total_ptr,
+    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
+    cell_start_ptr, cell_tris_ptr, n, spread_programs, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr,
+    NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """One (car, triangle) pair of `car_world_pairs_kernel`'s list per lane (``n``: the list's room):
+    the pair's contact point (`car_contacts.world_point`: Bullet's GJK, separating axes where Bullet
+    runs EPA, the normal smoothed at internal edges), into its row of ``world_points``."""
+    listed = tl.minimum(tl.load(world_pair_total_ptr), n)
+    at, live = spread_lanes(listed, tl.program_id(0), n, spread_programs, BLOCK)
+    if tl.max(live.to(tl.int32), axis=0) > 0:
+        row = tl.load(world_pairs_ptr + at * 2, mask=live, other=0)
+        v = load_columns(car_rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)  # pos, rot_mat
+        point = car_contacts.world_point(
+            (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])),
+            car_contacts.load_hitbox(hitbox_table_ptr, row % NUM_CARS),
+            tl.load(world_pairs_ptr + at * 2 + 1, mask=live, other=0), live,
+            arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+                     plane_offsets_ptr, cell_start_ptr, cell_tris_ptr), MAX_ANGLE, EDGE_DISTANCE, BLOCK,
+        )  # fmt: skip
+        store_row(world_points_ptr, at, point, live, car_contacts.WORLD_POINT_WIDTH, BLOCK)
 
 
 @stage_jit
@@ -1332,11 +1395,35 @@ def step_ticks_op(
     rows = {**fields, "rows_ptr": args["car_rows_ptr"], "UNPACK": False}
     launch(car_rows_kernel, envs * num_cars, 1, rows, ROWS_BLOCK, 0)
     args["ticks"] = 1
-    deferred_counts = torch.zeros(ticks, 3, num_cars, dtype=torch.int32, device=controls.device)
+    if envs * num_cars > CAR_PER_PROGRAM_UP_TO:  # the car step's pairs (`car_world_pairs_kernel`)
+        args.update(world_pair_buffers(envs * num_cars, controls.device))
+    else:
+        none = torch.empty(1, device=controls.device)  # (not read)
+        args.update({f"{name}_ptr": none for name in ("world_pair_count", "world_pair_slots", "world_points")})
+    deferred_counts = torch.zeros(ticks, 4, num_cars, dtype=torch.int32, device=controls.device)
     for t in range(ticks):
         args["deferred_counts"] = deferred_counts[t]
         tick(args, envs, num_cars, block, maxnreg)
     launch(car_rows_kernel, envs * num_cars, 1, {**rows, "rows_ptr": args["car_rows_ptr"], "UNPACK": True}, ROWS_BLOCK, 0)
+
+
+WORLD_PAIRS_PER_CAR = 0.25
+"""Room in the car step's list of (car, triangle) pairs (`car_world_pairs_kernel`) per car: about
+twenty times what the benchmark's games list (about 1% of the cars on the second pass, one or two
+triangles each). A car whose pairs do not fit walks its cell in its own lane, as before."""
+
+
+def world_pair_buffers(lanes: int, device) -> dict[str, torch.Tensor]:
+    """`car_world_pairs_kernel`'s list for ``lanes`` (env, car) lanes, by the kernels' names: each car
+    row's count and places, the pairs, their points, and the list's room."""
+    capacity = max(int(lanes * WORLD_PAIRS_PER_CAR), 1)
+    return {
+        "world_pair_count_ptr": torch.empty(lanes, dtype=torch.int32, device=device),
+        "world_pair_slots_ptr": torch.empty(lanes, car_contacts.PAIR_SLOTS.value, dtype=torch.int32, device=device),
+        "world_pairs_ptr": torch.empty(capacity, 2, dtype=torch.int32, device=device),
+        "world_points_ptr": torch.empty(capacity, car_contacts.WORLD_POINT_WIDTH.value, device=device),
+        "world_pairs_capacity": capacity,
+    }
 
 
 def grid_kwargs(grid: list[float]) -> dict:

@@ -208,9 +208,24 @@ def car_world_contacts(
     """One car body's contact manifolds with the arena (`car_contacts.car_world_contacts`), one car per
     lane: the manifolds (`kernels/manifolds.py`'s layout, offsets and depths in BT, no arena points),
     whether it touched (worldContact.hasContact) and the last point's normal before smoothing."""
-    tri_ptr, tri_bounds_ptr, cell_start_ptr, cell_tris_ptr = arena[0], arena[1], arena[7], arena[8]
     center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
     manifolds, found, last = no_contacts(BLOCK)
+    manifolds, found, last = mesh_contacts(
+        car_pos, rot_mat, hitbox, alive, arena, grid, manifolds, found, last, MAX_ANGLE, EDGE_DISTANCE, BLOCK
+    )
+    manifolds, found, last = plane_contacts(
+        car_pos, rot_mat, center, half, threshold, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
+    )
+    return manifolds, found > 0, last
+
+
+@jit
+def mesh_contacts(car_pos, rot_mat, hitbox, alive, arena, grid, manifolds, found, last, MAX_ANGLE: tl.constexpr,
+                  EDGE_DISTANCE: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    """`car_world_contacts`' mesh triangles, each lane walking its own car's cell: the points join
+    ``manifolds`` (found counts them, last holds the last one's raw normal)."""
+    tri_ptr, tri_bounds_ptr, cell_start_ptr, cell_tris_ptr = arena[0], arena[1], arena[7], arena[8]
+    center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
     # the cell's triangles, in Bullet's visiting order. Each lane walks its own list with a cursor to
     # its next triangle within reach (`next_near_triangle`), then the lanes that found one run GJK
     # together: a warp runs GJK as often as its lane with the most such triangles, not once for every
@@ -233,6 +248,110 @@ def car_world_contacts(
                 found += has.to(tl.int32)
                 last = where(has, raw_normal, last)
         j = tl.where(near, j + 1, j)  # past the triangle just met
+    return manifolds, found, last
+
+
+# --- The car body against the arena in three launches (large batches) ------------------------------
+# One car per lane, a warp walks its cell lists, runs the separating axes and GJK as often as its lane
+# with the most triangles, and a car meets about one triangle: in the benchmark's 1v1 games (CPU, 2,048
+# envs) a warp of 32 such cars ran GJK 25-46 iterations where its cars needed 6.5 on average. So each
+# car's near triangles are listed first, its lanes sharing its cell (`list_near_triangles`), one
+# contact point per listed pair is found 32 pairs to a warp (`world_point`), and each car's points
+# then join its manifolds in its list's order, as Bullet adds them (`listed_car_world_contacts`).
+PAIR_SLOTS = constexpr(8)
+"""Near triangles listed per car (`list_near_triangles`): a car with more, or whose pairs no longer fit
+the list, walks its cell in its own lane (`mesh_contacts`), as the small batches do."""
+WORLD_POINT_WIDTH = constexpr(16)
+"""Floats per listed pair's point (`world_point`): whether it holds a contact, the triangle's mesh, the
+point on the car from its origin (3, BT), the smoothed normal (3), the depth (BT), the raw normal (3),
+four spare (rows a power of two wide)."""
+
+
+@jit
+def list_near_triangles(car_pos, rot_mat, hitbox, alive, row, arena, grid, world_pair_count_ptr,
+                        world_pairs_ptr, world_pair_slots_ptr, world_pair_total_ptr, capacity,
+                        BLOCK: tl.constexpr):  # fmt: skip
+    """`mesh_contacts`' screens of one car's cell, the same car in every lane (as
+    `car_world_contacts_across_lanes` shares them): the triangles its box may touch (`in_reach`, then
+    the whole box's separating axes) listed as pairs (car row, triangle) in Bullet's visiting order,
+    each at the next free place of ``world_pairs`` ([capacity, 2]; places handed out by one relaxed
+    atomic add per BLOCK triangles at ``world_pair_total``), the car's places in order in
+    ``world_pair_slots`` (`PAIR_SLOTS` per car row) and their count in ``world_pair_count``: -1 where a
+    pair did not fit (the car then walks its cell on the car step's second pass)."""
+    tri_ptr, tri_bounds_ptr, cell_start_ptr, cell_tris_ptr = arena[0], arena[1], arena[7], arena[8]
+    center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
+    lane = tl.arange(0, BLOCK)
+    start, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
+    length = tl.max(tl.where(alive, length, 0), axis=0)  # the car's (every lane holds it)
+    count = tl.zeros([BLOCK], tl.int32)
+    for first in range(0, length, BLOCK):
+        valid = first + lane < length
+        tri = tl.load(cell_tris_ptr + start + first + lane, mask=valid, other=0)
+        near = in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr)
+        if tl.max(near.to(tl.int32), axis=0) > 0:
+            near, _, _, _ = within_bound(center, axes, half, threshold, tri, near, tri_ptr, BLOCK)
+            near = near & (count >= 0)  # (none more once one did not fit)
+            if tl.max(near.to(tl.int32), axis=0) > 0:
+                d = near.to(tl.int32)
+                before = tl.cumsum(d, axis=0) - d
+                at = tl.atomic_add(world_pair_total_ptr, tl.sum(d, axis=0), sem="relaxed") + before
+                fits = near & (at < capacity) & (count + before < PAIR_SLOTS)
+                tl.store(world_pairs_ptr + at * 2, row.to(tl.int32), mask=fits)
+                tl.store(world_pairs_ptr + at * 2 + 1, tri, mask=fits)
+                tl.store(world_pair_slots_ptr + row * PAIR_SLOTS + count + before, at, mask=fits)
+                missed = tl.max((near & ~fits).to(tl.int32), axis=0) > 0
+                count = tl.where(missed, -1, count + tl.sum(d, axis=0))
+    tl.store(world_pair_count_ptr + row, count, mask=alive & (lane == 0))
+
+
+@jit
+def world_point(car_pos, rot_mat, hitbox, tri, live, arena, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr,
+                BLOCK: tl.constexpr):  # fmt: skip
+    """The contact point of one listed (car, triangle) pair per lane, as `mesh_contacts` finds it
+    (`box_triangle_contacts`, then `manifold_point`): the `WORLD_POINT_WIDTH` floats of its row."""
+    tri_ptr = arena[0]
+    center, _, _, _ = car_box(car_pos, rot_mat, hitbox)
+    v0 = load(tri_ptr + tri * 9, live, (0.0, 0.0, 0.0))
+    v1 = load(tri_ptr + tri * 9 + 3, live, (1.0, 0.0, 0.0))
+    v2 = load(tri_ptr + tri * 9 + 6, live, (0.0, 1.0, 0.0))
+    has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, live, BLOCK)
+    has = live & has
+    tri_mesh, point_offset, normal = manifold_point(
+        car_pos, tri, v0, v1, v2, has, raw_normal, point_b, sep, arena, MAX_ANGLE, EDGE_DISTANCE
+    )
+    zero = sep * 0.0
+    return (has.to(tl.float32), tri_mesh.to(tl.float32)) + point_offset + normal + (sep * UU_TO_BT,) + raw_normal + (
+        zero, zero, zero, zero)
+
+
+@jit
+def listed_car_world_contacts(
+    car_pos, rot_mat, hitbox, alive, row, arena, grid, world_pair_count_ptr, world_pair_slots_ptr, world_points_ptr,
+    NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, MAX_ANGLE: tl.constexpr, EDGE_DISTANCE: tl.constexpr,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`car_world_contacts` from the listed pairs' points (`world_point`), each car's joining its
+    manifolds in its list's order; a car whose pairs did not fit the list walks its cell in its lane."""
+    center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
+    manifolds, found, last = no_contacts(BLOCK)
+    count = tl.load(world_pair_count_ptr + row, mask=alive, other=0)
+    i = 0
+    while tl.max((alive & (i < count)).to(tl.int32), axis=0) > 0:
+        take = alive & (i < count)
+        p = load_row(world_points_ptr, tl.load(world_pair_slots_ptr + row * PAIR_SLOTS + i, mask=take, other=0),
+                     take, WORLD_POINT_WIDTH, BLOCK)  # fmt: skip
+        has = take & (p[0] != 0)
+        manifolds = add_manifold_point(
+            has, p[1].to(tl.int32), (p[2], p[3], p[4]), (), (p[5], p[6], p[7]), p[8], manifolds, False
+        )
+        found += has.to(tl.int32)
+        last = where(has, (p[9], p[10], p[11]), last)
+        i += 1
+    walks = alive & (count < 0)
+    if tl.max(walks.to(tl.int32), axis=0) > 0:
+        manifolds, found, last = mesh_contacts(
+            car_pos, rot_mat, hitbox, walks, arena, grid, manifolds, found, last, MAX_ANGLE, EDGE_DISTANCE, BLOCK
+        )
     manifolds, found, last = plane_contacts(
         car_pos, rot_mat, center, half, threshold, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
     )

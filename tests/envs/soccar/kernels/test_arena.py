@@ -78,16 +78,23 @@ def test_fused_ticks_with_cars(blue, orange, launches):
     assert float((fused.ball.pos - expected.ball.pos).norm(dim=1).max()) <= BALL_POS_TOL
 
 
-@pytest.mark.parametrize("per_program_up_to", [None, 0], ids=["car per program", "car per lane"])
-def test_fused_ticks_with_body_contacts(monkeypatch, per_program_up_to):
+@pytest.mark.parametrize(
+    "per_program_up_to, pairs_per_car", [(None, None), (0, None), (0, 1e-9)],
+    ids=["car per program", "car per lane", "car per lane, pairs beyond the list"],
+)
+def test_fused_ticks_with_body_contacts(monkeypatch, per_program_up_to, pairs_per_car):
     """Car bodies against every part of the arena (`test_car_world.body_scenes`: floor, ceiling, walls,
     corners, goals, ramps; any orientation, moving): two launches of a tick equal two PyTorch ticks,
     the body's contacts and their solve included, with the car step's second pass taking one car per
-    program (small batches) and one per lane (large batches, `CAR_PER_PROGRAM_UP_TO`)."""
+    program (small batches) and one per lane (large batches, `CAR_PER_PROGRAM_UP_TO`), its contact
+    points found pair by pair (`car_world_pairs_kernel`); with a list of room for one pair, every other
+    car walks its cell in its lane."""
     from tests.envs.soccar.kernels.test_car_world import body_scenes
 
     if per_program_up_to is not None:
         monkeypatch.setattr(arena_kernels, "CAR_PER_PROGRAM_UP_TO", per_program_up_to)
+    if pairs_per_car is not None:
+        monkeypatch.setattr(arena_kernels, "WORLD_PAIRS_PER_CAR", pairs_per_car)
 
     arena = Arena(ENVS, blue=1, orange=0, device=DEVICE)
     arena.set_ball(pos=torch.tensor([0.0, 0.0, 1500.0], device=DEVICE))  # out of the cars' way
