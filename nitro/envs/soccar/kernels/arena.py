@@ -972,7 +972,9 @@ def car_world_points_kernel(
     listed = tl.minimum(tl.load(world_pair_total_ptr), n)
     at, live = spread_lanes(listed, tl.program_id(0), n, spread_programs, BLOCK)
     if tl.max(live.to(tl.int32), axis=0) > 0:
-        row = tl.load(world_pairs_ptr + at * 2, mask=live, other=0)
+        row = tl.load(world_pairs_ptr + at * 2, mask=live, other=-1)
+        live = live & (row >= 0)  # (a place taken but not filled: `list_near_triangles`)
+        row = tl.where(live, row, 0)
         v = load_columns(car_rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)  # pos, rot_mat
         point = car_contacts.world_point(
             (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])),

@@ -277,7 +277,8 @@ def list_near_triangles(car_pos, rot_mat, hitbox, alive, row, arena, grid, world
     each at the next free place of ``world_pairs`` ([capacity, 2]; places handed out by one relaxed
     atomic add per BLOCK triangles at ``world_pair_total``), the car's places in order in
     ``world_pair_slots`` (`PAIR_SLOTS` per car row) and their count in ``world_pair_count``: -1 where a
-    pair did not fit (the car then walks its cell on the car step's second pass)."""
+    pair did not fit (the car then walks its cell on the car step's second pass; a place it took in the
+    list holds car row -1)."""
     tri_ptr, tri_bounds_ptr, cell_start_ptr, cell_tris_ptr = arena[0], arena[1], arena[7], arena[8]
     center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
     lane = tl.arange(0, BLOCK)
@@ -296,7 +297,8 @@ def list_near_triangles(car_pos, rot_mat, hitbox, alive, row, arena, grid, world
                 before = tl.cumsum(d, axis=0) - d
                 at = tl.atomic_add(world_pair_total_ptr, tl.sum(d, axis=0), sem="relaxed") + before
                 fits = near & (at < capacity) & (count + before < PAIR_SLOTS)
-                tl.store(world_pairs_ptr + at * 2, row.to(tl.int32), mask=fits)
+                # a place taken but not filled (the car's slots full) is marked, so no lane reads its pair
+                tl.store(world_pairs_ptr + at * 2, tl.where(fits, row.to(tl.int32), -1), mask=near & (at < capacity))
                 tl.store(world_pairs_ptr + at * 2 + 1, tri, mask=fits)
                 tl.store(world_pair_slots_ptr + row * PAIR_SLOTS + count + before, at, mask=fits)
                 missed = tl.max((near & ~fits).to(tl.int32), axis=0) > 0

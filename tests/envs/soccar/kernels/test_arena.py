@@ -17,6 +17,8 @@ from nitro.envs.soccar import car_contacts
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels import arena as arena_kernels
+from nitro.envs.soccar.kernels import car_contacts as car_contacts_kernels
+from nitro.envs.soccar.kernels import constexpr
 from nitro.envs.soccar.kernels.arena import launch_step_ticks_
 from nitro.envs.soccar.kernels.car_contacts import hitbox_table
 from nitro.envs.soccar.kernels.vec import load
@@ -24,7 +26,7 @@ from nitro.envs.soccar.state import ArenaEvents, CarState
 from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars, wheels_on_bodies
 from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
 from tests.envs.soccar.kernels.test_car_ball import random_rotations
-from tests.envs.soccar.kernels.twins import DEVICE, exact_sqrt, runnable
+from tests.envs.soccar.kernels.twins import DEVICE, INTERPRETED, exact_sqrt, runnable
 
 triton = pytest.importorskip("triton")
 tl = triton.language
@@ -79,22 +81,27 @@ def test_fused_ticks_with_cars(blue, orange, launches):
 
 
 @pytest.mark.parametrize(
-    "per_program_up_to, pairs_per_car", [(None, None), (0, None), (0, 1e-9)],
-    ids=["car per program", "car per lane", "car per lane, pairs beyond the list"],
+    "per_program_up_to, pairs_per_car, pair_slots", [(None, None, None), (0, None, None), (0, 1e-9, None), (0, None, 1)],
+    ids=["car per program", "car per lane", "car per lane, pairs beyond the list", "car per lane, one pair per car"],
 )
-def test_fused_ticks_with_body_contacts(monkeypatch, per_program_up_to, pairs_per_car):
+def test_fused_ticks_with_body_contacts(monkeypatch, per_program_up_to, pairs_per_car, pair_slots):
     """Car bodies against every part of the arena (`test_car_world.body_scenes`: floor, ceiling, walls,
     corners, goals, ramps; any orientation, moving): two launches of a tick equal two PyTorch ticks,
     the body's contacts and their solve included, with the car step's second pass taking one car per
     program (small batches) and one per lane (large batches, `CAR_PER_PROGRAM_UP_TO`), its contact
     points found pair by pair (`car_world_pairs_kernel`); with a list of room for one pair, every other
-    car walks its cell in its lane."""
+    car walks its cell in its lane, and so does a car with more near triangles than its slots (one
+    slot: the places its other pairs took in the list stay unread)."""
     from tests.envs.soccar.kernels.test_car_world import body_scenes
 
     if per_program_up_to is not None:
         monkeypatch.setattr(arena_kernels, "CAR_PER_PROGRAM_UP_TO", per_program_up_to)
     if pairs_per_car is not None:
         monkeypatch.setattr(arena_kernels, "WORLD_PAIRS_PER_CAR", pairs_per_car)
+    if pair_slots is not None:
+        if not INTERPRETED:  # a compiled kernel keeps the constant it was compiled with
+            pytest.skip("PAIR_SLOTS is patched under Triton's interpreter only, which reads it at each call")
+        monkeypatch.setattr(car_contacts_kernels, "PAIR_SLOTS", constexpr(pair_slots))
 
     arena = Arena(ENVS, blue=1, orange=0, device=DEVICE)
     arena.set_ball(pos=torch.tensor([0.0, 0.0, 1500.0], device=DEVICE))  # out of the cars' way
