@@ -209,11 +209,10 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
             one_car = deferred and envs * cars <= CAR_PER_PROGRAM_UP_TO  # one car per program (`deferred_car`)
             programs = {"programs": min(envs * cars, DEFERRED_PROGRAMS)} if one_car else {}
             if deferred and not one_car:  # the second pass's cars' near triangles, then their points
-                pairs = {**args, "deferred_count_ptr": counts[1], "world_pair_total_ptr": counts[3],
-                         "programs": min(envs * cars, DEFERRED_PROGRAMS)}
-                launch(car_world_pairs_kernel, envs, cars, pairs, block, maxnreg)
-                del pairs["programs"]
-                launch(car_world_points_kernel, args["world_pairs_ptr"].shape[0], 1, pairs, block, maxnreg)
+                pairs = {**args, "deferred_count_ptr": counts[1], "world_pair_total_ptr": counts[3]}
+                launch(car_world_pairs_kernel, envs, cars,
+                       {**pairs, "programs": min(envs * cars, DEFERRED_PROGRAMS)}, block, maxnreg)  # fmt: skip
+                launch(car_world_points_kernel, args["world_pairs_capacity"], 1, pairs, block, maxnreg)
             launch(car_step_kernel, envs, cars,
                    {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1], "CAR_PER_PROGRAM": one_car,
                     **programs}, block, maxnreg)  # fmt: skip
@@ -886,7 +885,8 @@ def car_step(
     (not ``DEFERRED``) finishes the cars whose body touches nothing, their solve their deltas alone
     (`car_contacts.untouched`), and defers the others."""
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr = rows
-    car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr = tables[:4]
+    car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr, world_pair_count_ptr, world_pair_slots_ptr, \
+        world_points_ptr = tables
     tick_time, gravity_z, car_world_friction, car_world_restitution = params
     start = load_body_solve(body_solve_ptr, body_mask_ptr, env, 1 + slot, live, NUM_CARS, BLOCK)
     moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
@@ -904,8 +904,8 @@ def car_step(
             )  # fmt: skip
         else:  # from the listed pairs' points (`car_world_points_kernel`)
             body = car_contacts.listed_car_world_contacts(
-                pos, rot_mat, hitbox, alive, row, arena, arena_grid, tables[4], tables[5], tables[6], NUM_PLANES,
-                PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
+                pos, rot_mat, hitbox, alive, row, arena, arena_grid, world_pair_count_ptr, world_pair_slots_ptr,
+                world_points_ptr, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, BLOCK,
             )  # fmt: skip
         solved = car_contacts.solve_car_world(
             body, rot_mat, vel, ang_vel, ext_v, ext_w, car_contacts.load_inv_inertia(hitbox_table_ptr, slot),
@@ -975,10 +975,9 @@ def car_world_points_kernel(
         row = tl.load(world_pairs_ptr + at * 2, mask=live, other=-1)
         live = live & (row >= 0)  # (a place taken but not filled: `list_near_triangles`)
         row = tl.where(live, row, 0)
-        v = load_columns(car_rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)  # pos, rot_mat
+        pos, rot_mat, _, _ = load_body(car_rows_ptr, row, live, BLOCK)
         point = car_contacts.world_point(
-            (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])),
-            car_contacts.load_hitbox(hitbox_table_ptr, row % NUM_CARS),
+            pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, row % NUM_CARS),
             tl.load(world_pairs_ptr + at * 2 + 1, mask=live, other=0), live,
             arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                      plane_offsets_ptr, cell_start_ptr, cell_tris_ptr), MAX_ANGLE, EDGE_DISTANCE, BLOCK,

@@ -208,15 +208,13 @@ def car_world_contacts(
     """One car body's contact manifolds with the arena (`car_contacts.car_world_contacts`), one car per
     lane: the manifolds (`kernels/manifolds.py`'s layout, offsets and depths in BT, no arena points),
     whether it touched (worldContact.hasContact) and the last point's normal before smoothing."""
-    center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
     manifolds, found, last = no_contacts(BLOCK)
     manifolds, found, last = mesh_contacts(
         car_pos, rot_mat, hitbox, alive, arena, grid, manifolds, found, last, MAX_ANGLE, EDGE_DISTANCE, BLOCK
     )
-    manifolds, found, last = plane_contacts(
-        car_pos, rot_mat, center, half, threshold, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
+    return plane_contacts(
+        car_pos, rot_mat, hitbox, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
     )
-    return manifolds, found > 0, last
 
 
 @jit
@@ -311,11 +309,8 @@ def world_point(car_pos, rot_mat, hitbox, tri, live, arena, MAX_ANGLE: tl.conste
                 BLOCK: tl.constexpr):  # fmt: skip
     """The contact point of one listed (car, triangle) pair per lane, as `mesh_contacts` finds it
     (`box_triangle_contacts`, then `manifold_point`): the `WORLD_POINT_WIDTH` floats of its row."""
-    tri_ptr = arena[0]
     center, _, _, _ = car_box(car_pos, rot_mat, hitbox)
-    v0 = load(tri_ptr + tri * 9, live, (0.0, 0.0, 0.0))
-    v1 = load(tri_ptr + tri * 9 + 3, live, (1.0, 0.0, 0.0))
-    v2 = load(tri_ptr + tri * 9 + 6, live, (0.0, 1.0, 0.0))
+    v0, v1, v2 = triangle_vertices(arena[0], tri, live)
     has, raw_normal, point_b, sep = box_triangle_contacts(center, rot_mat, hitbox, v0, v1, v2, live, BLOCK)
     has = live & has
     tri_mesh, point_offset, normal = manifold_point(
@@ -334,7 +329,6 @@ def listed_car_world_contacts(
 ):  # fmt: skip
     """`car_world_contacts` from the listed pairs' points (`world_point`), each car's joining its
     manifolds in its list's order; a car whose pairs did not fit the list walks its cell in its lane."""
-    center, axes, half, threshold = car_box(car_pos, rot_mat, hitbox)
     manifolds, found, last = no_contacts(BLOCK)
     count = tl.load(world_pair_count_ptr + row, mask=alive, other=0)
     i = 0
@@ -354,10 +348,9 @@ def listed_car_world_contacts(
         manifolds, found, last = mesh_contacts(
             car_pos, rot_mat, hitbox, walks, arena, grid, manifolds, found, last, MAX_ANGLE, EDGE_DISTANCE, BLOCK
         )
-    manifolds, found, last = plane_contacts(
-        car_pos, rot_mat, center, half, threshold, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
+    return plane_contacts(
+        car_pos, rot_mat, hitbox, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
     )
-    return manifolds, found > 0, last
 
 
 @jit
@@ -401,10 +394,9 @@ def car_world_contacts_across_lanes(
                         found += 1
                         last = lane_vec(raw_normal, this)
                         has = has & ~this
-    manifolds, found, last = plane_contacts(
-        car_pos, rot_mat, center, half, threshold, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
+    return plane_contacts(
+        car_pos, rot_mat, hitbox, alive, arena, manifolds, found, last, NUM_PLANES, PLANE_BASE, BLOCK
     )
-    return manifolds, found > 0, last
 
 
 @jit
@@ -446,11 +438,12 @@ def manifold_point(car_pos, tri, v0, v1, v2, has, raw_normal, point_b, sep, aren
 
 
 @jit
-def plane_contacts(car_pos, rot_mat, center, half, threshold, alive, arena, manifolds, found, last,
+def plane_contacts(car_pos, rot_mat, hitbox, alive, arena, manifolds, found, last,
                    NUM_PLANES: tl.constexpr, PLANE_BASE: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
     """The planes, after the meshes: the box's deepest corner along each normal within the contact
-    threshold, into the manifolds: (manifolds, found, last)."""
+    threshold, into the manifolds; the car's contacts done: (manifolds, whether it touched, last)."""
     plane_normals_ptr, plane_offsets_ptr = arena[5], arena[6]
+    center, _, half, threshold = car_box(car_pos, rot_mat, hitbox)
     for p in range(NUM_PLANES):
         plane_normal, corner, depth = plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)
         has = alive & (depth < threshold)
@@ -461,7 +454,7 @@ def plane_contacts(car_pos, rot_mat, center, half, threshold, alive, arena, mani
             )  # fmt: skip
             found += has.to(tl.int32)
             last = where(has, plane_normal, last)
-    return manifolds, found, last
+    return manifolds, found > 0, last
 
 
 @jit
@@ -531,11 +524,16 @@ def next_near_triangle(center, axes, half, threshold, start, length, j, tri_ptr,
 def within_bound(center, axes, half, threshold, tri, reach, tri_ptr, BLOCK: tl.constexpr):
     """Where ``reach``, triangle ``tri``'s vertices and whether the whole box's separating axes, a lower
     bound of the distance, are within the contact threshold: (near, v0, v1, v2)."""
-    v0 = load(tri_ptr + tri * 9, reach, (0.0, 0.0, 0.0))
-    v1 = load(tri_ptr + tri * 9 + 3, reach, (1.0, 0.0, 0.0))
-    v2 = load(tri_ptr + tri * 9 + 6, reach, (0.0, 1.0, 0.0))
+    v0, v1, v2 = triangle_vertices(tri_ptr, tri, reach)
     bound, _ = box_triangle_separation((center, axes, half), v0, v1, v2, BLOCK)
     return reach & (bound <= threshold), v0, v1, v2
+
+
+@jit
+def triangle_vertices(tri_ptr, tri, live):
+    """Triangle ``tri``'s three vertices, UU (a unit triangle where not live)."""
+    return (load(tri_ptr + tri * 9, live, (0.0, 0.0, 0.0)), load(tri_ptr + tri * 9 + 3, live, (1.0, 0.0, 0.0)),
+            load(tri_ptr + tri * 9 + 6, live, (0.0, 1.0, 0.0)))  # fmt: skip
 
 
 @jit
