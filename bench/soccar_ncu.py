@@ -36,8 +36,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = (
-    "pre_tick_kernel,car_step_kernel,ball_and_rules_kernel,car_events_kernel,collisions_kernel,car_pairs_kernel,"
-    "body_solve_kernel,car_world_pairs_kernel,car_world_points_kernel"
+    "wheel_rays_kernel,pre_tick_kernel,car_step_kernel,ball_and_rules_kernel,car_events_kernel,collisions_kernel,"
+    "car_pairs_kernel,body_solve_kernel,car_world_pairs_kernel,car_world_points_kernel"
 )
 LAUNCHES_PER_TICK = {"pre_tick_kernel": 2, "collisions_kernel": 2, "car_step_kernel": 2}  # two-pass; the others once
 SECTIONS = ("SourceCounters", "WarpStateStats", "Occupancy", "LaunchStats", "SpeedOfLight")

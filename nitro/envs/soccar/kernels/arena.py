@@ -1,6 +1,7 @@
 """The fused step: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks` in Triton, each tick
 seven stage kernels in Arena::Step order (`tick`), one thread per lane:
 
+- `wheel_rays_kernel`, one wheel per lane: the wheels' rays against the arena;
 - `pre_tick_kernel`, one car per lane, in two passes: a demolished car's countdown and respawn,
   Car::_PreTickUpdate;
 - `collisions_kernel`, one env per lane, in two passes: the first finishes the envs whose bodies are
@@ -101,6 +102,7 @@ from nitro.envs.soccar.kernels.vec import (
     load,
     load_columns,
     load_row,
+    neg,
     scale,
     store,
     store_columns,
@@ -108,7 +110,15 @@ from nitro.envs.soccar.kernels.vec import (
     sub,
     where,
 )
-from nitro.envs.soccar.kernels.vehicle import bodies_of, rays_near_bodies
+from nitro.envs.soccar.kernels.ray_cast import ray_cast
+from nitro.envs.soccar.kernels.vehicle import (
+    ARENA_HIT_WIDTH,
+    bodies_of,
+    hard_point_of,
+    ray_length_of,
+    rays_near_bodies,
+    store_arena_hit,
+)
 from nitro.envs.soccar.mutators import TickParams, ball_mass_props
 from nitro.envs.soccar.state import ArenaEvents, CarState, GameState, World
 
@@ -190,9 +200,11 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         start, args["car_rows_ptr"] = args["car_rows_ptr"], args["car_spare_rows_ptr"]
         args["car_spare_rows_ptr"] = start
         counts = args["deferred_counts"]  # this tick's, one row per two-pass stage
-        for deferred in (False, True):  # (the wheel rays read their own grid: `RAY_GRID_CELL`)
-            launch(pre_tick_kernel, envs, cars, {**args, **args["wheel_rays"], "car_start_rows_ptr": start,
-                                                 "DEFERRED": deferred, "deferred_count_ptr": counts[0]}, block, maxnreg)  # fmt: skip
+        rays = {**args, **args["wheel_rays"], "car_start_rows_ptr": start}  # (their own grid: `RAY_GRID_CELL`)
+        launch(wheel_rays_kernel, envs, cars * 4, rays, block, maxnreg)  # the rays against the arena first
+        for deferred in (False, True):
+            launch(pre_tick_kernel, envs, cars, {**rays, "DEFERRED": deferred, "deferred_count_ptr": counts[0]},
+                   block, maxnreg)  # fmt: skip
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps), then the
         #    contacts between bodies solved alone (the arena rows start from their deltas): the envs
         #    whose bodies are apart finished first, the others listed for the rest (`collisions_kernel`)
@@ -259,7 +271,8 @@ def flag(x):
 
 
 @jit
-def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0):
+def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0,
+              program=None):  # fmt: skip
     """A car kernel's lanes: BLOCK envs' cars of one slot per program, so the slot's tables load once
     for the block, the envs taken in `car_order`'s order ([C, n]: each slot's envs): (row = env * NUM_CARS
     + slot, live, env int64, slot). With ``count`` (a pointer to one count per slot), the first count
@@ -268,16 +281,23 @@ def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, cou
     lists its deferred cars in its own order, `car_order`'s, which groups the cars that meet the most of
     the arena; spread, each warp of the second pass holds a few of those, and lasts as long as its
     slowest car (measured on an H200, 1v1 in sorted order, the car step's second pass in list order /
-    spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576; docs/PERFORMANCE.md)."""
-    slot = tl.program_id(0) % NUM_CARS
-    q = tl.program_id(0) // NUM_CARS
+    spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576; docs/PERFORMANCE.md).
+    ``program``: the program's number, where it is not the launch's program id (`wheel_rays_kernel`)."""
+    if program is None:
+        program = tl.program_id(0)
+    at, slot = order_places(program, NUM_CARS, BLOCK)
     if count is None:
-        at = q * BLOCK + tl.arange(0, BLOCK)
         live = at < n
     else:
-        at, live = spread_lanes(tl.load(count + slot), q, n, spread_programs, BLOCK)
+        at, live = spread_lanes(tl.load(count + slot), program // NUM_CARS, n, spread_programs, BLOCK)
     env = tl.load(car_order_ptr + slot * tl.cast(n, tl.int64) + at, mask=live, other=0)
     return env * NUM_CARS + slot, live, env.to(tl.int64), slot
+
+
+@jit
+def order_places(program, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
+    """Car program ``program``'s places in its car slot's `car_order` list, and the slot (`car_lanes`)."""
+    return (program // NUM_CARS) * BLOCK + tl.arange(0, BLOCK), program % NUM_CARS
 
 
 SPREAD_PROGRAMS = 128
@@ -452,9 +472,44 @@ def arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_p
 
 
 @stage_jit
+def wheel_rays_kernel(
+    car_order_ptr, car_start_rows_ptr, car_table_ptr, wheel_hits_ptr,
+    tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size,
+    dim_x, dim_y, dim_z, n, NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Stage 2's wheel rays against the arena (btVehicleRL::rayCast's cast), one wheel per lane, before
+    `pre_tick_kernel`: each program takes one wheel of a block of one car slot's envs, in `car_order`'s
+    order, from the cars' rows as the tick starts (``car_start_rows``), and writes the hits where the
+    pre-tick's first pass reads them (`wheel_hits_of`). A car's four rays, in four lanes of a kernel of
+    few registers rather than one after another in the car's lane, wait on the grid's memory together."""
+    wheel = tl.program_id(0) % 4
+    row, live, _, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK, None, 0, tl.program_id(0) // 4)
+    v = load_columns(car_start_rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)
+    pos, rot_mat = (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
+    connection, wheel_radius, suspension_rest_length = car_kernels.load_wheel_params(car_table_ptr, slot, wheel)
+    start = hard_point_of(pos, rot_mat, connection)
+    target = add(start, scale(neg(column(rot_mat, 2)), ray_length_of(suspension_rest_length, wheel_radius)))
+    hit, fraction, normal, _ = ray_cast(
+        start, target, live, tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr,
+        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), 0, NUM_PLANES, BLOCK,
+    )  # fmt: skip
+    hits = wheel_hits_of(wheel_hits_ptr, tl.program_id(0) // 4, n, NUM_CARS, BLOCK)
+    store_arena_hit(hits, wheel, live, hit, fraction, normal)
+
+
+@jit
+def wheel_hits_of(wheel_hits_ptr, program, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
+    """Car program ``program``'s place in ``wheel_hits`` as `vehicle.store_arena_hit` takes it: [C, 4 wheels,
+    ARENA_HIT_WIDTH, n], each value's lanes side by side in `car_order`'s order (`order_places`)."""
+    at, slot = order_places(program, NUM_CARS, BLOCK)
+    stride = tl.cast(n, tl.int64)
+    return wheel_hits_ptr + slot * (4 * ARENA_HIT_WIDTH) * stride + at, stride
+
+
+@stage_jit
 def pre_tick_kernel(
     car_order_ptr, car_start_rows_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    deferred_ptr, deferred_count_ptr, tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
+    wheel_hits_ptr, deferred_ptr, deferred_count_ptr, tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
     pos_ptr, vel_ptr, ang_vel_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
@@ -474,7 +529,7 @@ def pre_tick_kernel(
 
     Two passes (`tick`): the first takes every car (`car_order`) and finishes those that are not
     demolished and whose wheel rays pass near no other car and no ball (`vehicle.rays_near_bodies`: the
-    rays meet the arena alone), deferring the others to ``deferred`` (`defer_lanes`); the second
+    rays meet the arena alone, their hits found by `wheel_rays_kernel`), deferring the others to ``deferred`` (`defer_lanes`); the second
     (``DEFERRED``) runs those, with the countdown and respawn and the rays against the bodies. The
     bodies' casts, what their hits carry, a respawned car and the car a demolished one keeps take
     registers every lane pays for, and most cars are far from the rest, and alive, most of the time."""
@@ -493,16 +548,18 @@ def pre_tick_kernel(
         )  # fmt: skip
         frozen = car[28]
         params = load_car_params(car_table_ptr, slot)
-        if DEFERRED:
+        if DEFERRED:  # (a respawned car's rays start where it respawns: cast here)
             car, info = rules.update_demo(
                 car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount),
                 live, slot, (slot >= BLUE).to(tl.int32), BLOCK,
             )  # fmt: skip
+            arena_hits = None
         else:  # the demolished cars, and those whose rays reach a body, wait for the second pass
             near = rays_near_bodies(bodies, car[0], params[1], params[2], params[3], live, NUM_CARS, BLOCK)
             waits = near | frozen
             deferral = defer_lanes(deferred_count_ptr, slot, waits)
             live = live & ~waits
+            arena_hits = wheel_hits_of(wheel_hits_ptr, tl.program_id(0), n, NUM_CARS, BLOCK)
         solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
         car, force, torque = car_kernels.pre_tick_update(
             car, load_controls(controls_ptr, row, live, BLOCK), params, tick_time, solver_dt,
@@ -511,7 +568,7 @@ def pre_tick_kernel(
             arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                      plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
             grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), bodies, NUM_CARS, NUM_PLANES, BLOCK, DEFERRED,
-            DEFERRED,
+            DEFERRED, arena_hits,
         )  # fmt: skip
         store_car_and_hit_info(
             car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
@@ -1360,6 +1417,7 @@ def step_ticks_op(
         "car_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
         "car_spare_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
+        "wheel_hits_ptr": torch.empty(num_cars * 4 * ARENA_HIT_WIDTH.value, envs, device=controls.device),
         "deferred_ptr": torch.empty(num_cars, envs, dtype=torch.int32, device=controls.device),  # `defer_lanes`
         "pair_contacts_ptr": torch.empty(
             envs * (num_cars * (num_cars - 1) // 2), PAIR_WIDTH.value, device=controls.device

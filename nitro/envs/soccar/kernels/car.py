@@ -586,13 +586,14 @@ def pre_tick_update(
     BLOCK: tl.constexpr,
     BODIES: tl.constexpr = True,
     DEMOLISHED: tl.constexpr = True,
+    arena_hits=None,
 ):
     """Car::_PreTickUpdate of one car per lane: the car's stages in RocketSim's order. Returns the car
     (impulses already in its velocities) and the force and torque for Bullet's step.
 
     ``bodies``: the cars and the ball as the wheels' rays and friction see them (`kernels/vehicle.py`:
     the state when the cars' pre-ticks start); without ``BODIES`` the rays meet the arena alone
-    (`kernels/vehicle.ray_cast`). Without ``DEMOLISHED`` no lane holds a demolished car, so the car as
+    (`kernels/vehicle.ray_cast`), their hits read from ``arena_hits`` where given. Without ``DEMOLISHED`` no lane holds a demolished car, so the car as
     it came (what a demolished car keeps) is not held in registers to the end."""
     (
         pos, rot_mat, vel, ang_vel, is_on_ground, wheels_with_contact, has_jumped, has_double_jumped,
@@ -614,6 +615,7 @@ def pre_tick_update(
         pos, rot_mat, vel, ang_vel, steer_angle, engine_force, brake, lat_friction, long_friction,
         extra_pushback, wheel_connection, wheel_radius, suspension_rest_length, inv_inertia_local,
         inv_inertia, tick_time, solver_dt, live, arena, grid, bodies, NUM_CARS, NUM_PLANES, BLOCK, BODIES,
+        arena_hits,
     )  # fmt: skip
     jump_pressed = jump & (last_controls[5] <= 0.5)
     wheels_with_contact = wheels[2]
@@ -912,14 +914,24 @@ def load_car_params(car_table_ptr, car):
     row = car_table_ptr + car * CAR_TABLE_WIDTH
     inv_inertia_local = (tl.load(row), tl.load(row + 1), tl.load(row + 2))
     wheel_connection = ()
+    wheel_radius = ()
+    rest = ()
     for i in tl.static_range(4):
-        wheel_connection = wheel_connection + (
-            (tl.load(row + 3 + 3 * i), tl.load(row + 4 + 3 * i), tl.load(row + 5 + 3 * i)),
-        )
-    wheel_radius = (tl.load(row + 15), tl.load(row + 16), tl.load(row + 17), tl.load(row + 18))
-    rest = (tl.load(row + 19), tl.load(row + 20), tl.load(row + 21), tl.load(row + 22))
+        connection, radius, rest_length = load_wheel_params(car_table_ptr, car, i)
+        wheel_connection = wheel_connection + (connection,)
+        wheel_radius = wheel_radius + (radius,)
+        rest = rest + (rest_length,)
     force_scale = (tl.load(row + 23), tl.load(row + 24), tl.load(row + 25), tl.load(row + 26))
     return inv_inertia_local, wheel_connection, wheel_radius, rest, force_scale, tl.load(row + 27)
+
+
+@jit
+def load_wheel_params(car_table_ptr, car, wheel):
+    """Wheel ``wheel``'s (an integer the same for every lane) connection point, radius and suspension rest
+    length from car slot ``car``'s row of `car_table`."""
+    row = car_table_ptr + car * CAR_TABLE_WIDTH
+    connection = (tl.load(row + 3 + 3 * wheel), tl.load(row + 4 + 3 * wheel), tl.load(row + 5 + 3 * wheel))
+    return connection, tl.load(row + 15 + wheel), tl.load(row + 19 + wheel)
 
 
 # --- The rows packed and unpacked on the device, once per step -----------------------------------

@@ -107,13 +107,25 @@ def update_wheel_transforms(pos, rot_mat, steer_angle, wheel_connection):
     hard_point = ()
     axle = ()
     for i in tl.static_range(4):
-        hard_point = hard_point + (add(mat_vec(rot_mat, wheel_connection[i]), pos),)
+        hard_point = hard_point + (hard_point_of(pos, rot_mat, wheel_connection[i]),)
         steer = steer_angle * 0.0
         if i < 2:  # the front pair steers
             steer = steer_angle
         steering = basis_from_quat(quat_from_axis_angle(up, steer))
         axle = axle + (mat_vec(steering, right),)
     return hard_point, axle
+
+
+@jit
+def hard_point_of(pos, rot_mat, connection):
+    """A wheel's hard point: its chassis connection point in world space."""
+    return add(mat_vec(rot_mat, connection), pos)
+
+
+@jit
+def ray_length_of(suspension_rest_length, wheel_radius):
+    """A wheel ray's length: rest + travel + radius - 2.5 UU."""
+    return ((suspension_rest_length + MAX_SUSPENSION_TRAVEL) + wheel_radius) - SUSPENSION_SUBTRACTION
 
 
 @jit
@@ -238,8 +250,7 @@ def rays_near_bodies(
     reach = 0.0
     for i in tl.static_range(4):
         c = wheel_connection[i]
-        ray_length = ((suspension_rest_length[i] + MAX_SUSPENSION_TRAVEL) + wheel_radius[i]) - SUSPENSION_SUBTRACTION
-        reach = tl.maximum(reach, tl.sqrt(dot(c, c)) + ray_length)
+        reach = tl.maximum(reach, tl.sqrt(dot(c, c)) + ray_length_of(suspension_rest_length[i], wheel_radius[i]))
     reach = reach + 1.0
     to_ball = sub(ball[0], pos)
     ball_reach = reach + (ball[6] + 0.01) * BT_TO_UU
@@ -332,6 +343,7 @@ def ray_cast(
     NUM_PLANES: tl.constexpr,
     BLOCK: tl.constexpr,
     BODIES: tl.constexpr = True,
+    arena_hits=None,
 ):
     """btVehicleRL::rayCast for every wheel: (is_in_contact, on_world, contact_point, contact_normal,
     suspension_length, suspension_relative_velocity, clipped_inv_contact_dot_suspension, ground,
@@ -344,12 +356,13 @@ def ray_cast(
     more than 2.5 UU past its rest against the static arena, the extra pushback impulse (a quarter of
     resolveSingleCollision's), which then persists while the wheel keeps touching. Without ``BODIES``
     the rays meet the arena alone: for lanes whose rays pass near no body (`rays_near_bodies`), the
-    same hits, at a fraction of the registers."""
+    same hits, at a fraction of the registers. With ``arena_hits`` (`load_arena_hit`) the rays' hits on
+    the arena are read, as `kernels/arena.wheel_rays_kernel` found them, rather than cast."""
     tri_ptr, _, _, _, _, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = arena
     up = column(rot_mat, 2)
     ray_length = ()
     for i in tl.static_range(4):
-        ray_length = ray_length + (((suspension_rest_length[i] + MAX_SUSPENSION_TRAVEL) + wheel_radius[i]) - SUSPENSION_SUBTRACTION,)
+        ray_length = ray_length + (ray_length_of(suspension_rest_length[i], wheel_radius[i]),)
     # The four rays against the arena and the bodies, one per pass of a loop that is not unrolled: the
     # queries (and their memory reads) appear once in the kernel, which keeps Triton's compile time down.
     no = up[0] != up[0]
@@ -366,20 +379,23 @@ def ray_cast(
     for w in range(4):
         start = pick_vec(hard_point, w)
         target = add(start, scale(neg(up), pick(ray_length, w)))
-        hit, fraction, normal, _feature = arena_ray_cast(
-            start,
-            target,
-            live,
-            tri_ptr,
-            plane_normals_ptr,
-            plane_offsets_ptr,
-            cell_start_ptr,
-            cell_tris_ptr,
-            grid,
-            0,  # plane features are numbered from here: the wheels only need the hit
-            NUM_PLANES,
-            BLOCK,
-        )
+        if arena_hits is None:
+            hit, fraction, normal, _feature = arena_ray_cast(
+                start,
+                target,
+                live,
+                tri_ptr,
+                plane_normals_ptr,
+                plane_offsets_ptr,
+                cell_start_ptr,
+                cell_tris_ptr,
+                grid,
+                0,  # plane features are numbered from here: the wheels only need the hit
+                NUM_PLANES,
+                BLOCK,
+            )
+        else:
+            hit, fraction, normal = load_arena_hit(arena_hits, w, live)
         ray_hit = put(ray_hit, w, hit)
         ray_fraction = put(ray_fraction, w, fraction)
         ray_normal = put_vec(ray_normal, w, normal)
@@ -448,6 +464,33 @@ def ray_cast(
         ground,
         new_extra_pushback,
     )
+
+
+ARENA_HIT_WIDTH = constexpr(4)
+"""Floats per wheel of a car's rays' hits on the arena (`store_arena_hit`): the fraction (-1 where the
+ray hit nothing) and the unit normal."""
+
+
+@jit
+def store_arena_hit(arena_hits, w, live, hit, fraction, normal):
+    """Wheel ``w``'s ray against the arena (`ray_cast.ray_cast`'s hit, fraction and normal) into
+    ``arena_hits``: (each lane's pointer to its car's first value, the stride between values)."""
+    at, stride = arena_hits
+    values = (tl.where(hit, fraction, -1.0),) + normal
+    for k in tl.static_range(ARENA_HIT_WIDTH):
+        tl.store(at + (w * ARENA_HIT_WIDTH + k) * stride, values[k], mask=live)
+
+
+@jit
+def load_arena_hit(arena_hits, w, live):
+    """`store_arena_hit`'s inverse: (hit, fraction, normal) as `ray_cast.ray_cast` returns them."""
+    at, stride = arena_hits
+    fraction = tl.load(at + w * ARENA_HIT_WIDTH * stride, mask=live, other=-1.0)
+    normal = ()
+    for k in tl.static_range(1, ARENA_HIT_WIDTH):
+        normal = normal + (tl.load(at + (w * ARENA_HIT_WIDTH + k) * stride, mask=live, other=0.0),)
+    hit = fraction >= 0
+    return hit, tl.where(hit, fraction, 1.0), normal
 
 
 @jit
@@ -549,9 +592,11 @@ def update_vehicle_first(
     NUM_PLANES: tl.constexpr,
     BLOCK: tl.constexpr,
     BODIES: tl.constexpr = True,
+    arena_hits=None,
 ):
-    """Wheel transforms, the four rays (against the arena and, with ``BODIES``, ``bodies``), and the
-    (lagged) friction impulses: (wheels, extra_pushback).
+    """Wheel transforms, the four rays (against the arena and, with ``BODIES``, ``bodies``; the arena's
+    hits read from ``arena_hits`` where given: `ray_cast`), and the (lagged) friction impulses:
+    (wheels, extra_pushback).
 
     ``solver_dt`` is Bullet's solver time step as the pushback reads it: the tick length, but 1/60 s
     before an arena's first step (btContactSolverInfo's default)."""
@@ -585,6 +630,7 @@ def update_vehicle_first(
         NUM_PLANES,
         BLOCK,
         BODIES,
+        arena_hits,
     )
     impulse = calc_friction_impulses(
         pos,

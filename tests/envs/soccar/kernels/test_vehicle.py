@@ -14,7 +14,8 @@ from nitro.envs.soccar import rigid_body
 from nitro.envs.soccar import vehicle as reference
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels import vehicle as twin
-from nitro.envs.soccar.kernels.arena import ray_grid
+from nitro.envs.soccar.kernels import arena as arena_kernels
+from nitro.envs.soccar.kernels.arena import ray_grid, wheel_hits_of
 from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
 from nitro.envs.soccar.kernels.car import (
     SOLVER_DEFAULT_TIME_STEP,
@@ -207,6 +208,72 @@ def test_vehicle_stages(mesh, preset):
         WIDTH=out.shape[1], NUM_PLANES=4, BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
     )  # fmt: skip
     assert_outputs(split(out, widths), expected, exact=False)
+
+
+@triton.jit
+def arena_hits_kernel(
+    car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, wheel_hits_ptr, car_table_ptr, out_ptr, n, tick_time,
+    tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
+    cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
+    WIDTH: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """ray_cast against the arena alone (the pre-tick's first pass) twice per car: casting its rays, then
+    reading their hits from ``wheel_hits`` (`kernels/arena.wheel_rays_kernel`'s, one env per car)."""
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    live = lane < n
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    inv_inertia_local, wheel_connection, wheel_radius, rest, _, _ = load_car_params(car_table_ptr, 0)
+    pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
+    hard_point, _ = twin.update_wheel_transforms(pos, rot_mat, car[37], wheel_connection)
+    arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
+    arena = arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
+    grid = arena_grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
+    inv_inertia = inv_inertia_world(rot_mat, inv_inertia_local)
+    cast = twin.ray_cast(
+        pos, rot_mat, vel, ang_vel, car[40], hard_point, wheel_radius, rest, inv_inertia, tick_time, live, arena,
+        grid, None, 1, NUM_PLANES, BLOCK, False,
+    )  # fmt: skip
+    read = twin.ray_cast(
+        pos, rot_mat, vel, ang_vel, car[40], hard_point, wheel_radius, rest, inv_inertia, tick_time, live, arena,
+        grid, None, 1, NUM_PLANES, BLOCK, False, wheel_hits_of(wheel_hits_ptr, tl.program_id(0), n, 1, BLOCK),
+    )  # fmt: skip
+    out = ()
+    for got in (cast, read):
+        out = out + got[0] + got[1] + flat4(got[2]) + flat4(got[3]) + got[4] + got[5] + got[6] + got[8]
+    store_outputs(out_ptr, lane, out, WIDTH, live)
+
+
+@pytest.mark.parametrize("preset", ["octane", "merc"])
+def test_wheel_rays_kernel(preset):
+    """`kernels/arena.wheel_rays_kernel` casts each wheel's ray against the arena in a lane of its own,
+    before the pre-tick; its first pass reads the hits (`load_arena_hit`) where it cast them in the car's
+    lane before: the same contacts, suspension and pushback, from cars of every scenario family."""
+    sample = sample_cars(preset)
+    cars, world = sample.cars, sample.arena.world
+    n = len(cars.pos)
+    rows, contact_id, ticks = car_memory(cars)
+    wheel_hits = torch.full((4 * twin.ARENA_HIT_WIDTH.value, n), float("nan"), device=DEVICE)
+    arena = arena_args(sample, ray_grid)
+    args = {"car_order_ptr": torch.arange(n, dtype=torch.int32, device=DEVICE)[None], "car_start_rows_ptr": rows,
+            "car_table_ptr": car_table(world.cars).to(DEVICE), "wheel_hits_ptr": wheel_hits, **arena,
+            "NUM_CARS": 1, "NUM_PLANES": 4}  # fmt: skip
+    arena_kernels.launch(arena_kernels.wheel_rays_kernel, n, 4, args, CAR_BLOCK, 0)
+    assert not bool(wheel_hits.isnan().any())  # every wheel of every car written
+    width = 2 * 48
+    out = torch.empty(n, width, device=DEVICE)
+    arena_hits_kernel[(triton.cdiv(n, CAR_BLOCK),)](
+        rows, contact_id, ticks, wheel_hits, args["car_table_ptr"], out, n, world.params.tick_time, **arena,
+        WIDTH=width, NUM_PLANES=4, BLOCK=CAR_BLOCK, num_warps=CAR_BLOCK // 32,
+    )  # fmt: skip
+    cast, read = out.cpu().chunk(2, dim=1)
+    hit = cast[:, :4] != 0
+    assert 0.3 < float(hit.float().mean()) < 0.8  # rays that hit and miss
+    assert int((hit & (cast[:, 22:32:3] < 0.7)).sum()) > 10  # normals of walls, curves, ceiling
+    assert_same(read[:, :8], cast[:, :8])  # is_in_contact, on_world
+    # the same numbers, a compiled kernel's rounding aside (its two kernels may contract products apart)
+    assert_close(read, cast, atol=ATOL["extra_pushback"], rtol=REL_TOL)
+    if DEVICE == "cpu":
+        assert torch.equal(read, cast)
 
 
 def assert_outputs(got: dict, expected: dict, exact: bool) -> None:
