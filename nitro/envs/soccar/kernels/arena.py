@@ -110,7 +110,7 @@ from nitro.envs.soccar.kernels.vec import (
     sub,
     where,
 )
-from nitro.envs.soccar.kernels.ray_cast import ray_cast
+from nitro.envs.soccar.kernels.ray_cast import ray_casts
 from nitro.envs.soccar.kernels.vehicle import (
     ARENA_HIT_WIDTH,
     bodies_of,
@@ -201,7 +201,7 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         args["car_spare_rows_ptr"] = start
         counts = args["deferred_counts"]  # this tick's, one row per two-pass stage
         rays = {**args, **args["wheel_rays"], "car_start_rows_ptr": start}  # (their own grid: `RAY_GRID_CELL`)
-        launch(wheel_rays_kernel, envs, cars * 4, rays, block, maxnreg)  # the rays against the arena first
+        launch(wheel_rays_kernel, envs, cars, rays, block, maxnreg)  # the rays against the arena first
         for deferred in (False, True):
             launch(pre_tick_kernel, envs, cars, {**rays, "DEFERRED": deferred, "deferred_count_ptr": counts[0]},
                    block, maxnreg)  # fmt: skip
@@ -271,8 +271,7 @@ def flag(x):
 
 
 @jit
-def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0,
-              program=None):  # fmt: skip
+def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0):
     """A car kernel's lanes: BLOCK envs' cars of one slot per program, so the slot's tables load once
     for the block, the envs taken in `car_order`'s order ([C, n]: each slot's envs): (row = env * NUM_CARS
     + slot, live, env int64, slot). With ``count`` (a pointer to one count per slot), the first count
@@ -281,15 +280,12 @@ def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, cou
     lists its deferred cars in its own order, `car_order`'s, which groups the cars that meet the most of
     the arena; spread, each warp of the second pass holds a few of those, and lasts as long as its
     slowest car (measured on an H200, 1v1 in sorted order, the car step's second pass in list order /
-    spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576; docs/PERFORMANCE.md).
-    ``program``: the program's number, where it is not the launch's program id (`wheel_rays_kernel`)."""
-    if program is None:
-        program = tl.program_id(0)
-    at, slot = order_places(program, NUM_CARS, BLOCK)
+    spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576; docs/PERFORMANCE.md)."""
+    at, slot = order_places(tl.program_id(0), NUM_CARS, BLOCK)
     if count is None:
         live = at < n
     else:
-        at, live = spread_lanes(tl.load(count + slot), program // NUM_CARS, n, spread_programs, BLOCK)
+        at, live = spread_lanes(tl.load(count + slot), tl.program_id(0) // NUM_CARS, n, spread_programs, BLOCK)
     env = tl.load(car_order_ptr + slot * tl.cast(n, tl.int64) + at, mask=live, other=0)
     return env * NUM_CARS + slot, live, env.to(tl.int64), slot
 
@@ -385,10 +381,14 @@ def defer_lanes(deferred_count_ptr, slot, defer):
     """Places in car slot ``slot``'s list ([C, n]) of cars for a second pass (`car_lanes` with its count)
     for the lanes ``defer``, one relaxed atomic add per program: (the program's first place, each lane's
     offset from it, ``defer``), for `store_deferred` at the kernel's end, so that nothing in between waits
-    for the add's answer. Their order in the list is the programs' order of adding, which changes which
-    lane runs which car, never a result."""
+    for the add's answer; a program that defers no lane adds nothing (most do not: a warp then neither
+    waits for the add nor queues on the count's address behind the others). Their order in the list is
+    the programs' order of adding, which changes which lane runs which car, never a result."""
     d = defer.to(tl.int32)
-    first = tl.atomic_add(deferred_count_ptr + slot, tl.sum(d, axis=0), sem="relaxed")
+    deferred = tl.sum(d, axis=0)
+    first = deferred * 0
+    if deferred > 0:
+        first = tl.atomic_add(deferred_count_ptr + slot, deferred, sem="relaxed")
     return first, tl.cumsum(d, axis=0) - d, defer
 
 
@@ -477,24 +477,29 @@ def wheel_rays_kernel(
     tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size,
     dim_x, dim_y, dim_z, n, NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """Stage 2's wheel rays against the arena (btVehicleRL::rayCast's cast), one wheel per lane, before
-    `pre_tick_kernel`: each program takes one wheel of a block of one car slot's envs, in `car_order`'s
-    order, from the cars' rows as the tick starts (``car_start_rows``), and writes the hits where the
-    pre-tick's first pass reads them (`wheel_hits_of`). A car's four rays, in four lanes of a kernel of
-    few registers rather than one after another in the car's lane, wait on the grid's memory together."""
-    wheel = tl.program_id(0) % 4
-    row, live, _, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK, None, 0, tl.program_id(0) // 4)
+    """Stage 2's wheel rays against the arena (btVehicleRL::rayCast's casts), one car per lane, before
+    `pre_tick_kernel`: the cars in `car_order`'s order, from their rows as the tick starts
+    (``car_start_rows``), the hits written where the pre-tick's first pass reads them (`wheel_hits_of`).
+    In a kernel of their own, of few registers, the four rays' reads of the grid wait together
+    (`ray_cast.ray_casts`), where the pre-tick, at 255 registers, cast them one after another."""
+    row, live, _, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
     v = load_columns(car_start_rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)
     pos, rot_mat = (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
-    connection, wheel_radius, suspension_rest_length = car_kernels.load_wheel_params(car_table_ptr, slot, wheel)
-    start = hard_point_of(pos, rot_mat, connection)
-    target = add(start, scale(neg(column(rot_mat, 2)), ray_length_of(suspension_rest_length, wheel_radius)))
-    hit, fraction, normal, _ = ray_cast(
-        start, target, live, tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr,
-        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), 0, NUM_PLANES, BLOCK,
+    _, wheel_connection, wheel_radius, suspension_rest_length, _, _ = load_car_params(car_table_ptr, slot)
+    down = neg(column(rot_mat, 2))
+    starts = ()
+    targets = ()
+    for i in tl.static_range(4):
+        start = hard_point_of(pos, rot_mat, wheel_connection[i])
+        starts = starts + (start,)
+        targets = targets + (add(start, scale(down, ray_length_of(suspension_rest_length[i], wheel_radius[i]))),)
+    hit, fraction, normal, _ = ray_casts(
+        starts, targets, live, tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr,
+        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), 0, 4, NUM_PLANES, BLOCK,
     )  # fmt: skip
-    hits = wheel_hits_of(wheel_hits_ptr, tl.program_id(0) // 4, n, NUM_CARS, BLOCK)
-    store_arena_hit(hits, wheel, live, hit, fraction, normal)
+    hits = wheel_hits_of(wheel_hits_ptr, tl.program_id(0), n, NUM_CARS, BLOCK)
+    for i in tl.static_range(4):
+        store_arena_hit(hits, i, live, hit[i], fraction[i], normal[i])
 
 
 @jit

@@ -914,24 +914,14 @@ def load_car_params(car_table_ptr, car):
     row = car_table_ptr + car * CAR_TABLE_WIDTH
     inv_inertia_local = (tl.load(row), tl.load(row + 1), tl.load(row + 2))
     wheel_connection = ()
-    wheel_radius = ()
-    rest = ()
     for i in tl.static_range(4):
-        connection, radius, rest_length = load_wheel_params(car_table_ptr, car, i)
-        wheel_connection = wheel_connection + (connection,)
-        wheel_radius = wheel_radius + (radius,)
-        rest = rest + (rest_length,)
+        wheel_connection = wheel_connection + (
+            (tl.load(row + 3 + 3 * i), tl.load(row + 4 + 3 * i), tl.load(row + 5 + 3 * i)),
+        )
+    wheel_radius = (tl.load(row + 15), tl.load(row + 16), tl.load(row + 17), tl.load(row + 18))
+    rest = (tl.load(row + 19), tl.load(row + 20), tl.load(row + 21), tl.load(row + 22))
     force_scale = (tl.load(row + 23), tl.load(row + 24), tl.load(row + 25), tl.load(row + 26))
     return inv_inertia_local, wheel_connection, wheel_radius, rest, force_scale, tl.load(row + 27)
-
-
-@jit
-def load_wheel_params(car_table_ptr, car, wheel):
-    """Wheel ``wheel``'s (an integer the same for every lane) connection point, radius and suspension rest
-    length from car slot ``car``'s row of `car_table`."""
-    row = car_table_ptr + car * CAR_TABLE_WIDTH
-    connection = (tl.load(row + 3 + 3 * wheel), tl.load(row + 4 + 3 * wheel), tl.load(row + 5 + 3 * wheel))
-    return connection, tl.load(row + 15 + wheel), tl.load(row + 19 + wheel)
 
 
 # --- The rows packed and unpacked on the device, once per step -----------------------------------
