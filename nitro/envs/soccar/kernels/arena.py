@@ -110,11 +110,13 @@ from nitro.envs.soccar.kernels.vec import (
     sub,
     where,
 )
-from nitro.envs.soccar.kernels.ray_cast import ray_casts
+from nitro.envs.soccar.kernels.ray_cast import ray_cast
 from nitro.envs.soccar.kernels.vehicle import (
     ARENA_HIT_WIDTH,
     bodies_of,
     hard_point_of,
+    pick,
+    pick_vec,
     ray_length_of,
     rays_near_bodies,
     store_arena_hit,
@@ -201,7 +203,7 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         args["car_spare_rows_ptr"] = start
         counts = args["deferred_counts"]  # this tick's, one row per two-pass stage
         rays = {**args, **args["wheel_rays"], "car_start_rows_ptr": start}  # (their own grid: `RAY_GRID_CELL`)
-        launch(wheel_rays_kernel, envs, cars, rays, block, maxnreg)  # the rays against the arena first
+        launch(wheel_rays_kernel, envs, cars * 4, rays, block, maxnreg)  # the rays against the arena first
         for deferred in (False, True):
             launch(pre_tick_kernel, envs, cars, {**rays, "DEFERRED": deferred, "deferred_count_ptr": counts[0]},
                    block, maxnreg)  # fmt: skip
@@ -271,7 +273,8 @@ def flag(x):
 
 
 @jit
-def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0):
+def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0,
+              program=None):  # fmt: skip
     """A car kernel's lanes: BLOCK envs' cars of one slot per program, so the slot's tables load once
     for the block, the envs taken in `car_order`'s order ([C, n]: each slot's envs): (row = env * NUM_CARS
     + slot, live, env int64, slot). With ``count`` (a pointer to one count per slot), the first count
@@ -280,20 +283,23 @@ def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, cou
     lists its deferred cars in its own order, `car_order`'s, which groups the cars that meet the most of
     the arena; spread, each warp of the second pass holds a few of those, and lasts as long as its
     slowest car (measured on an H200, 1v1 in sorted order, the car step's second pass in list order /
-    spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576; docs/PERFORMANCE.md)."""
-    at, slot = order_places(tl.program_id(0), NUM_CARS, BLOCK)
+    spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576; docs/PERFORMANCE.md).
+    Without ``car_order_ptr`` (None), the envs in their own order. ``program``: the program's number,
+    where it is not the launch's program id (`wheel_rays_kernel`)."""
+    if program is None:
+        program = tl.program_id(0)
+    slot = program % NUM_CARS
+    q = program // NUM_CARS
     if count is None:
+        at = q * BLOCK + tl.arange(0, BLOCK)
         live = at < n
     else:
-        at, live = spread_lanes(tl.load(count + slot), tl.program_id(0) // NUM_CARS, n, spread_programs, BLOCK)
-    env = tl.load(car_order_ptr + slot * tl.cast(n, tl.int64) + at, mask=live, other=0)
+        at, live = spread_lanes(tl.load(count + slot), q, n, spread_programs, BLOCK)
+    if car_order_ptr is None:
+        env = at
+    else:
+        env = tl.load(car_order_ptr + slot * tl.cast(n, tl.int64) + at, mask=live, other=0)
     return env * NUM_CARS + slot, live, env.to(tl.int64), slot
-
-
-@jit
-def order_places(program, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
-    """Car program ``program``'s places in its car slot's `car_order` list, and the slot (`car_lanes`)."""
-    return (program // NUM_CARS) * BLOCK + tl.arange(0, BLOCK), program % NUM_CARS
 
 
 SPREAD_PROGRAMS = 128
@@ -331,8 +337,8 @@ def listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK: 
 @jit
 def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS: tl.constexpr,
                BLOCK: tl.constexpr, DEFERRED: tl.constexpr):  # fmt: skip
-    """A two-pass car kernel's lanes (`car_lanes`): every car, in `car_order`'s order, on the first pass;
-    the cars it deferred (`defer_lanes`) on the second (``DEFERRED``)."""
+    """A two-pass car kernel's lanes (`car_lanes`): every car, in `car_order`'s order (without it, None,
+    the envs' own), on the first pass; the cars it deferred (`defer_lanes`) on the second (``DEFERRED``)."""
     if DEFERRED:
         lanes = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr, spread_programs)
     else:
@@ -381,14 +387,10 @@ def defer_lanes(deferred_count_ptr, slot, defer):
     """Places in car slot ``slot``'s list ([C, n]) of cars for a second pass (`car_lanes` with its count)
     for the lanes ``defer``, one relaxed atomic add per program: (the program's first place, each lane's
     offset from it, ``defer``), for `store_deferred` at the kernel's end, so that nothing in between waits
-    for the add's answer; a program that defers no lane adds nothing (most do not: a warp then neither
-    waits for the add nor queues on the count's address behind the others). Their order in the list is
-    the programs' order of adding, which changes which lane runs which car, never a result."""
+    for the add's answer. Their order in the list is the programs' order of adding, which changes which
+    lane runs which car, never a result."""
     d = defer.to(tl.int32)
-    deferred = tl.sum(d, axis=0)
-    first = deferred * 0
-    if deferred > 0:
-        first = tl.atomic_add(deferred_count_ptr + slot, deferred, sem="relaxed")
+    first = tl.atomic_add(deferred_count_ptr + slot, tl.sum(d, axis=0), sem="relaxed")
     return first, tl.cumsum(d, axis=0) - d, defer
 
 
@@ -477,43 +479,37 @@ def wheel_rays_kernel(
     tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size,
     dim_x, dim_y, dim_z, n, NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """Stage 2's wheel rays against the arena (btVehicleRL::rayCast's casts), one car per lane, before
-    `pre_tick_kernel`: the cars in `car_order`'s order, from their rows as the tick starts
-    (``car_start_rows``), the hits written where the pre-tick's first pass reads them (`wheel_hits_of`).
-    In a kernel of their own, of few registers, the four rays' reads of the grid wait together
-    (`ray_cast.ray_casts`), where the pre-tick, at 255 registers, cast them one after another."""
-    row, live, _, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
+    """Stage 2's wheel rays against the arena (btVehicleRL::rayCast's cast), one wheel per lane, before
+    `pre_tick_kernel`: each program takes one wheel of a block of one car slot's envs, in `car_order`'s
+    order (the cars at the walls together: a warp walks as many triangles as its longest lane), from the
+    cars' rows as the tick starts (``car_start_rows``); the hits go to each car's row of ``wheel_hits``
+    (`wheel_hits_of`), which the pre-tick's first pass reads. A car's four rays, in four lanes of a
+    kernel of few registers rather than one after another in the car's lane, wait on the grid together."""
+    wheel = tl.program_id(0) % 4
+    row, live, _, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK, None, 0, tl.program_id(0) // 4)
     v = load_columns(car_start_rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)
     pos, rot_mat = (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
     _, wheel_connection, wheel_radius, suspension_rest_length, _, _ = load_car_params(car_table_ptr, slot)
-    down = neg(column(rot_mat, 2))
-    starts = ()
-    targets = ()
-    for i in tl.static_range(4):
-        start = hard_point_of(pos, rot_mat, wheel_connection[i])
-        starts = starts + (start,)
-        targets = targets + (add(start, scale(down, ray_length_of(suspension_rest_length[i], wheel_radius[i]))),)
-    hit, fraction, normal, _ = ray_casts(
-        starts, targets, live, tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr,
-        grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), 0, 4, NUM_PLANES, BLOCK,
+    start = hard_point_of(pos, rot_mat, pick_vec(wheel_connection, wheel))
+    length = ray_length_of(pick(suspension_rest_length, wheel), pick(wheel_radius, wheel))
+    hit, fraction, normal, _ = ray_cast(
+        start, add(start, scale(neg(column(rot_mat, 2)), length)), live, tri_ptr, plane_normals_ptr,
+        plane_offsets_ptr, cell_start_ptr, cell_tris_ptr, grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), 0,
+        NUM_PLANES, BLOCK,
     )  # fmt: skip
-    hits = wheel_hits_of(wheel_hits_ptr, tl.program_id(0), n, NUM_CARS, BLOCK)
-    for i in tl.static_range(4):
-        store_arena_hit(hits, i, live, hit[i], fraction[i], normal[i])
+    store_arena_hit(wheel_hits_of(wheel_hits_ptr, row), wheel, live, hit, fraction, normal)
 
 
 @jit
-def wheel_hits_of(wheel_hits_ptr, program, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
-    """Car program ``program``'s place in ``wheel_hits`` as `vehicle.store_arena_hit` takes it: [C, 4 wheels,
-    ARENA_HIT_WIDTH, n], each value's lanes side by side in `car_order`'s order (`order_places`)."""
-    at, slot = order_places(program, NUM_CARS, BLOCK)
-    stride = tl.cast(n, tl.int64)
-    return wheel_hits_ptr + slot * (4 * ARENA_HIT_WIDTH) * stride + at, stride
+def wheel_hits_of(wheel_hits_ptr, row):
+    """Car row ``row``'s hits in ``wheel_hits`` ([rows, 4 wheels, ARENA_HIT_WIDTH]: a car's in one piece)
+    as `vehicle.store_arena_hit` and `load_arena_hit` take them."""
+    return wheel_hits_ptr + row.to(tl.int64) * (4 * ARENA_HIT_WIDTH), 1
 
 
 @stage_jit
 def pre_tick_kernel(
-    car_order_ptr, car_start_rows_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
+    car_start_rows_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
     wheel_hits_ptr, deferred_ptr, deferred_count_ptr, tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
     pos_ptr, vel_ptr, ang_vel_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
@@ -532,14 +528,16 @@ def pre_tick_kernel(
     cars' for its wheel rays, `vehicle.Bodies`), the updated ones written to ``car_rows``: two buffers,
     because each lane writes the row another lane's wheels read (`tick` swaps them every tick).
 
-    Two passes (`tick`): the first takes every car (`car_order`) and finishes those that are not
+    Two passes (`tick`): the first takes every car, in the envs' own order (the rays' walks of the
+    arena, which `car_order` groups, are `wheel_rays_kernel`'s), and finishes those that are not
     demolished and whose wheel rays pass near no other car and no ball (`vehicle.rays_near_bodies`: the
-    rays meet the arena alone, their hits found by `wheel_rays_kernel`), deferring the others to ``deferred`` (`defer_lanes`); the second
+    rays meet the arena alone, their hits read from `wheel_hits_of`), deferring the others to
+    ``deferred`` (`defer_lanes`); the second
     (``DEFERRED``) runs those, with the countdown and respawn and the rays against the bodies. The
     bodies' casts, what their hits carry, a respawned car and the car a demolished one keeps take
     registers every lane pays for, and most cars are far from the rest, and alive, most of the time."""
     row, live, env, slot = pass_lanes(
-        car_order_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS, BLOCK, DEFERRED
+        None, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS, BLOCK, DEFERRED
     )
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
@@ -564,7 +562,7 @@ def pre_tick_kernel(
             waits = near | frozen
             deferral = defer_lanes(deferred_count_ptr, slot, waits)
             live = live & ~waits
-            arena_hits = wheel_hits_of(wheel_hits_ptr, tl.program_id(0), n, NUM_CARS, BLOCK)
+            arena_hits = wheel_hits_of(wheel_hits_ptr, row)
         solver_dt = tl.where(tick_count == 0, SOLVER_DEFAULT_TIME_STEP, tick_time)  # before the 1st step
         car, force, torque = car_kernels.pre_tick_update(
             car, load_controls(controls_ptr, row, live, BLOCK), params, tick_time, solver_dt,
@@ -1422,7 +1420,7 @@ def step_ticks_op(
         "car_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
         "car_spare_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
-        "wheel_hits_ptr": torch.empty(num_cars * 4 * ARENA_HIT_WIDTH.value, envs, device=controls.device),
+        "wheel_hits_ptr": torch.empty(envs * num_cars, 4, ARENA_HIT_WIDTH.value, device=controls.device),
         "deferred_ptr": torch.empty(num_cars, envs, dtype=torch.int32, device=controls.device),  # `defer_lanes`
         "pair_contacts_ptr": torch.empty(
             envs * (num_cars * (num_cars - 1) // 2), PAIR_WIDTH.value, device=controls.device

@@ -55,82 +55,41 @@ def ray_cast(
 ):
     """The closest hit of each lane's segment start -> end: (hit, fraction, normal, feature); the
     triangles listed in the cell of the segment's midpoint, then the planes."""
-    hits, fractions, normals, features = ray_casts(
-        (start,), (end,), live, tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr, grid,
-        num_tris, 1, NUM_PLANES, BLOCK,
-    )  # fmt: skip
-    return hits[0], fractions[0], normals[0], features[0]
-
-
-@jit
-def ray_casts(
-    starts, ends, live, tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr, grid, num_tris,
-    RAYS: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
-):  # fmt: skip
-    """`ray_cast` of ``RAYS`` segments per lane at once (a car's four wheel rays,
-    `kernels/arena.wheel_rays_kernel`): their cells looked up together, their listed triangles walked
-    in one loop, each segment's own in turn, so that the segments' memory reads wait together. Returns
-    RAYS-tuples (hits, fractions, normals, features)."""
     origin, cell_size, dims = grid
+    best = tl.full([BLOCK], 3.0e38, tl.float32)
+    feature = tl.full([BLOCK], -1, tl.int32)
     zero = tl.zeros([BLOCK], tl.float32)
-    firsts = ()
-    lengths = ()
-    best = ()
-    feature = ()
-    normal = ()
-    for r in tl.static_range(RAYS):
-        midpoint = scale(add(starts[r], ends[r]), 0.5)
-        first, length = cell_candidates(midpoint, live, cell_start_ptr, origin, cell_size, dims)
-        firsts = firsts + (first,)
-        lengths = lengths + (length,)
-        best = best + (tl.full([BLOCK], 3.0e38, tl.float32),)
-        feature = feature + (tl.full([BLOCK], -1, tl.int32),)
-        normal = normal + ((zero, zero, zero),)
-    longest = tl.max(lengths[0], axis=0)
-    for r in tl.static_range(1, RAYS):
-        longest = tl.maximum(longest, tl.max(lengths[r], axis=0))
+    normal = (zero, zero, zero)
+    midpoint = scale(add(start, end), 0.5)
+    first, length = cell_candidates(midpoint, live, cell_start_ptr, origin, cell_size, dims)
+    longest = tl.max(length, axis=0)
     j = 0
     while j < longest:
-        walked = ((), (), ())
-        for r in tl.static_range(RAYS):
-            valid = live & (j < lengths[r])
-            tri = tl.load(cell_tris_ptr + firsts[r] + j, mask=valid, other=0)
-            v0 = load(tri_ptr + tri * 9, valid, (0.0, 0.0, 0.0))
-            v1 = load(tri_ptr + tri * 9 + 3, valid, (0.0, 0.0, 0.0))
-            v2 = load(tri_ptr + tri * 9 + 6, valid, (0.0, 0.0, 1.0))
-            hit, fraction, tri_normal = ray_triangle_fraction(starts[r], ends[r], v0, v1, v2)
-            take = valid & hit & (fraction < best[r])  # the first of equal fractions is kept
-            walked = (
-                walked[0] + (tl.where(take, fraction, best[r]),),
-                walked[1] + (tl.where(take, tri, feature[r]),),
-                walked[2] + (where(take, tri_normal, normal[r]),),
-            )
-        best, feature, normal = walked
+        valid = live & (j < length)
+        tri = tl.load(cell_tris_ptr + first + j, mask=valid, other=0)
+        v0 = load(tri_ptr + tri * 9, valid, (0.0, 0.0, 0.0))
+        v1 = load(tri_ptr + tri * 9 + 3, valid, (0.0, 0.0, 0.0))
+        v2 = load(tri_ptr + tri * 9 + 6, valid, (0.0, 0.0, 1.0))
+        hit, fraction, tri_normal = ray_triangle_fraction(start, end, v0, v1, v2)
+        take = valid & hit & (fraction < best)  # the first of equal fractions is kept
+        best = tl.where(take, fraction, best)
+        feature = tl.where(take, tri, feature)
+        normal = where(take, tri_normal, normal)
         j += 1
-    hits = ()
-    fractions = ()
-    normals = ()
-    features = ()
-    for r in tl.static_range(RAYS):
-        ray_best, ray_feature, ray_normal = best[r], feature[r], normal[r]
-        # Planes: Bullet casts against two triangles covering the plane; same hit, same flipped normal.
-        for p in tl.static_range(NUM_PLANES):  # the planes come after the meshes (creation order)
-            plane_normal = load_uniform(plane_normals_ptr + p * 3)
-            plane_d = tl.load(plane_offsets_ptr + p)
-            dist_a = dot(starts[r], plane_normal) - plane_d
-            dist_b = dot(ends[r], plane_normal) - plane_d
-            crosses = dist_a * dist_b < 0
-            fraction = dist_a / tl.where(crosses, dist_a - dist_b, 1.0)
-            take = live & crosses & (fraction < ray_best)
-            ray_best = tl.where(take, fraction, ray_best)
-            ray_feature = tl.where(take, num_tris + p, ray_feature)
-            ray_normal = where(take, scale(plane_normal, tl.where(dist_a <= 0, -1.0, 1.0)), ray_normal)
-        hit = ray_feature >= 0
-        hits = hits + (hit,)
-        fractions = fractions + (tl.where(hit, ray_best, 1.0),)
-        normals = normals + (ray_normal,)
-        features = features + (ray_feature,)
-    return hits, fractions, normals, features
+    # Planes: Bullet casts against two triangles covering the plane; same hit, same flipped normal.
+    for p in tl.static_range(NUM_PLANES):  # the planes come after the meshes (creation order)
+        plane_normal = load_uniform(plane_normals_ptr + p * 3)
+        plane_d = tl.load(plane_offsets_ptr + p)
+        dist_a = dot(start, plane_normal) - plane_d
+        dist_b = dot(end, plane_normal) - plane_d
+        crosses = dist_a * dist_b < 0
+        fraction = dist_a / tl.where(crosses, dist_a - dist_b, 1.0)
+        take = live & crosses & (fraction < best)
+        best = tl.where(take, fraction, best)
+        feature = tl.where(take, num_tris + p, feature)
+        normal = where(take, scale(plane_normal, tl.where(dist_a <= 0, -1.0, 1.0)), normal)
+    hit = feature >= 0
+    return hit, tl.where(hit, best, 1.0), normal, feature
 
 
 @jit

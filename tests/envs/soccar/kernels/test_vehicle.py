@@ -235,29 +235,32 @@ def arena_hits_kernel(
     )  # fmt: skip
     read = twin.ray_cast(
         pos, rot_mat, vel, ang_vel, car[40], hard_point, wheel_radius, rest, inv_inertia, tick_time, live, arena,
-        grid, None, 1, NUM_PLANES, BLOCK, False, wheel_hits_of(wheel_hits_ptr, tl.program_id(0), n, 1, BLOCK),
+        grid, None, 1, NUM_PLANES, BLOCK, False, wheel_hits_of(wheel_hits_ptr, lane),
     )  # fmt: skip
-    out = ()
-    for got in (cast, read):
-        out = out + got[0] + got[1] + flat4(got[2]) + flat4(got[3]) + got[4] + got[5] + got[6] + got[8]
-    store_outputs(out_ptr, lane, out, WIDTH, live)
+    store_outputs(out_ptr, lane, flat_cast(cast) + flat_cast(read), WIDTH, live)
+
+
+@triton.jit
+def flat_cast(cast):
+    """What `arena_hits_kernel` compares of a ray_cast: all but the ground bodies, as 48 values."""
+    return cast[0] + cast[1] + flat4(cast[2]) + flat4(cast[3]) + cast[4] + cast[5] + cast[6] + cast[8]
 
 
 @pytest.mark.parametrize("preset", ["octane", "merc"])
 def test_wheel_rays_kernel(preset):
     """`kernels/arena.wheel_rays_kernel` casts each wheel's ray against the arena in a lane of its own,
-    before the pre-tick; its first pass reads the hits (`load_arena_hit`) where it cast them in the car's
-    lane before: the same contacts, suspension and pushback, from cars of every scenario family."""
+    before the pre-tick, whose first pass reads the hits (`load_arena_hit`) where it cast them in the car's
+    lane: the same contacts, suspension and pushback, from cars of every scenario family."""
     sample = sample_cars(preset)
     cars, world = sample.cars, sample.arena.world
     n = len(cars.pos)
     rows, contact_id, ticks = car_memory(cars)
-    wheel_hits = torch.full((4 * twin.ARENA_HIT_WIDTH.value, n), float("nan"), device=DEVICE)
+    wheel_hits = torch.full((n, 4, twin.ARENA_HIT_WIDTH.value), float("nan"), device=DEVICE)
     arena = arena_args(sample, ray_grid)
     args = {"car_order_ptr": torch.arange(n, dtype=torch.int32, device=DEVICE)[None], "car_start_rows_ptr": rows,
             "car_table_ptr": car_table(world.cars).to(DEVICE), "wheel_hits_ptr": wheel_hits, **arena,
             "NUM_CARS": 1, "NUM_PLANES": 4}  # fmt: skip
-    arena_kernels.launch(arena_kernels.wheel_rays_kernel, n, 4, args, CAR_BLOCK, 0)
+    arena_kernels.launch(arena_kernels.wheel_rays_kernel, n, 4, args, CAR_BLOCK, 0)  # a program per wheel
     assert not bool(wheel_hits.isnan().any())  # every wheel of every car written
     width = 2 * 48
     out = torch.empty(n, width, device=DEVICE)
