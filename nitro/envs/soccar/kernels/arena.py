@@ -274,7 +274,7 @@ def flag(x):
 
 @jit
 def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0,
-              program=None):  # fmt: skip
+              PER_CAR: tl.constexpr = 1):  # fmt: skip
     """A car kernel's lanes: BLOCK envs' cars of one slot per program, so the slot's tables load once
     for the block, the envs taken in `car_order`'s order ([C, n]: each slot's envs): (row = env * NUM_CARS
     + slot, live, env int64, slot). With ``count`` (a pointer to one count per slot), the first count
@@ -284,14 +284,12 @@ def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, cou
     the arena; spread, each warp of the second pass holds a few of those, and lasts as long as its
     slowest car (measured on an H200, 1v1 in sorted order, the car step's second pass in list order /
     spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576; docs/PERFORMANCE.md).
-    Without ``car_order_ptr`` (None), the envs in their own order. ``program``: the program's number,
-    where it is not the launch's program id (`wheel_rays_kernel`)."""
-    if program is None:
-        program = tl.program_id(0)
-    slot = program % NUM_CARS
-    q = program // NUM_CARS
+    Without ``car_order_ptr`` (None), the envs in their own order. With ``PER_CAR`` lanes per car (no
+    count), BLOCK / PER_CAR cars per program, each in PER_CAR lanes side by side (`wheel_rays_kernel`)."""
+    slot = tl.program_id(0) % NUM_CARS
+    q = tl.program_id(0) // NUM_CARS
     if count is None:
-        at = q * BLOCK + tl.arange(0, BLOCK)
+        at = q * (BLOCK // PER_CAR) + tl.arange(0, BLOCK) // PER_CAR
         live = at < n
     else:
         at, live = spread_lanes(tl.load(count + slot), q, n, spread_programs, BLOCK)
@@ -480,13 +478,14 @@ def wheel_rays_kernel(
     dim_x, dim_y, dim_z, n, NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 2's wheel rays against the arena (btVehicleRL::rayCast's cast), one wheel per lane, before
-    `pre_tick_kernel`: each program takes one wheel of a block of one car slot's envs, in `car_order`'s
-    order (the cars at the walls together: a warp walks as many triangles as its longest lane), from the
-    cars' rows as the tick starts (``car_start_rows``); the hits go to each car's row of ``wheel_hits``
-    (`wheel_hits_of`), which the pre-tick's first pass reads. A car's four rays, in four lanes of a
-    kernel of few registers rather than one after another in the car's lane, wait on the grid together."""
-    wheel = tl.program_id(0) % 4
-    row, live, _, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK, None, 0, tl.program_id(0) // 4)
+    `pre_tick_kernel`: each program takes BLOCK / 4 cars of one car slot, in `car_order`'s order (the cars
+    at the walls together: a warp walks as many triangles as its longest lane), each car's four wheels
+    in four lanes side by side, from the cars' rows as the tick starts (``car_start_rows``); the hits go
+    to each car's row of ``wheel_hits`` (`wheel_hits_of`: a car's 64 bytes written by its four lanes at
+    once), which the pre-tick's first pass reads. A car's four rays, in four lanes of a kernel of few
+    registers rather than one after another in the car's lane, wait on the grid together."""
+    row, live, _, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK, None, 0, 4)
+    wheel = tl.arange(0, BLOCK) % 4
     v = load_columns(car_start_rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)
     pos, rot_mat = (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
     _, wheel_connection, wheel_radius, suspension_rest_length, _, _ = load_car_params(car_table_ptr, slot)
@@ -497,14 +496,14 @@ def wheel_rays_kernel(
         plane_offsets_ptr, cell_start_ptr, cell_tris_ptr, grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), 0,
         NUM_PLANES, BLOCK,
     )  # fmt: skip
-    store_arena_hit(wheel_hits_of(wheel_hits_ptr, row), wheel, live, hit, fraction, normal)
+    store_arena_hit(wheel_hits_of(wheel_hits_ptr, row), wheel, live, hit, fraction, normal, BLOCK)
 
 
 @jit
 def wheel_hits_of(wheel_hits_ptr, row):
     """Car row ``row``'s hits in ``wheel_hits`` ([rows, 4 wheels, ARENA_HIT_WIDTH]: a car's in one piece)
     as `vehicle.store_arena_hit` and `load_arena_hit` take them."""
-    return wheel_hits_ptr + row.to(tl.int64) * (4 * ARENA_HIT_WIDTH), 1
+    return wheel_hits_ptr, row.to(tl.int64)
 
 
 @stage_jit

@@ -38,7 +38,9 @@ from nitro.envs.soccar.kernels.rigid_body import (
     where_mat,
 )
 from nitro.envs.soccar.kernels.subsimplex_convex_cast import normalized, ray_cast_convex
-from nitro.envs.soccar.kernels.vec import add, cross, dot, load_columns, load_uniform, neg, scale, sub, where
+from nitro.envs.soccar.kernels.vec import (
+    add, cross, dot, load_columns, load_row, load_uniform, neg, scale, store_row, sub, where,
+)  # fmt: skip
 
 FRICTION_SCALE = constexpr(C.CAR_MASS_BT / 3.0)
 MAX_SUSPENSION_TRAVEL = constexpr(C.MAX_SUSPENSION_TRAVEL)
@@ -395,7 +397,7 @@ def ray_cast(
                 BLOCK,
             )
         else:
-            hit, fraction, normal = load_arena_hit(arena_hits, w, live)
+            hit, fraction, normal = load_arena_hit(arena_hits, w, live, BLOCK)
         ray_hit = put(ray_hit, w, hit)
         ray_fraction = put(ray_fraction, w, fraction)
         ray_normal = put_vec(ray_normal, w, normal)
@@ -472,25 +474,21 @@ ray hit nothing) and the unit normal."""
 
 
 @jit
-def store_arena_hit(arena_hits, w, live, hit, fraction, normal):
+def store_arena_hit(arena_hits, w, live, hit, fraction, normal, BLOCK: tl.constexpr):
     """Wheel ``w``'s ray against the arena (`ray_cast.ray_cast`'s hit, fraction and normal) into
-    ``arena_hits``: (each lane's pointer to its car's first value, the stride between values)."""
-    at, stride = arena_hits
+    ``arena_hits``: (the hits, [rows, 4 wheels, ARENA_HIT_WIDTH], each lane's car row), 16 bytes per lane."""
+    hits_ptr, row = arena_hits
     values = (tl.where(hit, fraction, -1.0),) + normal
-    for k in tl.static_range(ARENA_HIT_WIDTH):
-        tl.store(at + (w * ARENA_HIT_WIDTH + k) * stride, values[k], mask=live)
+    store_row(hits_ptr, row * 4 + w, values, live, ARENA_HIT_WIDTH, BLOCK)
 
 
 @jit
-def load_arena_hit(arena_hits, w, live):
+def load_arena_hit(arena_hits, w, live, BLOCK: tl.constexpr):
     """`store_arena_hit`'s inverse: (hit, fraction, normal) as `ray_cast.ray_cast` returns them."""
-    at, stride = arena_hits
-    fraction = tl.load(at + w * ARENA_HIT_WIDTH * stride, mask=live, other=-1.0)
-    normal = ()
-    for k in tl.static_range(1, ARENA_HIT_WIDTH):
-        normal = normal + (tl.load(at + (w * ARENA_HIT_WIDTH + k) * stride, mask=live, other=0.0),)
-    hit = fraction >= 0
-    return hit, tl.where(hit, fraction, 1.0), normal
+    hits_ptr, row = arena_hits
+    fraction, x, y, z = load_row(hits_ptr, row * 4 + w, live, ARENA_HIT_WIDTH, BLOCK)
+    hit = live & (fraction >= 0)
+    return hit, tl.where(hit, fraction, 1.0), (x, y, z)
 
 
 @jit
