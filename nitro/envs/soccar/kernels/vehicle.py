@@ -39,7 +39,7 @@ from nitro.envs.soccar.kernels.rigid_body import (
 )
 from nitro.envs.soccar.kernels.subsimplex_convex_cast import normalized, ray_cast_convex
 from nitro.envs.soccar.kernels.vec import (
-    add, cross, dot, load_columns, load_row, load_uniform, neg, scale, store_row, sub, where,
+    add, cross, dot, load_columns, load_uniform, neg, scale, store_row, sub, where,
 )  # fmt: skip
 
 FRICTION_SCALE = constexpr(C.CAR_MASS_BT / 3.0)
@@ -397,7 +397,7 @@ def ray_cast(
                 BLOCK,
             )
         else:
-            hit, fraction, normal = load_arena_hit(arena_hits, w, live, BLOCK)
+            hit, fraction, normal = load_arena_hit(arena_hits, w, live)
         ray_hit = put(ray_hit, w, hit)
         ray_fraction = put(ray_fraction, w, fraction)
         ray_normal = put_vec(ray_normal, w, normal)
@@ -483,12 +483,16 @@ def store_arena_hit(arena_hits, w, live, hit, fraction, normal, BLOCK: tl.conste
 
 
 @jit
-def load_arena_hit(arena_hits, w, live, BLOCK: tl.constexpr):
-    """`store_arena_hit`'s inverse: (hit, fraction, normal) as `ray_cast.ray_cast` returns them."""
+def load_arena_hit(arena_hits, w, live):
+    """`store_arena_hit`'s inverse: (hit, fraction, normal) as `ray_cast.ray_cast` returns them, a value
+    per load (read as one [BLOCK, 4] tile, the values reach their lanes through shared memory: measured on
+    an H200, the pre-tick's first pass at 1M 1v1 envs 1.08 ms per tick this way, 1.21 as a tile)."""
     hits_ptr, row = arena_hits
-    fraction, x, y, z = load_row(hits_ptr, row * 4 + w, live, ARENA_HIT_WIDTH, BLOCK)
-    hit = live & (fraction >= 0)
-    return hit, tl.where(hit, fraction, 1.0), (x, y, z)
+    at = hits_ptr + (row * 4 + w) * ARENA_HIT_WIDTH
+    fraction = tl.load(at, mask=live, other=-1.0)
+    hit = fraction >= 0
+    normal = (tl.load(at + 1, mask=live, other=0.0), tl.load(at + 2, mask=live, other=0.0))
+    return hit, tl.where(hit, fraction, 1.0), normal + (tl.load(at + 3, mask=live, other=0.0),)
 
 
 @jit
