@@ -1,5 +1,5 @@
 """The fused step: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks` in Triton, each tick
-seven stage kernels in Arena::Step order (`tick`), one thread per lane:
+its stage kernels in Arena::Step order (`tick`), one thread per lane:
 
 - `wheel_rays_kernel`, one wheel per lane: the wheels' rays against the arena;
 - `pre_tick_kernel`, one car per lane, in two passes: a demolished car's countdown and respawn,
@@ -508,8 +508,8 @@ def wheel_hits_of(wheel_hits_ptr, row):
 
 @stage_jit
 def pre_tick_kernel(
-    car_start_rows_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    wheel_hits_ptr, deferred_ptr, deferred_count_ptr, tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
+    wheel_hits_ptr, car_start_rows_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
+    deferred_ptr, deferred_count_ptr, tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
     pos_ptr, vel_ptr, ang_vel_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
@@ -527,12 +527,12 @@ def pre_tick_kernel(
     cars' for its wheel rays, `vehicle.Bodies`), the updated ones written to ``car_rows``: two buffers,
     because each lane writes the row another lane's wheels read (`tick` swaps them every tick).
 
-    Two passes (`tick`): the first takes every car, in the envs' own order (the rays' walks of the
-    arena, which `car_order` groups, are `wheel_rays_kernel`'s), and finishes those that are not
-    demolished and whose wheel rays pass near no other car and no ball (`vehicle.rays_near_bodies`: the
-    rays meet the arena alone, their hits read from `wheel_hits_of`), deferring the others to
-    ``deferred`` (`defer_lanes`); the second
-    (``DEFERRED``) runs those, with the countdown and respawn and the rays against the bodies. The
+    Two passes (`tick`): the first takes every car, in the envs' own order (its warps read neighbouring
+    cars' rows; the rays' walks of the arena, which `car_order` groups, are `wheel_rays_kernel`'s: measured
+    on an H200 at 1M 1v1 envs, the first pass 1.08 ms per tick so, 1.49 in `car_order`'s order), and
+    finishes those that are not demolished and whose wheel rays pass near no other car and no ball
+    (`vehicle.rays_near_bodies`: the rays meet the arena alone, their hits read from `wheel_hits_of`),
+    deferring the others to ``deferred`` (`defer_lanes`); the second (``DEFERRED``) runs those, with the countdown and respawn and the rays against the bodies. The
     bodies' casts, what their hits carry, a respawned car and the car a demolished one keeps take
     registers every lane pays for, and most cars are far from the rest, and alive, most of the time."""
     row, live, env, slot = pass_lanes(
@@ -1554,8 +1554,8 @@ def launch_step_ticks_(
     block: int = FUSED_BLOCK,
     maxnreg: int = 0,
 ) -> None:
-    """Advance the arenas by ``ticks`` ticks with ``controls`` [N, C, 8] held (`step_ticks_op`: seven
-    stage kernels per tick, or one launch for ball-only arenas), updating ``state`` and ``events`` in
+    """Advance the arenas by ``ticks`` ticks with ``controls`` [N, C, 8] held (`step_ticks_op`: the
+    stage kernels of each tick, or one launch for ball-only arenas), updating ``state`` and ``events`` in
     place: the same mechanics as `arena.step_ticks`.
 
     ``block``: envs per program (32, 64, ...; one per thread). ``maxnreg``: a cap on registers per
@@ -1618,12 +1618,15 @@ whose warps then read the rows of envs far apart. Measured on an H200 (docs/PERF
 benchmark's 1v1 games, ms per tick sorted / in env order over ticks 24-64, 64-104 and 104-144: 65,536 envs
 2.27 / 1.74, 2.56 / 2.09, 0.99 / 0.87 (the last from kernel device times, the others with host
 launches); 131,072 envs 1.53 / 1.21, 1.46 / 1.44, 1.48 / 1.52; 262,144 envs 2.32 / 2.13, 2.28 / 2.17,
-2.17 / 2.16; 1,048,576 envs 5.95 / 5.81, 6.00 / 6.15, 6.00 / 6.38. On the CPU (Triton's interpreter, the
-twin tests) from 8 lanes, so the tests run the sorted order."""
+2.17 / 2.16; 1,048,576 envs 5.95 / 5.81, 6.00 / 6.15, 6.00 / 6.38 (before the wheel rays' own kernel; with
+it, at 1M envs the device time of ticks 104-144, sorted / in env order: the rays 0.26 / 0.71 ms, the car
+step 0.94 / 1.01, all kernels 4.50 / 4.82). On the CPU (Triton's interpreter, the twin tests) from 8
+lanes, so the tests run the sorted order."""
 
 
 def car_order(cars: CarState, mesh: ArenaMesh) -> torch.Tensor:
-    """Each car slot's envs, [C, N] int32: the order the car kernels take their lanes in (`car_lanes`).
+    """Each car slot's envs, [C, N] int32: the order the wheel rays and the car step take their lanes in
+    (`car_lanes`; the pre-tick takes the envs' own).
     With enough cars (`SORT_FROM_LANES`), sorted by how much of the arena each car meets: the triangles
     listed in the grid cell of the car's centre, then whether it is in the air, so the cars of a warp
     run the same loops and branches (a warp runs as long as its longest lane). Cars move a few cells

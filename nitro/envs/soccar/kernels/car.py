@@ -593,8 +593,9 @@ def pre_tick_update(
 
     ``bodies``: the cars and the ball as the wheels' rays and friction see them (`kernels/vehicle.py`:
     the state when the cars' pre-ticks start); without ``BODIES`` the rays meet the arena alone
-    (`kernels/vehicle.ray_cast`), their hits read from ``arena_hits`` where given. Without ``DEMOLISHED`` no lane holds a demolished car, so the car as
-    it came (what a demolished car keeps) is not held in registers to the end."""
+    (`kernels/vehicle.ray_cast`), their hits read from ``arena_hits`` where given. Without
+    ``DEMOLISHED`` no lane holds a demolished car, so the car as it came (what a demolished car keeps)
+    is not held in registers to the end."""
     (
         pos, rot_mat, vel, ang_vel, is_on_ground, wheels_with_contact, has_jumped, has_double_jumped,
         has_flipped, flip_rel_torque, jump_time, flip_time, is_flipping, is_jumping, air_time,

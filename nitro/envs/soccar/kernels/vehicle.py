@@ -382,20 +382,10 @@ def ray_cast(
         start = pick_vec(hard_point, w)
         target = add(start, scale(neg(up), pick(ray_length, w)))
         if arena_hits is None:
-            hit, fraction, normal, _feature = arena_ray_cast(
-                start,
-                target,
-                live,
-                tri_ptr,
-                plane_normals_ptr,
-                plane_offsets_ptr,
-                cell_start_ptr,
-                cell_tris_ptr,
-                grid,
-                0,  # plane features are numbered from here: the wheels only need the hit
-                NUM_PLANES,
-                BLOCK,
-            )
+            hit, fraction, normal, _feature = arena_ray_cast(  # (plane features numbered from 0: unused)
+                start, target, live, tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr,
+                grid, 0, NUM_PLANES, BLOCK,
+            )  # fmt: skip
         else:
             hit, fraction, normal = load_arena_hit(arena_hits, w, live)
         ray_hit = put(ray_hit, w, hit)
