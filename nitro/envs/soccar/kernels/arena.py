@@ -532,9 +532,10 @@ def pre_tick_kernel(
     on an H200 at 1M 1v1 envs, the first pass 1.08 ms per tick so, 1.49 in `car_order`'s order), and
     finishes those that are not demolished and whose wheel rays pass near no other car and no ball
     (`vehicle.rays_near_bodies`: the rays meet the arena alone, their hits read from `wheel_hits_of`),
-    deferring the others to ``deferred`` (`defer_lanes`); the second (``DEFERRED``) runs those, with the countdown and respawn and the rays against the bodies. The
-    bodies' casts, what their hits carry, a respawned car and the car a demolished one keeps take
-    registers every lane pays for, and most cars are far from the rest, and alive, most of the time."""
+    deferring the others to ``deferred`` (`defer_lanes`); the second (``DEFERRED``) runs those, with the
+    countdown and respawn and the rays against the bodies. The bodies' casts, what their hits carry, a
+    respawned car and the car a demolished one keeps take registers every lane pays for, and most cars
+    are far from the rest, and alive, most of the time."""
     row, live, env, slot = pass_lanes(
         None, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS, BLOCK, DEFERRED
     )

@@ -15,7 +15,7 @@ from nitro.envs.soccar import vehicle as reference
 from nitro.envs.soccar.arena import Arena
 from nitro.envs.soccar.kernels import vehicle as twin
 from nitro.envs.soccar.kernels import arena as arena_kernels
-from nitro.envs.soccar.kernels.arena import ray_grid, wheel_hits_of
+from nitro.envs.soccar.kernels.arena import arena_of, ray_grid, wheel_hits_of
 from nitro.envs.soccar.kernels.arena_mesh import grid as arena_grid
 from nitro.envs.soccar.kernels.car import (
     SOLVER_DEFAULT_TIME_STEP,
@@ -225,8 +225,8 @@ def arena_hits_kernel(
     inv_inertia_local, wheel_connection, wheel_radius, rest, _, _ = load_car_params(car_table_ptr, 0)
     pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
     hard_point, _ = twin.update_wheel_transforms(pos, rot_mat, car[37], wheel_connection)
-    arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
-    arena = arena + (plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)
+    arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
+                     plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
     grid = arena_grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
     inv_inertia = inv_inertia_world(rot_mat, inv_inertia_local)
     cast = twin.ray_cast(
