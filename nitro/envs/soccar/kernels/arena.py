@@ -1153,7 +1153,7 @@ def ball_and_rules_kernel(
 @stage_jit
 def car_events_kernel(
     car_rows_ptr, car_ints_ptr, car_tick_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr,
-    pad_table_ptr, hitbox_table_ptr, n, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small,
+    pad_table_ptr, pad_cells_ptr, hitbox_table_ptr, n, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small,
     NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stages 3. and 7. and the cars' events, one env per lane, after `car_step_kernel`: each pad's
@@ -1167,7 +1167,7 @@ def car_events_kernel(
         cars = cars + (load_pad_car(car_rows_ptr, lane * NUM_CARS + c, live, BLOCK),)
     boosts, pickup_pad = update_pads(
         cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
-        hitbox_table_ptr, f32(tick_time), f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
+        pad_cells_ptr, hitbox_table_ptr, f32(tick_time), f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
     )  # fmt: skip
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
@@ -1182,18 +1182,17 @@ def car_events_kernel(
 
 @jit
 def update_pads(
-    cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, hitbox_table_ptr,
-    tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+    cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, pad_cells_ptr,
+    hitbox_table_ptr, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):  # fmt: skip
     """3. and 7.: each pad's cooldown, the car it is locked to, the boost it gives (after the cars'
-    finish, from their AABBs). ``cars``: each car's `load_pad_car`. Returns each car's boost after its
+    finish, from their AABBs). ``cars``: each car's `load_pad_car`. Each car is tested against the one
+    pad it may touch before the walk (`boost_pads.car_pad_tests`). Returns each car's boost after its
     pads and each car's pad (-1 none)."""
     given = ()
     pickup_pad = ()
-    cars_pos = ()
-    cars_min = ()
-    cars_max = ()
-    cars_tested = ()
+    cars_pad = ()
     for c in tl.static_range(NUM_CARS):
         car = cars[c]  # pos, rot_mat, is_demoed, boost
         inner, margin, offset, _ = car_contacts.load_hitbox(hitbox_table_ptr, c)
@@ -1201,10 +1200,9 @@ def update_pads(
         lo, hi = boost_pads.car_aabb(car[0], car[1], sub(offset, extent), add(offset, extent))
         given = given + (tl.zeros([BLOCK], dtype=tl.float32),)
         pickup_pad = pickup_pad + (tl.full([BLOCK], -1, tl.int32),)
-        cars_pos = cars_pos + (car[0],)
-        cars_min = cars_min + (lo,)
-        cars_max = cars_max + (hi,)
-        cars_tested = cars_tested + (boost_pads.tested(car[0], car[2], car[3]),)
+        cars_pad = cars_pad + (boost_pads.car_pad_tests(
+            pad_cells_ptr, pad_table_ptr, car[0], lo, hi, boost_pads.tested(car[0], car[2], car[3]), live
+        ),)  # fmt: skip
     if NUM_CARS > 0:
         # each pad's state is read `PADS_AHEAD` pads ahead of its turn, so the reads' latency passes
         # while the pads before it are walked (a read cannot move above the stores before it on its own)
@@ -1213,7 +1211,7 @@ def update_pads(
         for a in tl.static_range(PADS_AHEAD):
             ahead = ahead + (load_pad_state(pads, env, a, n, live),)
         for p in range(BOOST_PAD_COUNT):
-            pad_pos, is_big = boost_pads.load_pad(pad_table_ptr, p)
+            is_big = boost_pads.load_pad(pad_table_ptr, p)[1]
             was_active, old_cooldown, old_prev = ahead[0]
             later = ()
             for a in tl.static_range(1, PADS_AHEAD):
@@ -1221,9 +1219,7 @@ def update_pads(
             upcoming = live & (p < BOOST_PAD_COUNT - PADS_AHEAD)
             ahead = later + (load_pad_state(pads, env, p + PADS_AHEAD, n, upcoming),)
             is_active, cooldown = boost_pads.pre_tick_update(old_cooldown, tick_time)
-            locked = boost_pads.check_collision(
-                old_prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS
-            )
+            locked = boost_pads.check_collision(old_prev, p, cars_pad, NUM_CARS)
             is_active, cooldown, prev, pickup, amount = boost_pads.post_tick_update(
                 is_active, cooldown, locked, is_big, boost_pad_cooldown_big, boost_pad_cooldown_small
             )
@@ -1508,7 +1504,7 @@ BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_sin
 GAME_NAMES = ("tick_count", "game_ints")
 CAR_NAMES = ("contact_id", "tick_count_since_update", "ints", "order")
 PAD_NAMES = ("pad_is_active", "pad_cooldown", "pad_prev_locked_car_id")
-TABLE_NAMES = ("car_table", "pad_table", "hitbox_table", "respawn_spawns", "kickoff_spawns")
+TABLE_NAMES = ("car_table", "pad_table", "hitbox_table", "respawn_spawns", "kickoff_spawns", "pad_cells")
 
 
 def ball_grid(world: World) -> ArenaMesh:
@@ -1753,6 +1749,7 @@ def _tables(world: World, mesh: ArenaMesh) -> list[torch.Tensor]:
                 car_contacts.hitbox_table(world.cars),
                 rules.spawn_rows(world.game.respawn_spawns),
                 rules.spawn_rows(world.game.kickoff_spawns),
+                boost_pads.pad_cells(world.pads, world.cars.hitbox),
             ],
         )
     return _TABLES[key][1]

@@ -4,6 +4,9 @@ same order.
 A pad's state is (is_active, cooldown, prev_locked_car_id) per lane; `kernels/arena.py` walks the 34
 pads of each lane's arena once per tick, after the cars' physics (the cooldown's pre-tick count
 down reads nothing the physics writes, so it joins the walk), with the pads' state in memory.
+Pads stand at least 1,061 UU apart and a car reaches at most about 360 UU to touch one, so a car can
+touch one pad at most on a tick: each car finds that pad before the walk (`pad_near`, from the table
+`pad_cells`) and tests it alone (`car_pad_tests`), and the walk compares indices (`check_collision`).
 Lengths are in Bullet units where RocketSim tests in them; the float32 constants below are the
 reference's tensors' values (each product rounded as PyTorch rounds it).
 """
@@ -14,8 +17,9 @@ import numpy as np
 import torch
 
 from nitro.envs.soccar import constants as C
+from nitro.envs.soccar.car_config import CarHitbox
 from nitro.envs.soccar.kernels import constexpr, jit, tl
-from nitro.envs.soccar.kernels.vec import load_uniform
+from nitro.envs.soccar.kernels.vec import load, load_uniform
 from nitro.envs.soccar.state import BoostPadConfig
 
 _f32 = np.float32
@@ -40,11 +44,68 @@ AMOUNT_BIG = constexpr(C.BOOST_PAD_AMOUNT_BIG)
 AMOUNT_SMALL = constexpr(C.BOOST_PAD_AMOUNT_SMALL)
 PAD_TABLE_WIDTH = constexpr(4)
 """Floats per pad in `pad_table`: the centre (UU) and is_big (0 / 1)."""
+PAD_CELL = constexpr(128.0)
+"""The side (UU) of `pad_cells`' square cells, in x and y."""
+PAD_CELLS_X0 = constexpr(-4608.0)
+PAD_CELLS_Y0 = constexpr(-5632.0)
+"""The corner (UU) of `pad_cells`' grid, which spans the field: 9,216 x 11,264 UU."""
+PAD_CELLS_X = constexpr(72)
+PAD_CELLS_Y = constexpr(88)
+REACH_MARGIN = 8.0
+"""UU added to a car's reach in `pad_cells`, for the rounding of the tests in BT and of a rotation
+matrix's rows about unit length."""
 
 
 def pad_table(config: BoostPadConfig) -> torch.Tensor:
     """The pads as the kernels read them: [34, PAD_TABLE_WIDTH] float32."""
     return torch.cat((config.pos, config.is_big[:, None].float()), 1).contiguous()
+
+
+def car_reach(config: BoostPadConfig, hitbox: CarHitbox) -> torch.Tensor:
+    """How far (UU, in x and y) from a pad's centre the origin of a car with these hitboxes can be
+    while the car touches the pad, per pad [34]: within the pickup cylinder, or with its AABB over the
+    pad's box. A car's AABB (`car_aabb`) sits within its origin plus |local centre| + |local half
+    extents| on each axis, a rotation's rows being unit vectors; the box test holds within box radius
+    plus that on x and on y, so within sqrt(2) times it in the plane."""
+    local_center = 0.5 * (hitbox.local_max + hitbox.local_min)
+    local_half = 0.5 * (hitbox.local_max - hitbox.local_min)
+    car = local_center.norm(dim=-1) + local_half.norm(dim=-1)
+    car = float(car.max()) * C.BT_TO_UU if car.numel() else 0.0  # sync-ok: once per World
+    cylinder = torch.where(config.is_big, C.BOOST_PAD_CYL_RAD_BIG, C.BOOST_PAD_CYL_RAD_SMALL)
+    box = torch.where(config.is_big, C.BOOST_PAD_BOX_RAD_BIG, C.BOOST_PAD_BOX_RAD_SMALL)
+    return torch.maximum(cylinder, (box + car) * 2**0.5) + REACH_MARGIN
+
+
+def pad_cells(config: BoostPadConfig, hitbox: CarHitbox) -> torch.Tensor:
+    """Which pad a car whose origin lies in each cell of the field may touch (`pad_near`): the one pad
+    whose reach (`car_reach`) meets the cell, -1 for none; [PAD_CELLS_Y, PAD_CELLS_X] int8. Raises
+    ValueError where a cell meets two pads' reach or a pad's reach leaves the grid (pads other than
+    RocketSim's)."""
+    reach = car_reach(config, hitbox).cpu().double()  # sync-ok: once per World
+    pos = config.pos[:, :2].cpu().double()
+    lo = torch.tensor([PAD_CELLS_X0.value, PAD_CELLS_Y0.value], dtype=torch.float64)
+    hi = lo + PAD_CELL.value * torch.tensor([PAD_CELLS_X.value, PAD_CELLS_Y.value], dtype=torch.float64)
+    outside = ((pos - reach[:, None] < lo) | (pos + reach[:, None] > hi)).any(1)
+    if bool(outside.any()):
+        raise ValueError(
+            f"boost pad {int(outside.nonzero()[0])} at {pos[outside][0].tolist()} UU reaches beyond the fused "
+            f"tick's pad grid, x from {lo[0]:.0f} and y from {lo[1]:.0f} UU over {hi[0] - lo[0]:.0f} x "
+            f"{hi[1] - lo[1]:.0f} UU; use RocketSim's soccar pads (BoostPadConfig.soccar) or the eager tick"
+        )
+    x = lo[0] + PAD_CELL.value * torch.arange(PAD_CELLS_X.value, dtype=torch.float64)
+    y = lo[1] + PAD_CELL.value * torch.arange(PAD_CELLS_Y.value, dtype=torch.float64)
+    # each pad's distance to the nearest point of each cell [34, cells y, cells x]
+    dx = (torch.maximum(x - pos[:, :1], pos[:, :1] - (x + PAD_CELL.value)).clamp_min(0))[:, None, :]
+    dy = (torch.maximum(y - pos[:, 1:], pos[:, 1:] - (y + PAD_CELL.value)).clamp_min(0))[:, :, None]
+    meets = dx * dx + dy * dy <= (reach * reach)[:, None, None]
+    if bool((meets.sum(0) > 1).any()):
+        raise ValueError(
+            "two boost pads stand within reach of one car (`car_reach`), which the fused tick's pad walk "
+            "does not take; use RocketSim's soccar pads (BoostPadConfig.soccar) or the eager tick"
+        )
+    index = torch.arange(len(reach), dtype=torch.int64)[:, None, None]
+    cells = torch.where(meets, index, -1).amax(0)
+    return cells.to(torch.int8).to(config.pos.device).contiguous()
 
 
 @jit
@@ -92,9 +153,10 @@ def car_aabb(pos, rot_mat, local_min, local_max):
 
 
 @jit
-def check_collide(was_locked, pad_pos, is_big, car_pos, car_min, car_max):
-    """BoostPad::_CheckCollide of one car: its origin in the pad's cylinder, or, for the car the pad
-    was locked to on the previous tick, its AABB against the pad's box (BT)."""
+def check_collide(pad_pos, is_big, car_pos, car_min, car_max):
+    """BoostPad::_CheckCollide of one car, both of its tests (BT): (its origin in the pad's cylinder,
+    its AABB against the pad's box), the second for the car the pad was locked to on the previous
+    tick."""
     pad_bt = (pad_pos[0] * UU_TO_BT, pad_pos[1] * UU_TO_BT, pad_pos[2] * UU_TO_BT)
     car_bt = (car_pos[0] * UU_TO_BT, car_pos[1] * UU_TO_BT, car_pos[2] * UU_TO_BT)
     dx = car_bt[0] - pad_bt[0]
@@ -107,20 +169,46 @@ def check_collide(was_locked, pad_pos, is_big, car_pos, car_min, car_max):
     in_box = (box_max[0] > car_min[0]) & (box_min[0] < car_max[0])
     in_box = in_box & (box_max[1] > car_min[1]) & (box_min[1] < car_max[1])
     in_box = in_box & (box_max[2] > car_min[2]) & (box_min[2] < car_max[2])
-    return tl.where(was_locked, in_box, in_cylinder)
+    return in_cylinder, in_box
 
 
 @jit
-def check_collision(prev_locked_car_id, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS: tl.constexpr):
-    """BoostPadGrid::CheckCollision + BoostPad::_CheckCollide of one pad against every car: the car
-    it is locked to this tick as index + 1, 0 for none (the last colliding car wins)."""
+def pad_near(pad_cells_ptr, car_pos, live):
+    """The one pad a car at ``car_pos`` (UU) may touch (`pad_cells`), -1 for none."""
+    x = tl.floor((car_pos[0] - PAD_CELLS_X0) * (1.0 / PAD_CELL)).to(tl.int32)
+    y = tl.floor((car_pos[1] - PAD_CELLS_Y0) * (1.0 / PAD_CELL)).to(tl.int32)
+    inside = live & (x >= 0) & (x < PAD_CELLS_X) & (y >= 0) & (y < PAD_CELLS_Y)
+    return tl.load(pad_cells_ptr + y * PAD_CELLS_X + x, mask=inside, other=-1).to(tl.int32)
+
+
+@jit
+def car_pad_tests(pad_cells_ptr, pad_table_ptr, car_pos, car_min, car_max, car_tested, live):
+    """BoostPadGrid::CheckCollision + BoostPad::_CheckCollide of one car against the one pad it may
+    touch (`pad_near`): (that pad or -1, whether it collides as a car the pad was not locked to on the
+    previous tick, whether as the car it was locked to)."""
+    pad = pad_near(pad_cells_ptr, car_pos, live)
+    has = pad >= 0
+    at = pad_table_ptr + tl.where(has, pad, 0) * PAD_TABLE_WIDTH
+    pad_pos = load(at, has, (0.0, 0.0, 0.0))
+    is_big = tl.load(at + 3, mask=has, other=0.0) != 0
     pad_cell = grid_cell(pad_pos)
+    cell = grid_cell(car_pos)
+    near = (tl.abs(cell[0] - pad_cell[0]) <= 1) & (tl.abs(cell[1] - pad_cell[1]) <= 1)
+    in_cylinder, in_box = check_collide(pad_pos, is_big, car_pos, car_min, car_max)
+    candidate = has & near & car_tested
+    return pad, candidate & in_cylinder, candidate & in_box
+
+
+@jit
+def check_collision(prev_locked_car_id, p, cars_pad, NUM_CARS: tl.constexpr):
+    """BoostPadGrid::CheckCollision + BoostPad::_CheckCollide of pad ``p`` against every car, from each
+    car's `car_pad_tests`: the car it is locked to this tick as index + 1, 0 for none (the last
+    colliding car wins)."""
     locked = prev_locked_car_id * 0
     for c in tl.static_range(NUM_CARS):
-        cell = grid_cell(cars_pos[c])
-        near = (tl.abs(cell[0] - pad_cell[0]) <= 1) & (tl.abs(cell[1] - pad_cell[1]) <= 1)
-        colliding = check_collide(prev_locked_car_id == c + 1, pad_pos, is_big, cars_pos[c], cars_min[c], cars_max[c])
-        locked = tl.where(near & cars_tested[c] & colliding, c + 1, locked)
+        pad, in_cylinder, in_box = cars_pad[c]
+        colliding = (pad == p) & tl.where(prev_locked_car_id == c + 1, in_box, in_cylinder)
+        locked = tl.where(colliding, c + 1, locked)
     return locked
 
 

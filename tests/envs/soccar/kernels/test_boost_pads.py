@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from nitro.envs.soccar import boost_pads as reference
-from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import boost_pads as twin
 from nitro.envs.soccar.kernels.vec import load, load_uniform
 from nitro.envs.soccar.mutators import MutatorConfig, TickParams
@@ -23,16 +22,13 @@ PARAMS = TickParams.from_mutators(MutatorConfig(), float(torch.tensor(1 / 120, d
 
 @triton.jit
 def pads_kernel(
-    pos_ptr, rot_ptr, boost_ptr, demoed_ptr, local_ptr, pad_table_ptr, active_ptr, cooldown_ptr, locked_ptr,
+    pos_ptr, rot_ptr, boost_ptr, demoed_ptr, local_ptr, pad_table_ptr, pad_cells_ptr, active_ptr, cooldown_ptr, locked_ptr,
     aabb_ptr, out_boost_ptr, pickup_ptr, n, tick_time, cooldown_big, cooldown_small,
     NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
-    cars_pos = ()
-    cars_min = ()
-    cars_max = ()
-    cars_tested = ()
+    cars_pad = ()
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
         pos = load(pos_ptr + row * 3, live, (0.0, 0.0, 0.0))
@@ -40,10 +36,8 @@ def pads_kernel(
         rot = rot + (load(rot_ptr + row * 9 + 6, live, (0.0, 0.0, 1.0)),)
         lo, hi = twin.car_aabb(pos, rot, load_uniform(local_ptr + c * 6), load_uniform(local_ptr + c * 6 + 3))
         boost = tl.load(boost_ptr + row, mask=live, other=0.0)
-        cars_pos = cars_pos + (pos,)
-        cars_min = cars_min + (lo,)
-        cars_max = cars_max + (hi,)
-        cars_tested = cars_tested + (twin.tested(pos, tl.load(demoed_ptr + row, mask=live, other=0) != 0, boost),)
+        tested = twin.tested(pos, tl.load(demoed_ptr + row, mask=live, other=0) != 0, boost)
+        cars_pad = cars_pad + (twin.car_pad_tests(pad_cells_ptr, pad_table_ptr, pos, lo, hi, tested, live),)
         for i in tl.static_range(3):
             tl.store(aabb_ptr + row * 6 + i, lo[i], mask=live)
             tl.store(aabb_ptr + row * 6 + 3 + i, hi[i], mask=live)
@@ -53,11 +47,11 @@ def pads_kernel(
         given = given + (tl.zeros([BLOCK], dtype=tl.float32),)
         pickup_pad = pickup_pad + (tl.full([BLOCK], -1, tl.int32),)
     for p in tl.static_range(34):
-        pad_pos, is_big = twin.load_pad(pad_table_ptr, p)
+        is_big = twin.load_pad(pad_table_ptr, p)[1]
         cooldown = tl.load(cooldown_ptr + lane * 34 + p, mask=live, other=0.0)
         prev = tl.load(locked_ptr + lane * 34 + p, mask=live, other=0)
         is_active, cooldown = twin.pre_tick_update(cooldown, tick_time)
-        locked = twin.check_collision(prev, pad_pos, is_big, cars_pos, cars_min, cars_max, cars_tested, NUM_CARS)
+        locked = twin.check_collision(prev, p, cars_pad, NUM_CARS)
         is_active, cooldown, prev, pickup, amount = twin.post_tick_update(
             is_active, cooldown, locked, is_big, cooldown_big, cooldown_small
         )
@@ -97,7 +91,7 @@ def test_pads_match_the_reference(num_cars):
     local = torch.cat((params.hitbox.local_min, params.hitbox.local_max), 1).contiguous()
     pads_kernel[programs(n)](
         flat(cars.pos), flat(cars.rot_mat), flat(cars.boost), flat(cars.is_demoed), local,
-        twin.pad_table(config), active, cooldown, prev, aabb, boost, pickup, n, PARAMS.tick_time,
+        twin.pad_table(config), twin.pad_cells(config, params.hitbox), active, cooldown, prev, aabb, boost, pickup, n, PARAMS.tick_time,
         PARAMS.boost_pad_cooldown_big, PARAMS.boost_pad_cooldown_small, NUM_CARS=num_cars, BLOCK=BLOCK,
     )  # fmt: skip
     assert_close(aabb[..., :3], lo, atol=1e-5)  # BT: a few ulps of ~100 BT
@@ -108,3 +102,5 @@ def test_pads_match_the_reference(num_cars):
     assert_same(pickup, expected_pickup)
     assert_close(boost, expected_cars.boost, atol=0.0)
     assert bool((expected_pickup >= 0).any()) and bool((locked > 0).any())  # the sample picks pads up
+
+
