@@ -18,7 +18,7 @@ from nitro.envs.soccar.kernels.arena_mesh import cell_candidates
 from nitro.envs.soccar.kernels.box_contacts import box_radius, box_triangle_separation
 from nitro.envs.soccar.kernels.gjk_pair_detector import gjk_closest_points
 from nitro.envs.soccar.kernels.internal_edge import adjust_internal_edge_contacts
-from nitro.envs.soccar.kernels.manifolds import add_manifold_point, fill4, fill16, point_at
+from nitro.envs.soccar.kernels.manifolds import add_manifold_point, fill4, fill16, in_slot
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec
 from nitro.envs.soccar.kernels.sequential_impulse import row_impulse, setup_rows, simd_dot3
 from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
@@ -581,88 +581,112 @@ def solve_car_world(
     contacts, rot_mat, vel, ang_vel, ext_v, ext_w, inv_inertia_local, car_world_friction, car_world_restitution,
     tick_time, start, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """`car_contacts.solve_car_world` for one car (``inv_inertia_local``: `load_inv_inertia`'s, BT): Bullet's solve of its arena points alone (split
-    impulse, then the normal and friction rows), in registers, the rows set up again where each
-    sweep reads them, starting from ``start``'s (dv, dw, push, turn) (BT: `solve_bodies`' for the car).
-    Returns the `BodySolve` tuple (dv, dw, push_v, push_w UU and rad/s,
-    has_world_contact, world_contact_normal)."""
+    """`car_contacts.solve_car_world` for one car (``inv_inertia_local``: `load_inv_inertia`'s, BT): Bullet's
+    solve of its arena points alone (split impulse, then the normal and friction rows), in registers,
+    starting from ``start``'s (dv, dw, push, turn) (BT: `solve_bodies`' for the car). Each sweep walks the
+    manifolds in a runtime loop and each one's 4 points unrolled, a row set up again where a sweep reads
+    it (`world_row`) and skipped where no lane of the block holds it: the code holds 4 rows per sweep,
+    not 16, and fits the instruction cache. Returns the `BodySolve` tuple (dv, dw, push_v, push_w UU and
+    rad/s, has_world_contact, world_contact_normal)."""
     manifolds, has_contact, contact_normal = contacts
-    count, offset, normal, depth = manifolds[1], manifolds[2], manifolds[4], manifolds[5]
+    count = manifolds[1]
     zero = tl.zeros([BLOCK], tl.float32)
-    zero3 = (zero, zero, zero)
     m = inv_inertia_world(rot_mat, inv_inertia_local)
     body_a = (scale(vel, UU_TO_BT), ang_vel, scale(ext_v, UU_TO_BT), ext_w, INV_MASS, m[0] + m[1] + m[2])
-    body_b = (zero3, zero3, zero3, zero3, 0.0, (zero, zero, zero, zero, zero, zero, zero, zero, zero))
-    static_b = count[0] >= 0  # the arena, in every lane
-    inv_dt = 1.0 / tick_time
-    held = ()
-    used = ()
-    for k in tl.static_range(16):
-        held = held + ((k % 4) < count[k // 4],)
-        used = used + (tl.max(held[k].to(tl.int32), axis=0) > 0,)
+    body = (body_a, 1.0 / tick_time, car_world_friction, car_world_restitution)
     dv, dw, push, turn = start
     if tl.max(has_contact.to(tl.int32), axis=0) > 0:
         applied = fill16(zero)
         for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
-            for k in tl.static_range(16):
-                if used[k]:
-                    row, push_rhs, friction_row = setup_rows(
-                        where(held[k], point_at(normal, k), (0.0, 0.0, 1.0)), point_at(offset, k), zero3, depth[k],
-                        car_world_friction, car_world_restitution, static_b, body_a, body_b, inv_dt, SOLVER_ERP2,
-                        RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
-                    )  # fmt: skip
-                    on = held[k] & (push_rhs != 0)
-                    n_, torque_a, angular_a, jac = row[0], row[1], row[2], row[6]
-                    delta = push_rhs - (simd_dot3(n_, push) + simd_dot3(torque_a, turn)) * jac
-                    total = applied[k] + delta
-                    below = total < 0
-                    delta = tl.where(on, tl.where(below, 0.0 - applied[k], delta), 0.0)
-                    applied = applied[:k] + (tl.where(on, tl.where(below, 0.0, total), applied[k]),) + applied[k + 1 :]
-                    push = add(push, scale(scale(n_, INV_MASS), delta))
-                    turn = add(turn, scale(angular_a, delta))
+            for s in range(4):
+                slot = count[0] * 0 + s  # a tensor, as the loop's index is on the GPU (the interpreter's is an int)
+                for q in tl.static_range(4):
+                    held = q < pick(count, slot, 4)
+                    if tl.max(held.to(tl.int32), axis=0) > 0:
+                        row, push_rhs, _ = world_row(manifolds, held, slot, q, body)
+                        on = held & (push_rhs != 0)
+                        n_, torque_a, angular_a, jac = row[0], row[1], row[2], row[6]
+                        delta = push_rhs - (simd_dot3(n_, push) + simd_dot3(torque_a, turn)) * jac
+                        old = in_slot(applied, slot, q)
+                        total = old + delta
+                        below = total < 0
+                        delta = tl.where(on, tl.where(below, 0.0 - old, delta), 0.0)
+                        applied = put_point(applied, slot, q, tl.where(on, tl.where(below, 0.0, total), old))
+                        push = add(push, scale(scale(n_, INV_MASS), delta))
+                        turn = add(turn, scale(angular_a, delta))
         normal_applied = fill16(zero)
         friction_applied = fill16(zero)
         for sweep in range(ITERATIONS):  # every normal row, then every friction row
-            for k in tl.static_range(16):
-                if used[k]:
-                    row, push_rhs, friction_row = setup_rows(
-                        where(held[k], point_at(normal, k), (0.0, 0.0, 1.0)), point_at(offset, k), zero3, depth[k],
-                        car_world_friction, car_world_restitution, static_b, body_a, body_b, inv_dt, SOLVER_ERP2,
-                        RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
-                    )  # fmt: skip
-                    n_, torque_a, angular_a, jac, rhs = row[0], row[1], row[2], row[6], row[7]
-                    delta = rhs - (simd_dot3(n_, dv) + simd_dot3(torque_a, dw)) * jac
-                    total = normal_applied[k] + delta
-                    below = total < 0
-                    delta = tl.where(held[k], tl.where(below, 0.0 - normal_applied[k], delta), 0.0)
-                    new = tl.where(held[k], tl.where(below, 0.0, total), normal_applied[k])
-                    normal_applied = normal_applied[:k] + (new,) + normal_applied[k + 1 :]
-                    dv = add(dv, scale(scale(n_, INV_MASS), delta))
-                    dw = add(dw, scale(angular_a, delta))
-            for k in tl.static_range(16):
-                if used[k]:
-                    row, push_rhs, f_row = setup_rows(
-                        where(held[k], point_at(normal, k), (0.0, 0.0, 1.0)), point_at(offset, k), zero3, depth[k],
-                        car_world_friction, car_world_restitution, static_b, body_a, body_b, inv_dt, SOLVER_ERP2,
-                        RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
-                    )  # fmt: skip
-                    tangent, f_torque, f_angular, f_jac, f_rhs = f_row[0], f_row[1], f_row[2], f_row[6], f_row[7]
-                    limit = car_world_friction * normal_applied[k]
-                    delta = f_rhs - (simd_dot3(tangent, dv) + simd_dot3(f_torque, dw)) * f_jac
-                    old = friction_applied[k]
-                    total = old + delta
-                    below = total < -limit
-                    under = total < limit
-                    delta = tl.where(below, -limit - old, delta)
-                    new = tl.where(below, -limit, total)
-                    delta = tl.where(under, delta, limit - old)
-                    new = tl.where(under, new, limit)
-                    on = held[k] & (normal_applied[k] > 0)
-                    delta = tl.where(on, delta, 0.0)
-                    friction_applied = friction_applied[:k] + (tl.where(on, new, old),) + friction_applied[k + 1 :]
-                    dv = add(dv, scale(scale(tangent, INV_MASS), delta))
-                    dw = add(dw, scale(f_angular, delta))
+            for s in range(4):
+                slot = count[0] * 0 + s  # a tensor, as the loop's index is on the GPU (the interpreter's is an int)
+                for q in tl.static_range(4):
+                    held = q < pick(count, slot, 4)
+                    if tl.max(held.to(tl.int32), axis=0) > 0:
+                        row, _, _ = world_row(manifolds, held, slot, q, body)
+                        n_, torque_a, angular_a, jac, rhs = row[0], row[1], row[2], row[6], row[7]
+                        delta = rhs - (simd_dot3(n_, dv) + simd_dot3(torque_a, dw)) * jac
+                        old = in_slot(normal_applied, slot, q)
+                        total = old + delta
+                        below = total < 0
+                        delta = tl.where(held, tl.where(below, 0.0 - old, delta), 0.0)
+                        normal_applied = put_point(
+                            normal_applied, slot, q, tl.where(held, tl.where(below, 0.0, total), old)
+                        )
+                        dv = add(dv, scale(scale(n_, INV_MASS), delta))
+                        dw = add(dw, scale(angular_a, delta))
+            for s in range(4):
+                slot = count[0] * 0 + s  # a tensor, as the loop's index is on the GPU (the interpreter's is an int)
+                for q in tl.static_range(4):
+                    held = q < pick(count, slot, 4)
+                    if tl.max(held.to(tl.int32), axis=0) > 0:
+                        _, _, f_row = world_row(manifolds, held, slot, q, body)
+                        tangent, f_torque, f_angular, f_jac, f_rhs = f_row[0], f_row[1], f_row[2], f_row[6], f_row[7]
+                        limit = car_world_friction * in_slot(normal_applied, slot, q)
+                        delta = f_rhs - (simd_dot3(tangent, dv) + simd_dot3(f_torque, dw)) * f_jac
+                        old = in_slot(friction_applied, slot, q)
+                        total = old + delta
+                        below = total < -limit
+                        under = total < limit
+                        delta = tl.where(below, -limit - old, delta)
+                        new = tl.where(below, -limit, total)
+                        delta = tl.where(under, delta, limit - old)
+                        new = tl.where(under, new, limit)
+                        on = held & (in_slot(normal_applied, slot, q) > 0)
+                        delta = tl.where(on, delta, 0.0)
+                        friction_applied = put_point(friction_applied, slot, q, tl.where(on, new, old))
+                        dv = add(dv, scale(scale(tangent, INV_MASS), delta))
+                        dw = add(dw, scale(f_angular, delta))
     return scale(dv, BT_TO_UU), dw, scale(push, BT_TO_UU), turn, has_contact, contact_normal
+
+
+@jit
+def put_point(t, slot, q: tl.constexpr, value):
+    """The 16-tuple ``t`` with point ``q`` of manifold slot ``slot`` (per lane) set to ``value``."""
+    out = ()
+    for k in tl.static_range(16):
+        if k % 4 == q:
+            out = out + (tl.where(slot == k // 4, value, t[k]),)
+        else:
+            out = out + (t[k],)
+    return out
+
+
+@jit
+def world_row(manifolds, held, slot, q: tl.constexpr, body):
+    """The solver rows of point ``q`` of manifold slot ``slot`` against the arena (static, body B at
+    rest): `setup_rows`' (normal row, push rhs, friction row). ``body``: (car body as `setup_rows` takes
+    it, 1 / dt, friction, restitution)."""
+    offset, normal, depth = manifolds[2], manifolds[4], manifolds[5]
+    body_a, inv_dt, friction, restitution = body
+    zero = depth[0] * 0.0
+    zero3 = (zero, zero, zero)
+    n_ = (in_slot(normal[0], slot, q), in_slot(normal[1], slot, q), in_slot(normal[2], slot, q))
+    point_offset = (in_slot(offset[0], slot, q), in_slot(offset[1], slot, q), in_slot(offset[2], slot, q))
+    body_b = (zero3, zero3, zero3, zero3, 0.0, (zero, zero, zero, zero, zero, zero, zero, zero, zero))
+    return setup_rows(
+        where(held, n_, (0.0, 0.0, 1.0)), point_offset, zero3, in_slot(depth, slot, q), friction, restitution,
+        held | ~held, body_a, body_b, inv_dt, SOLVER_ERP2, RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
+    )  # fmt: skip
 
 
 # --- The contacts between bodies, solved alone ----------------------------------------------------
