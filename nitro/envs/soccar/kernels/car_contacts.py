@@ -559,10 +559,13 @@ def may_touch_arena(car_pos, rot_mat, hitbox, alive, arena, grid, NUM_PLANES: tl
         touch = touch | (plane_corner(center, rot_mat, half, plane_normals_ptr, plane_offsets_ptr, p)[2] < threshold)
     start, length = cell_candidates(center, alive, cell_start_ptr, grid[0], grid[1], grid[2])
     j = 0
+    tri = tl.load(cell_tris_ptr + start, mask=alive & ~touch & (length > 0), other=0)
     while tl.max((alive & ~touch & (j < length)).to(tl.int32), axis=0) > 0:
         valid = alive & ~touch & (j < length)
-        tri = tl.load(cell_tris_ptr + start + j, mask=valid, other=0)
+        # the next triangle's index read before this one's bounds are needed: one wait per triangle, not two
+        after = tl.load(cell_tris_ptr + start + j + 1, mask=valid & (j + 1 < length), other=0)
         touch = touch | in_reach(center, axes, half, threshold, tri, valid, tri_bounds_ptr)
+        tri = after
         j += 1
     return alive & touch
 
