@@ -23,7 +23,7 @@ from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_w
 from nitro.envs.soccar.kernels.sequential_impulse import row_impulse, setup_rows, simd_dot3
 from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.kernels.vec import (
-    add, dot, load, load_row, load_uniform, neg, pick, pick3, put, put3, scale, sub, where,
+    add, dot, load, load_row, load_uniform, neg, pick, pick3, put3, scale, sub, where,
 )
 from nitro.envs.soccar.vec import BOX_SUPPORT_TIE as _BOX_SUPPORT_TIE
 
@@ -697,7 +697,10 @@ BODY_ROW_WIDTH = constexpr(16)
 """Floats per contact row between bodies in `body_rows` (env-major, `solve_bodies`' order: each car's
 with the ball, then each pair's points): the normal from B into A (3), the point on A from A's
 origin (3), the point on B from B's (3), the depth, body A, body B (the ball 0, car c 1 + c), the
-friction, the restitution, two spare; BT."""
+friction, the restitution, then the impulses `solve_bodies` has applied on the row so far (written 0:
+the split impulse's, then the normal row's; the friction row's); BT."""
+APPLIED_AT = constexpr(14)
+"""Where a `body_rows` row's applied impulses sit (`BODY_ROW_WIDTH`)."""
 
 
 PAIR_COUNT_BITS = constexpr(3)
@@ -767,7 +770,7 @@ def _impulse(state, a, b, row, rhs, applied, lower, upper, on, inv_mass_a, inv_m
 @jit
 def _row(body_rows_ptr, row_index, on, bodies, tick_time, N: tl.constexpr, BLOCK: tl.constexpr):
     """Row ``row_index`` of `body_rows` set up (`setup_rows`): (bodies a and b, the normal row, its
-    push rhs, the friction row, the friction coefficient)."""
+    push rhs, the friction row, the friction coefficient, the row's two applied impulses)."""
     r = load_row(body_rows_ptr, row_index, on, BODY_ROW_WIDTH, BLOCK)
     a = r[10].to(tl.int32)
     b = r[11].to(tl.int32)
@@ -777,7 +780,7 @@ def _row(body_rows_ptr, row_index, on, bodies, tick_time, N: tl.constexpr, BLOCK
         normal, (r[3], r[4], r[5]), (r[6], r[7], r[8]), r[9], r[12], r[13], no_static, _body(bodies, a, N),
         _body(bodies, b, N), 1.0 / tick_time, SOLVER_ERP2, RESTITUTION_THRESHOLD_BT, FLOAT32_EPSILON, SQRT12,
     )  # fmt: skip
-    return a, b, row, push_rhs, friction_row, r[12]
+    return a, b, row, push_rhs, friction_row, r[12], (r[APPLIED_AT], r[APPLIED_AT + 1])
 
 
 @jit
@@ -792,53 +795,57 @@ def solve_bodies(
     ang_vel, ext_v, ext_w, inv_mass, inv_inertia), each a tuple over the NUM_BODIES bodies, BT. The
     rows are runtime loops (the code is one row's, whatever the team size), each row read and set
     up again where a sweep meets it, and skipped where no lane of the block holds it; the bodies'
-    deltas and the rows' impulses stay in registers. Returns (dv, dw, push, turn), each a tuple over
-    the bodies."""
+    deltas stay in registers, each row's applied impulses in the row (`APPLIED_AT`: read with it, a
+    select over the rows in registers cost a value per row per visit). Returns (dv, dw, push, turn),
+    each a tuple over the bodies."""
     zero = tl.zeros([BLOCK], tl.float32)
     zero3 = (zero, zero, zero)
     velocity = ()
     for j in tl.static_range(NUM_BODIES):
         velocity = velocity + (zero3,)
     dv, dw, push, turn = velocity, velocity, velocity, velocity
-    applied = ()
-    for i in tl.static_range(NUM_ROWS):
-        applied = applied + (zero,)
     if tl.max((live & (mask != 0)).to(tl.int32), axis=0) > 0:
-        pushed = applied
         for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
             for k in range(NUM_ROWS):
                 on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
-                    a, b, row, push_rhs, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
+                    a, b, row, push_rhs, _, _, applied = _row(
+                        body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK
+                    )
                     moved, new = _impulse(
-                        (push, turn), a, b, row, push_rhs, pick(pushed, k, NUM_ROWS), 0.0, 1e30, on & (push_rhs != 0),
+                        (push, turn), a, b, row, push_rhs, applied[0], 0.0, 1e30, on & (push_rhs != 0),
                         pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     push, turn = moved
-                    pushed = put(pushed, k, new, True, NUM_ROWS)
-        normal_applied = applied
-        friction_applied = applied
+                    tl.store(body_rows_ptr + (first_row + k) * BODY_ROW_WIDTH + APPLIED_AT, new, mask=on)
+        for k in range(NUM_ROWS):  # the normal rows start from no impulse
+            on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
+            tl.store(body_rows_ptr + (first_row + k) * BODY_ROW_WIDTH + APPLIED_AT, zero, mask=on)
         for sweep in range(ITERATIONS):  # every normal row, then every friction row
             for k in range(NUM_ROWS):
                 on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
-                    a, b, row, _, _, _ = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
+                    a, b, row, _, _, _, applied = _row(
+                        body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK
+                    )
                     moved, new = _impulse(
-                        (dv, dw), a, b, row, row[7], pick(normal_applied, k, NUM_ROWS), 0.0, 1e30, on,
+                        (dv, dw), a, b, row, row[7], applied[0], 0.0, 1e30, on,
                         pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     dv, dw = moved
-                    normal_applied = put(normal_applied, k, new, True, NUM_ROWS)
+                    tl.store(body_rows_ptr + (first_row + k) * BODY_ROW_WIDTH + APPLIED_AT, new, mask=on)
             for k in range(NUM_ROWS):
                 on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
-                    a, b, _, _, f_row, friction = _row(body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK)
-                    held = pick(normal_applied, k, NUM_ROWS)
+                    a, b, _, _, f_row, friction, applied = _row(
+                        body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK
+                    )
+                    held = applied[0]
                     limit = friction * held
                     moved, new = _impulse(
-                        (dv, dw), a, b, f_row, f_row[7], pick(friction_applied, k, NUM_ROWS), -limit, limit,
+                        (dv, dw), a, b, f_row, f_row[7], applied[1], -limit, limit,
                         on & (held > 0), pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     dv, dw = moved
-                    friction_applied = put(friction_applied, k, new, True, NUM_ROWS)
+                    tl.store(body_rows_ptr + (first_row + k) * BODY_ROW_WIDTH + APPLIED_AT + 1, new, mask=on)
     return dv, dw, push, turn
