@@ -128,18 +128,19 @@ def test_fused_ticks_with_wheels_on_bodies(monkeypatch):
 
     The reference runs with IEEE's sqrt (`twins.exact_sqrt`, as the interpreter computes it):
     PyTorch's CPU sqrt can be an ulp off, which moves a ray's hit on the ball by up to 0.01 BT."""
-    arena = wheels_on_bodies(ENVS, seed=4)
-    expected = tree.clone(arena.state)
-    fused = tree.clone(arena.state)
+    state = tree.to(wheels_on_bodies(ENVS, seed=4).state, DEVICE)  # drawn on the CPU, then moved
+    world = Arena(ENVS, blue=1, orange=1, seed=4, device=DEVICE).world
+    expected = tree.clone(state)
+    fused = tree.clone(state)
     g = torch.Generator().manual_seed(3)
     controls = torch.rand(ENVS, 2, 8, generator=g) * 2 - 1
     controls[..., 5:] = 0.0  # no jumps, boost or handbrake: the wheels stay on the bodies
     controls = controls.to(DEVICE)
-    launch_step_ticks_(fused, ArenaEvents.none(ENVS, 2, DEVICE), controls, arena.world, 2)
+    launch_step_ticks_(fused, ArenaEvents.none(ENVS, 2, DEVICE), controls, world, 2)
     with monkeypatch.context() as patch:
         patch.setattr(torch, "sqrt", exact_sqrt)
-        after_one, _ = stand_in_step_ticks(expected, ArenaEvents.none(ENVS, 2, DEVICE), controls, arena.world, 1)
-        expected, _ = stand_in_step_ticks(after_one, ArenaEvents.none(ENVS, 2, DEVICE), controls, arena.world, 1)
+        after_one, _ = stand_in_step_ticks(expected, ArenaEvents.none(ENVS, 2, DEVICE), controls, world, 1)
+        expected, _ = stand_in_step_ticks(after_one, ArenaEvents.none(ENVS, 2, DEVICE), controls, world, 1)
     on_body = after_one.cars.wheels_with_contact | expected.cars.wheels_with_contact
     assert int(on_body.sum()) > ENVS * 4  # the wheels do touch
     assert_cars_close(regroup(fused.cars, ENVS * 2, 1), regroup(expected.cars, ENVS * 2, 1))
