@@ -602,7 +602,7 @@ def solve_car_world(
         applied = fill16(zero)
         for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
             for s in range(4):
-                slot = count[0] * 0 + s  # a tensor, as the loop's index is on the GPU (the interpreter's is an int)
+                slot = slot_of(count, s)
                 for q in tl.static_range(4):
                     held = q < pick(count, slot, 4)
                     if tl.max(held.to(tl.int32), axis=0) > 0:
@@ -621,7 +621,7 @@ def solve_car_world(
         friction_applied = fill16(zero)
         for sweep in range(ITERATIONS):  # every normal row, then every friction row
             for s in range(4):
-                slot = count[0] * 0 + s  # a tensor, as the loop's index is on the GPU (the interpreter's is an int)
+                slot = slot_of(count, s)
                 for q in tl.static_range(4):
                     held = q < pick(count, slot, 4)
                     if tl.max(held.to(tl.int32), axis=0) > 0:
@@ -638,7 +638,7 @@ def solve_car_world(
                         dv = add(dv, scale(scale(n_, INV_MASS), delta))
                         dw = add(dw, scale(angular_a, delta))
             for s in range(4):
-                slot = count[0] * 0 + s  # a tensor, as the loop's index is on the GPU (the interpreter's is an int)
+                slot = slot_of(count, s)
                 for q in tl.static_range(4):
                     held = q < pick(count, slot, 4)
                     if tl.max(held.to(tl.int32), axis=0) > 0:
@@ -660,6 +660,13 @@ def solve_car_world(
                         dv = add(dv, scale(scale(tangent, INV_MASS), delta))
                         dw = add(dw, scale(f_angular, delta))
     return scale(dv, BT_TO_UU), dw, scale(push, BT_TO_UU), turn, has_contact, contact_normal
+
+
+@jit
+def slot_of(count, s):
+    """Manifold slot ``s`` of the solve's runtime loop as a per-lane tensor (the loop's index is a
+    scalar on the GPU, an int under the interpreter)."""
+    return count[0] * 0 + s
 
 
 @jit
