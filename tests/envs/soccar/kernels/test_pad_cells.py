@@ -12,6 +12,7 @@ from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.car_config import CarParams
 from nitro.envs.soccar.kernels import boost_pads as twin
 from nitro.envs.soccar.state import BoostPadConfig, BoostPadState, CarState
+from tests.envs.soccar.kernels.kernel_checks import random_rotations
 
 PRESETS = ("octane", "dominus", "plank", "breakout", "hybrid", "merc")
 
@@ -31,13 +32,7 @@ def test_pad_cells_name_every_pad_a_car_touches(preset):
     pad = torch.randint(0, C.BOOST_PAD_COUNT, (n, 1), generator=gen)
     offset = (torch.rand(n, 1, 3, generator=gen) * 2 - 1) * torch.tensor([400.0, 400.0, 120.0])
     cars.pos = config.pos[pad] + offset
-    q = torch.nn.functional.normalize(torch.randn(n, 1, 4, generator=gen), dim=-1)  # any orientation
-    w, x, y, z = q.unbind(-1)
-    cars.rot_mat = torch.stack((
-        torch.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
-        torch.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
-        torch.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), -1),
-    ), -2)  # fmt: skip
+    cars.rot_mat = random_rotations(n, seed=PRESETS.index(preset))[:, None]  # any orientation
     params = CarParams.build([preset], cpu)
     touched = torch.zeros(n, C.BOOST_PAD_COUNT, dtype=torch.bool)
     for prev in (0, 1):  # the car tested against the pads' cylinders, then against their boxes
