@@ -82,13 +82,15 @@ def pad_cells(config: BoostPadConfig, hitbox: CarHitbox) -> torch.Tensor:
     ValueError where a cell meets two pads' reach or a pad's reach leaves the grid (pads other than
     RocketSim's)."""
     reach = car_reach(config, hitbox).cpu().double()  # sync-ok: once per World
-    pos = config.pos[:, :2].cpu().double()
+    pos = config.pos[:, :2].cpu().double()  # sync-ok: once per World
     lo = torch.tensor([PAD_CELLS_X0.value, PAD_CELLS_Y0.value], dtype=torch.float64)
     hi = lo + PAD_CELL.value * torch.tensor([PAD_CELLS_X.value, PAD_CELLS_Y.value], dtype=torch.float64)
     outside = ((pos - reach[:, None] < lo) | (pos + reach[:, None] > hi)).any(1)
-    if bool(outside.any()):
+    if bool(outside.any()):  # sync-ok: once per World, on the CPU copy
+        first = int(outside.nonzero()[0])  # sync-ok: an error's message, on the CPU copy
+        where = pos[first].tolist()  # sync-ok: the same
         raise ValueError(
-            f"boost pad {int(outside.nonzero()[0])} at {pos[outside][0].tolist()} UU reaches beyond the fused "
+            f"boost pad {first} at {where} UU reaches beyond the fused "
             f"tick's pad grid, x from {lo[0]:.0f} and y from {lo[1]:.0f} UU over {hi[0] - lo[0]:.0f} x "
             f"{hi[1] - lo[1]:.0f} UU; use RocketSim's soccar pads (BoostPadConfig.soccar) or the eager tick"
         )
@@ -98,7 +100,7 @@ def pad_cells(config: BoostPadConfig, hitbox: CarHitbox) -> torch.Tensor:
     dx = (torch.maximum(x - pos[:, :1], pos[:, :1] - (x + PAD_CELL.value)).clamp_min(0))[:, None, :]
     dy = (torch.maximum(y - pos[:, 1:], pos[:, 1:] - (y + PAD_CELL.value)).clamp_min(0))[:, :, None]
     meets = dx * dx + dy * dy <= (reach * reach)[:, None, None]
-    if bool((meets.sum(0) > 1).any()):
+    if bool((meets.sum(0) > 1).any()):  # sync-ok: once per World, on the CPU copy
         raise ValueError(
             "two boost pads stand within reach of one car (`car_reach`), which the fused tick's pad walk "
             "does not take; use RocketSim's soccar pads (BoostPadConfig.soccar) or the eager tick"

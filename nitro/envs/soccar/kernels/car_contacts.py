@@ -791,6 +791,13 @@ def _row(body_rows_ptr, row_index, on, bodies, tick_time, N: tl.constexpr, BLOCK
 
 
 @jit
+def _store_applied(body_rows_ptr, row_index, column: tl.constexpr, value, on):
+    """Row ``row_index``'s applied impulse ``column`` (0: the split impulse's, then the normal row's; 1:
+    the friction row's; `APPLIED_AT`) where ``on``."""
+    tl.store(body_rows_ptr + row_index * BODY_ROW_WIDTH + APPLIED_AT + column, value, mask=on)
+
+
+@jit
 def solve_bodies(
     body_rows_ptr, first_row, live, mask, bodies, tick_time,
     NUM_ROWS: tl.constexpr, NUM_BODIES: tl.constexpr, POINTS: tl.constexpr, ITERATIONS: tl.constexpr,
@@ -824,10 +831,10 @@ def solve_bodies(
                         pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     push, turn = moved
-                    tl.store(body_rows_ptr + (first_row + k) * BODY_ROW_WIDTH + APPLIED_AT, new, mask=on)
+                    _store_applied(body_rows_ptr, first_row + k, 0, new, on)
         for k in range(NUM_ROWS):  # the normal rows start from no impulse
             on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
-            tl.store(body_rows_ptr + (first_row + k) * BODY_ROW_WIDTH + APPLIED_AT, zero, mask=on)
+            _store_applied(body_rows_ptr, first_row + k, 0, zero, on)
         for sweep in range(ITERATIONS):  # every normal row, then every friction row
             for k in range(NUM_ROWS):
                 on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
@@ -840,7 +847,7 @@ def solve_bodies(
                         pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     dv, dw = moved
-                    tl.store(body_rows_ptr + (first_row + k) * BODY_ROW_WIDTH + APPLIED_AT, new, mask=on)
+                    _store_applied(body_rows_ptr, first_row + k, 0, new, on)
             for k in range(NUM_ROWS):
                 on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
                 if tl.max(on.to(tl.int32), axis=0) > 0:
@@ -854,5 +861,5 @@ def solve_bodies(
                         on & (held > 0), pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
                     )  # fmt: skip
                     dv, dw = moved
-                    tl.store(body_rows_ptr + (first_row + k) * BODY_ROW_WIDTH + APPLIED_AT + 1, new, mask=on)
+                    _store_applied(body_rows_ptr, first_row + k, 1, new, on)
     return dv, dw, push, turn
