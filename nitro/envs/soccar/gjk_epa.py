@@ -32,18 +32,25 @@ def vec3(x: float, y: float, z: float, like: torch.Tensor) -> torch.Tensor:
     return torch.tensor((x, y, z), dtype=like.dtype, device=like.device).expand(*like.shape[:-1], 3)
 
 
+def fixed_loops() -> bool:
+    """Whether the per-lane loops run fixed counts and never read the device: under torch.compile, and
+    while a CUDA graph captures (the eager reference replayed from a graph, where a host read is an
+    error)."""
+    return torch.compiler.is_compiling() or (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+
+
 def loop_count(bound: int, static: int, like: torch.Tensor) -> int:
     """Iterations of a per-lane loop: Bullet's ``bound`` when eager (where `all_done` stops it when
-    every lane is done), else (compiled) the fixed ``static`` count."""
-    return static if torch.compiler.is_compiling() else bound
+    every lane is done), else (compiled or captured: `fixed_loops`) the fixed ``static`` count."""
+    return static if fixed_loops() else bound
 
 
 def all_done(mask: torch.Tensor) -> bool:
     """Whether no lane of ``mask`` is still running, checked when eager: free on the CPU; on CUDA the
     eager reference waits for the device here, which beats launching a GJK/EPA loop's every step
-    (a quarter million launches per tick). Compiled code runs the fixed counts and never waits; the
-    speed path on CUDA is the kernels'."""
-    if torch.compiler.is_compiling():
+    (a quarter million launches per tick). Compiled and captured code (`fixed_loops`) runs the fixed
+    counts and never waits; the speed path on CUDA is the kernels'."""
+    if fixed_loops():
         return False
     return not bool(mask.any())  # sync-ok: eager only (see above)
 

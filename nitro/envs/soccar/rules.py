@@ -68,7 +68,7 @@ def random_u32(seed: int, env: torch.Tensor, stream: int, counter: torch.Tensor)
 
     ``env`` and ``counter`` broadcast (int64); a draw depends only on (seed, env, stream, counter).
     """
-    h = hash32(env + hash32(torch.tensor(seed & MASK32, dtype=torch.int64, device=env.device)))
+    h = hash32(env + hash32(torch.full_like(env, seed & MASK32)))  # (no host tensor: CUDA graphs capture it)
     h = hash32(h ^ stream)
     return hash32(h ^ (counter & MASK32))
 

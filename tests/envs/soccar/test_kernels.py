@@ -209,6 +209,7 @@ def test_kernels_lower_for_the_gpu_with_compile_argument_types(mesh, monkeypatch
         "sphere_manifolds_kernel",
         "ray_cast_kernel",
         "box_contacts_kernel",
+        "wheel_rays_kernel",
         "pre_tick_kernel",
         "car_pairs_kernel",
         "collisions_kernel",

@@ -239,6 +239,14 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
 REGISTER_CAPS: dict[str, int] = {}
 """ptxas's register cap per thread of a stage kernel by its `pass_name` (`launch`; a step's own
 ``maxnreg`` comes first): fewer registers, more warps per SM, the rest spilled."""
+UNFUSED_PASSES = frozenset({"pre_tick_kernel (deferred)"})
+"""Stage kernels (by `pass_name`) compiled without contracting a multiply and an add into one FMA,
+which rounds once where the reference (PyTorch on the CPU, as RocketSim) rounds twice: the pre-tick's
+second pass casts the wheels' rays against the ball and the cars (`kernels/subsimplex_convex_cast`),
+whose hits turn on the last ulp. Measured on an H200, 4,096 rays at balls and at car boxes against
+the reference: with FMAs 30% and 15% moved by more than 1e-5 of their length (up to 0.25 BT); without,
+and with IEEE divisions and square roots, none (docs/FIDELITY.md). Eager launches only: torch.compile
+drops the option, as it does ``maxnreg``."""
 
 
 def pass_name(name: str, deferred) -> str:
@@ -251,8 +259,10 @@ def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int
     """``kernel`` over ``envs`` envs, ``block`` per program, times ``per_env`` (each car slot for the car
     kernels), its arguments picked by name from ``args``; or over ``args["programs"]`` programs where
     given (a pass taking one car per program)."""
-    maxnreg = maxnreg or REGISTER_CAPS.get(pass_name(kernel.fn.__name__, args.get("DEFERRED")), 0)
+    name = pass_name(kernel.fn.__name__, args.get("DEFERRED"))
+    maxnreg = maxnreg or REGISTER_CAPS.get(name, 0)
     cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
+    cap |= {"enable_fp_fusion": False} if name in UNFUSED_PASSES else {}
     named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
     programs = args.get("programs") or triton.cdiv(envs, block) * per_env
     settle_cache_keys(kernel)  # the same cache key in every process

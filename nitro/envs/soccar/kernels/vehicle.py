@@ -415,7 +415,9 @@ def ray_cast(
         on_body = body_hit[i] & (body_fraction[i] < ray_fraction[i])
         hit = ray_hit[i] & (~on_body) | on_body & body_responds[i]
         fraction = tl.where(on_body, body_fraction[i], ray_fraction[i])
-        hit_normal = where(on_body, normalized(where(on_body, body_normal[i], (1.0, 1.0, 1.0))), ray_normal[i])  # castRay's
+        hit_normal = ray_normal[i]
+        if BODIES:  # castRay's normal of a body's hit
+            hit_normal = where(on_body, normalized(where(on_body, body_normal[i], (1.0, 1.0, 1.0))), hit_normal)
         world = hit & (~on_body)
         point = where(hit, add(scale(hard_point[i], 1.0 - fraction), scale(target, fraction)), target)
         normal = where(hit, hit_normal, up)

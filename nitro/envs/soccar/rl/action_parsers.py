@@ -42,6 +42,8 @@ def lookup_table() -> tuple[tuple[float, ...], ...]:
 
 
 NUM_GROUND_ACTIONS = 24
+ENCODE_BITS = 12
+"""`LookupTableAction.encode` rounds controls to multiples of 2^-ENCODE_BITS before the nearest action."""
 
 
 @functools.lru_cache(maxsize=4)
@@ -85,9 +87,19 @@ class LookupTableAction:
     def encode(self, controls: torch.Tensor, state: SoccarState) -> torch.Tensor:
         """The action ids [N * C] nearest to ``controls`` [N, C, 8] (squared distance over the 8 controls,
         among the actions the mask allows; ties go to the lower id): how a scripted player's controls
-        become actions of this parser."""
+        become actions of this parser.
+
+        Ties are common (a saturated throttle of 1 lies as far from a row with 0 as from one with boost),
+        so the same controls must give the same distances on every device: the controls are rounded to
+        multiples of 2^-12 first (a CPU's and a GPU's, which differ by ulps, then agree), and the
+        squares are summed in one order (a reduction's order differs between devices)."""
         table = V.device_tensor(lookup_table(), controls.device)
-        distance = (controls.reshape(-1, 1, V.NUM_ACTIONS) - table).square().sum(-1)  # [N * C, 90]
+        grid = float(1 << ENCODE_BITS)
+        rounded = torch.round(controls.reshape(-1, 1, V.NUM_ACTIONS) * grid) / grid
+        square = (rounded - table).square()  # [N * C, 90, 8]
+        distance = square[..., 0]
+        for k in range(1, V.NUM_ACTIONS):
+            distance = distance + square[..., k]
         mask = self.action_mask(state)
         if mask is not None:
             distance = distance.masked_fill(~mask, torch.inf)

@@ -45,8 +45,10 @@ def test_cuda_matches_cpu_without_syncs():
 
 def test_bots_on_cuda_match_the_cpu_without_syncs():
     """Both scripted players and their lookup-table actions on CUDA: the CPU's controls (float32 atan2 and
-    norms may differ by a few ulp: 1e-5) and the same actions (a few ulp cannot move a nearest-action
-    choice off its row unless the controls sit on a boundary, which random states do not), no syncs."""
+    norms may differ by a few ulp: 1e-5) and the same actions (`LookupTableAction.encode` rounds the
+    controls to 2^-12 and sums in one order: its many ties, a saturated control as far from two rows,
+    break the same way; only controls within an ulp of an odd multiple of 2^-13 could differ, which
+    random states do not meet), no syncs."""
     from nitro.envs.soccar.rl.bots import BOTS
 
     state = random_state(64, 3, 3, seed=4)
