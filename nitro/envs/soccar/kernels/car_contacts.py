@@ -20,7 +20,7 @@ from nitro.envs.soccar.kernels.gjk_pair_detector import gjk_closest_points
 from nitro.envs.soccar.kernels.internal_edge import adjust_internal_edge_contacts
 from nitro.envs.soccar.kernels.manifolds import add_manifold_point, fill4, fill16, in_slot
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec
-from nitro.envs.soccar.kernels.sequential_impulse import row_impulse, setup_rows, simd_dot3
+from nitro.envs.soccar.kernels.sequential_impulse import clamp_impulse, row_impulse, setup_rows, simd_dot3
 from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.kernels.vec import (
     add, dot, load, load_row, load_uniform, neg, pick, pick3, put3, scale, sub, where,
@@ -611,10 +611,9 @@ def solve_car_world(
                         n_, torque_a, angular_a, jac = row[0], row[1], row[2], row[6]
                         delta = push_rhs - (simd_dot3(n_, push) + simd_dot3(torque_a, turn)) * jac
                         old = in_slot(applied, slot, q)
-                        total = old + delta
-                        below = total < 0
-                        delta = tl.where(on, tl.where(below, 0.0 - old, delta), 0.0)
-                        applied = put_point(applied, slot, q, tl.where(on, tl.where(below, 0.0, total), old))
+                        delta, new = clamp_impulse(old, delta, 0.0)
+                        delta = tl.where(on, delta, 0.0)
+                        applied = put_point(applied, slot, q, tl.where(on, new, old))
                         push = add(push, scale(scale(n_, INV_MASS), delta))
                         turn = add(turn, scale(angular_a, delta))
         normal_applied = fill16(zero)
@@ -629,12 +628,9 @@ def solve_car_world(
                         n_, torque_a, angular_a, jac, rhs = row[0], row[1], row[2], row[6], row[7]
                         delta = rhs - (simd_dot3(n_, dv) + simd_dot3(torque_a, dw)) * jac
                         old = in_slot(normal_applied, slot, q)
-                        total = old + delta
-                        below = total < 0
-                        delta = tl.where(held, tl.where(below, 0.0 - old, delta), 0.0)
-                        normal_applied = put_point(
-                            normal_applied, slot, q, tl.where(held, tl.where(below, 0.0, total), old)
-                        )
+                        delta, new = clamp_impulse(old, delta, 0.0)
+                        delta = tl.where(held, delta, 0.0)
+                        normal_applied = put_point(normal_applied, slot, q, tl.where(held, new, old))
                         dv = add(dv, scale(scale(n_, INV_MASS), delta))
                         dw = add(dw, scale(angular_a, delta))
             for s in range(4):
@@ -647,13 +643,7 @@ def solve_car_world(
                         limit = car_world_friction * in_slot(normal_applied, slot, q)
                         delta = f_rhs - (simd_dot3(tangent, dv) + simd_dot3(f_torque, dw)) * f_jac
                         old = in_slot(friction_applied, slot, q)
-                        total = old + delta
-                        below = total < -limit
-                        under = total < limit
-                        delta = tl.where(below, -limit - old, delta)
-                        new = tl.where(below, -limit, total)
-                        delta = tl.where(under, delta, limit - old)
-                        new = tl.where(under, new, limit)
+                        delta, new = clamp_impulse(old, delta, -limit, limit)
                         on = held & (in_slot(normal_applied, slot, q) > 0)
                         delta = tl.where(on, delta, 0.0)
                         friction_applied = put_point(friction_applied, slot, q, tl.where(on, new, old))

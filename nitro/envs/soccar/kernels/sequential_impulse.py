@@ -158,15 +158,23 @@ def row_impulse(row, rhs, applied, lower, upper, on, lin_a, ang_a, lin_b, ang_b)
     n_, torque_a, normal_b, torque_b, jac = row[0], row[1], row[3], row[4], row[6]
     d1 = simd_dot3(n_, lin_a) + simd_dot3(torque_a, ang_a)
     d2 = simd_dot3(normal_b, lin_b) + simd_dot3(torque_b, ang_b)
-    delta = (rhs - d1 * jac) - d2 * jac
+    delta, new = clamp_impulse(applied, (rhs - d1 * jac) - d2 * jac, lower, upper)
+    return tl.where(on, delta, 0.0), new
+
+
+@jit
+def clamp_impulse(applied, delta, lower, upper=None):
+    """A row's impulse ``delta`` with its sum over the solve clamped to ``lower`` (and ``upper``), as the
+    SSE2 rows clamp it: (the impulse to apply, the row's new applied impulse)."""
     total = applied + delta
     below = total < lower
     delta = tl.where(below, lower - applied, delta)
     new = tl.where(below, lower, total)
-    under = total < upper
-    delta = tl.where(under, delta, upper - applied)
-    new = tl.where(under, new, upper)
-    return tl.where(on, delta, 0.0), new
+    if upper is not None:
+        under = total < upper
+        delta = tl.where(under, delta, upper - applied)
+        new = tl.where(under, new, upper)
+    return delta, new
 
 
 @jit
