@@ -173,13 +173,17 @@ PARAM_NAMES = tuple(f.name for f in dataclasses.fields(TickParams))
 
 CAR_TICK_WIDTH = constexpr(16)
 """Floats per car in `car_tick`, what one tick's stage kernels hand each other: the pre-tick's force
-(3) and torque (3), whether the body is frozen this tick (demolished at its start), the callbacks'
-touched, demoed_by and bumped_by (-1 none), six spare (rows a power of two wide)."""
+(3) and torque (3), whether the body is frozen this tick (demolished at its start), one spare, the
+callbacks' touched, demoed_by and bumped_by (-1 none), one spare, the car step's test against the pads
+(`pad_tests_of`), two spare (rows a power of two wide)."""
 FORCE_AT = constexpr(0)
 TORQUE_AT = constexpr(3)
 FROZEN_AT = constexpr(6)
-TOUCHED_AT = constexpr(7)
+TOUCHED_AT = constexpr(8)
 """Where the callbacks' touched, demoed_by and bumped_by start, side by side."""
+PAD_TESTS_AT = constexpr(12)
+"""Where the car's pad, whether it is in the pad's cylinder and whether in its box start (`pad_tests_of`):
+with the callbacks', the columns `car_events_kernel` reads (8-14)."""
 
 
 def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
@@ -460,14 +464,14 @@ def store_car_tick(car_tick_ptr, row, live, force, torque, frozen, BLOCK: tl.con
     """A car's `car_tick` row as the pre-tick leaves it: no touch, no attacker yet (the callbacks
     write theirs)."""
     zero = force[0] * 0.0
-    values = force + torque + (frozen.to(tl.float32), zero, zero - 1.0, zero - 1.0)
-    store_row(car_tick_ptr, row, values + (zero, zero, zero, zero, zero, zero), live, CAR_TICK_WIDTH, BLOCK)
+    values = force + torque + (frozen.to(tl.float32), zero, zero, zero - 1.0, zero - 1.0)
+    store_row(car_tick_ptr, row, values + (zero, zero, zero, zero, zero), live, CAR_TICK_WIDTH, BLOCK)
 
 
 @jit
 def load_car_tick(car_tick_ptr, row, live, BLOCK: tl.constexpr):
     """What the physics reads of `store_car_tick`'s row: (force, torque, frozen)."""
-    v = load_row(car_tick_ptr, row, live, CAR_TICK_WIDTH, BLOCK)
+    v = load_columns(car_tick_ptr, row, live, CAR_TICK_WIDTH, FROZEN_AT + 1, 8, BLOCK)
     force = (v[FORCE_AT], v[FORCE_AT + 1], v[FORCE_AT + 2])
     torque = (v[TORQUE_AT], v[TORQUE_AT + 1], v[TORQUE_AT + 2])
     return force, torque, v[FROZEN_AT] != 0
@@ -896,7 +900,7 @@ def load_body_solve(body_solve_ptr, body_mask_ptr, env, body, live, NUM_CARS: tl
 def car_step_kernel(
     car_order_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
     deferred_ptr, deferred_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr,
-    world_pair_count_ptr, world_pair_slots_ptr, world_points_ptr,
+    world_pair_count_ptr, world_pair_slots_ptr, world_points_ptr, pad_table_ptr, pad_cells_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     n, spread_programs, tick_time, gravity_z, car_world_friction, car_world_restitution,
@@ -920,7 +924,7 @@ def car_step_kernel(
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     rows = (car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr)
     tables = (car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr, world_pair_count_ptr,
-              world_pair_slots_ptr, world_points_ptr)  # fmt: skip
+              world_pair_slots_ptr, world_points_ptr, pad_table_ptr, pad_cells_ptr)  # fmt: skip
     arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                      plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
     arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
@@ -956,7 +960,7 @@ def car_step(
     (`car_contacts.untouched`), and defers the others."""
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr = rows
     car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr, world_pair_count_ptr, world_pair_slots_ptr, \
-        world_points_ptr = tables
+        world_points_ptr, pad_table_ptr, pad_cells_ptr = tables
     tick_time, gravity_z, car_world_friction, car_world_restitution = params
     start = load_body_solve(body_solve_ptr, body_mask_ptr, env, 1 + slot, live, NUM_CARS, BLOCK)
     moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
@@ -1000,8 +1004,25 @@ def car_step(
     store_car_and_hit_info(
         car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
     )
+    pad_tests = pad_tests_of(car, hitbox, pad_cells_ptr, pad_table_ptr, live)  # for `car_events_kernel`
+    store_columns(car_tick_ptr + PAD_TESTS_AT, row, pad_tests, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
     if not DEFERRED:
         store_deferred(deferred_ptr, env, slot, deferral, n)
+
+
+@jit
+def pad_tests_of(car, hitbox, pad_cells_ptr, pad_table_ptr, live):
+    """BoostPadGrid::CheckCollision's test of a car as its tick ends, against the one pad it may touch
+    (`boost_pads.car_pad_tests`, from its AABB; ``hitbox``: `car_contacts.load_hitbox`'s), as floats for
+    `car_tick`: (that pad or -1, in its cylinder, in its box). The car step has the car in registers;
+    `car_events_kernel` then reads three columns instead of the car's row."""
+    inner, margin, offset, _ = hitbox
+    extent = add(inner, (margin, margin, margin))
+    lo, hi = boost_pads.car_aabb(car[0], car[1], sub(offset, extent), add(offset, extent))
+    pad, in_cylinder, in_box = boost_pads.car_pad_tests(
+        pad_cells_ptr, pad_table_ptr, car[0], lo, hi, boost_pads.tested(car[0], car[28], car[16]), live
+    )
+    return pad.to(tl.float32), in_cylinder.to(tl.float32), in_box.to(tl.float32)
 
 
 @stage_jit
@@ -1094,6 +1115,7 @@ def ball_and_rules_kernel(
         g[3],
     )
     goal_tick, goals = g[4], g[5].to(tl.int32)  # goals: bit 0 blue, bit 1 orange
+    pads_busy = g[PADS_BUSY_AT]  # (`car_events_kernel`'s)
     k = 0
     while k < tl.cast(ticks, tl.int32):
         sleeping = update_sleeping(vel, ang_vel)  # 1.
@@ -1142,6 +1164,7 @@ def ball_and_rules_kernel(
             velocity_impulse_cache = where(kickoff, (zero, zero, zero), velocity_impulse_cache)
             tick_count_since_update = tl.where(kickoff, 0, tick_count_since_update)
             kickoff_count += kickoff.to(tl.int64)
+            pads_busy = tl.where(kickoff, 0, pads_busy)  # every pad idle
         k += 1
     store(pos_ptr + lane * 3, pos, mask=live)
     store(vel_ptr + lane * 3, vel, mask=live)
@@ -1156,108 +1179,116 @@ def ball_and_rules_kernel(
         scored_last_tick.to(tl.int64),
         kickoff_count,
     )
-    game_ints = game_ints + (goal_tick, goals.to(tl.int64), zero, zero)
+    game_ints = game_ints + (goal_tick, goals.to(tl.int64), pads_busy, zero)
     store_row(game_ints_ptr, lane, game_ints, live, GAME_WIDTH, BLOCK)
 
 
 @stage_jit
 def car_events_kernel(
-    car_rows_ptr, car_ints_ptr, car_tick_ptr, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr,
-    pad_table_ptr, pad_cells_ptr, hitbox_table_ptr, n, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small,
+    car_rows_ptr, car_ints_ptr, car_tick_ptr, game_ints_ptr, pad_is_active_ptr, pad_cooldown_ptr,
+    pad_prev_locked_car_id_ptr, pad_table_ptr, n, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small,
     NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stages 3. and 7. and the cars' events, one env per lane, after `car_step_kernel`: each pad's
-    cooldown, the car it is locked to and the boost it gives (`update_pads`), each car's boost into its
-    row; then each car's events so far in its `car_ints` row with this tick's callbacks (`car_tick`)
-    and pickup folded in (`fold_car_events`). A kernel apart from the ball's, whose registers would
-    limit how many envs wait on the pads' memory at once."""
+    cooldown, the car it is locked to and the boost it gives (`update_pads`), from each car's test
+    against the pads (`pad_tests_of`, in `car_tick`), the boost into the rows of the cars given some;
+    then each car's events so far in its `car_ints` row with this tick's callbacks (`car_tick`) and
+    pickup folded in (`fold_car_events`). A kernel apart from the ball's, whose registers would limit
+    how many envs wait on the pads' memory at once."""
     lane, live, env = env_lanes(n, BLOCK)
-    cars = ()
+    ticks = ()  # each car's callbacks and pad tests
     for c in tl.static_range(NUM_CARS):
-        cars = cars + (load_pad_car(car_rows_ptr, lane * NUM_CARS + c, live, BLOCK),)
-    boosts, pickup_pad = update_pads(
-        cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
-        pad_cells_ptr, hitbox_table_ptr, f32(tick_time), f32(boost_pad_cooldown_big), f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
+        ticks = ticks + (load_columns(car_tick_ptr + TOUCHED_AT, lane * NUM_CARS + c, live, CAR_TICK_WIDTH, 7, 8, BLOCK),)
+    cars_pad = ()
+    for c in tl.static_range(NUM_CARS):
+        t = ticks[c][PAD_TESTS_AT - TOUCHED_AT :]
+        cars_pad = cars_pad + ((t[0].to(tl.int32), t[1] != 0, t[2] != 0),)
+    busy_at = game_ints_ptr + lane * GAME_WIDTH + PADS_BUSY_AT
+    given, pickup_pad, busy = update_pads(
+        cars_pad, tl.load(busy_at, mask=live, other=0), env, n, live, pad_is_active_ptr, pad_cooldown_ptr,
+        pad_prev_locked_car_id_ptr, pad_table_ptr, f32(tick_time), f32(boost_pad_cooldown_big),
+        f32(boost_pad_cooldown_small), NUM_CARS, BLOCK,
     )  # fmt: skip
+    tl.store(busy_at, busy, mask=live)
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        tl.store(car_rows_ptr + row * CAR_WIDTH + BOOST_AT, boosts[c], mask=live)
-        callbacks = load_columns(car_tick_ptr + TOUCHED_AT, row, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
+        picked = live & (given[c] > 0)  # (few cars a tick: the others' rows are not read)
+        boost_at = car_rows_ptr + row * CAR_WIDTH + BOOST_AT
+        tl.store(boost_at, boost_pads.give_boost(tl.load(boost_at, mask=picked, other=0.0), given[c]), mask=picked)
         events = fold_car_events(
-            load_car_events(car_ints_ptr, row, live, BLOCK), callbacks[0] != 0, callbacks[1].to(tl.int32),
-            callbacks[2].to(tl.int32), pickup_pad[c],
+            load_car_events(car_ints_ptr, row, live, BLOCK), ticks[c][0] != 0, ticks[c][1].to(tl.int32),
+            ticks[c][2].to(tl.int32), pickup_pad[c],
         )  # fmt: skip
         store_car_events(car_ints_ptr, row, live, events, BLOCK)
 
 
 @jit
 def update_pads(
-    cars, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr, pad_cells_ptr,
-    hitbox_table_ptr, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr,
-    BLOCK: tl.constexpr,
+    cars_pad, busy, env, n, live, pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr, pad_table_ptr,
+    tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """3. and 7.: each pad's cooldown, the car it is locked to, the boost it gives (after the cars'
-    finish, from their AABBs). ``cars``: each car's `load_pad_car`. Each car is tested against the one
-    pad it may touch before the walk (`boost_pads.car_pad_tests`). Returns each car's boost after its
-    pads and each car's pad (-1 none)."""
+    finish). ``cars_pad``: each car's test against the one pad it may touch (`pad_tests_of`), which
+    the walk compares with each pad's index (`boost_pads.check_collision`). ``busy``: the env's pads
+    that are not idle (`PADS_BUSY_AT`), the only ones read besides those a car may touch; an idle pad
+    no car touches stays as it is. Returns each car's boost given, each car's pad (-1 none) and the
+    pads busy after the tick."""
     given = ()
     pickup_pad = ()
-    cars_pad = ()
     for c in tl.static_range(NUM_CARS):
-        car = cars[c]  # pos, rot_mat, is_demoed, boost
-        inner, margin, offset, _ = car_contacts.load_hitbox(hitbox_table_ptr, c)
-        extent = add(inner, (margin, margin, margin))
-        lo, hi = boost_pads.car_aabb(car[0], car[1], sub(offset, extent), add(offset, extent))
         given = given + (tl.zeros([BLOCK], dtype=tl.float32),)
         pickup_pad = pickup_pad + (tl.full([BLOCK], -1, tl.int32),)
-        cars_pad = cars_pad + (boost_pads.car_pad_tests(
-            pad_cells_ptr, pad_table_ptr, car[0], lo, hi, boost_pads.tested(car[0], car[2], car[3]), live
-        ),)  # fmt: skip
-    if NUM_CARS > 0:
-        # each pad's state is read `PADS_AHEAD` pads ahead of its turn, so the reads' latency passes
-        # while the pads before it are walked (a read cannot move above the stores before it on its own)
-        pads = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr)
-        ahead = ()
-        for a in tl.static_range(PADS_AHEAD):
-            ahead = ahead + (load_pad_state(pads, env, a, n, live),)
-        for p in range(BOOST_PAD_COUNT):
-            is_big = boost_pads.load_pad(pad_table_ptr, p)[1]
-            was_active, old_cooldown, old_prev = ahead[0]
-            later = ()
-            for a in tl.static_range(1, PADS_AHEAD):
-                later = later + (ahead[a],)
-            upcoming = live & (p < BOOST_PAD_COUNT - PADS_AHEAD)
-            ahead = later + (load_pad_state(pads, env, p + PADS_AHEAD, n, upcoming),)
-            is_active, cooldown = boost_pads.pre_tick_update(old_cooldown, tick_time)
-            locked = boost_pads.check_collision(old_prev, p, cars_pad, NUM_CARS)
-            is_active, cooldown, prev, pickup, amount = boost_pads.post_tick_update(
-                is_active, cooldown, locked, is_big, boost_pad_cooldown_big, boost_pad_cooldown_small
-            )
-            new_given = ()
-            new_pad = ()
-            for c in tl.static_range(NUM_CARS):
-                new_given = new_given + (given[c] + tl.where(pickup == c + 1, amount, 0.0),)
-                new_pad = new_pad + (tl.where(pickup == c + 1, p, pickup_pad[c]),)
-            given = new_given
-            pickup_pad = new_pad
-            # written where it changed: most pads of most envs stay active and unlocked
-            changed = (is_active != (was_active != 0)) | (cooldown != old_cooldown) | (prev != old_prev)
-            tl.store(pad_is_active_ptr + pad_at(env, p, n), is_active.to(tl.int8), mask=live & changed)
-            tl.store(pad_cooldown_ptr + pad_at(env, p, n), cooldown, mask=live & changed)
-            tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), prev, mask=live & changed)
-    boosts = ()
-    for c in tl.static_range(NUM_CARS):
-        boosts = boosts + (boost_pads.give_boost(cars[c][3], given[c]),)
-    return boosts, pickup_pad
+    # each pad's state is read `PADS_AHEAD` pads ahead of its turn, so the reads' latency passes
+    # while the pads before it are walked (a read cannot move above the stores before it on its own)
+    pads = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr)
+    ahead = ()
+    for a in tl.static_range(PADS_AHEAD):
+        ahead = ahead + (load_pad_state(pads, env, a, n, live & is_busy(busy, a, cars_pad, NUM_CARS)),)
+    still_busy = busy * 0
+    for p in range(BOOST_PAD_COUNT):
+        is_big = boost_pads.load_pad(pad_table_ptr, p)[1]
+        was_active, old_cooldown, old_prev = ahead[0]
+        later = ()
+        for a in tl.static_range(1, PADS_AHEAD):
+            later = later + (ahead[a],)
+        upcoming = live & (p < BOOST_PAD_COUNT - PADS_AHEAD) & is_busy(busy, p + PADS_AHEAD, cars_pad, NUM_CARS)
+        ahead = later + (load_pad_state(pads, env, p + PADS_AHEAD, n, upcoming),)
+        is_active, cooldown = boost_pads.pre_tick_update(old_cooldown, tick_time)
+        locked = boost_pads.check_collision(old_prev, p, cars_pad, NUM_CARS)
+        is_active, cooldown, prev, pickup, amount = boost_pads.post_tick_update(
+            is_active, cooldown, locked, is_big, boost_pad_cooldown_big, boost_pad_cooldown_small
+        )
+        new_given = ()
+        new_pad = ()
+        for c in tl.static_range(NUM_CARS):
+            new_given = new_given + (given[c] + tl.where(pickup == c + 1, amount, 0.0),)
+            new_pad = new_pad + (tl.where(pickup == c + 1, p, pickup_pad[c]),)
+        given = new_given
+        pickup_pad = new_pad
+        # written where it changed: most pads of most envs stay active and unlocked
+        changed = (is_active != (was_active != 0)) | (cooldown != old_cooldown) | (prev != old_prev)
+        tl.store(pad_is_active_ptr + pad_at(env, p, n), is_active.to(tl.int8), mask=live & changed)
+        tl.store(pad_cooldown_ptr + pad_at(env, p, n), cooldown, mask=live & changed)
+        tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), prev, mask=live & changed)
+        still_busy = still_busy | (pad_busy(is_active, cooldown, prev).to(tl.int64) << p)
+    return given, pickup_pad, still_busy
 
 
 @jit
-def load_pad_car(rows_ptr, row, live, BLOCK: tl.constexpr):
-    """What the pads read of car row ``row``: (pos, rot_mat, is_demoed, boost)."""
-    v = load_columns(rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)
-    is_demoed = tl.load(rows_ptr + row * CAR_WIDTH + DEMOED_AT, mask=live, other=0.0) != 0
-    boost = tl.load(rows_ptr + row * CAR_WIDTH + BOOST_AT, mask=live, other=0.0)
-    return (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])), is_demoed, boost
+def pad_busy(is_active, cooldown, prev_locked_car_id):
+    """A pad that is not idle (active, no cooldown, locked to no car): one whose next tick may change it
+    though no car touches it."""
+    return (is_active == 0) | (cooldown != 0) | (prev_locked_car_id != 0)
+
+
+@jit
+def is_busy(busy, p, cars_pad, NUM_CARS: tl.constexpr):
+    """Whether the walk reads pad ``p``'s state: busy (bit ``p`` of ``busy``, `pad_busy`) or the pad a car
+    may touch."""
+    read = ((busy >> p) & 1) != 0
+    for c in tl.static_range(NUM_CARS):
+        read = read | (cars_pad[c][0] == p)
+    return read
 
 
 @jit
@@ -1294,9 +1325,9 @@ def kickoff_cars(
 @jit
 def load_pad_state(pads, env, p, n, live):
     """Pad ``p``'s is_active (int8), cooldown and prev_locked_car_id in env ``env`` (`pad_at`), from
-    ``pads``: their three arrays."""
+    ``pads``: their three arrays; an idle pad's (active, 0, 0) where not ``live``."""
     at = pad_at(env, p, n)
-    is_active = tl.load(pads[0] + at, mask=live, other=0)
+    is_active = tl.load(pads[0] + at, mask=live, other=1)
     return is_active, tl.load(pads[1] + at, mask=live, other=0.0), tl.load(pads[2] + at, mask=live, other=0)
 
 
@@ -1580,14 +1611,14 @@ def launch_step_ticks_(
     dense = [x.contiguous() for x in fields]  # (the kernels read them as [N * C, width] arrays)
     envs, num_cars = state.tick_count.shape[0], cars.pos.shape[1]
     rays = ray_grid(world) if num_cars else mesh  # (ball-only arenas cast no rays)
-    ints = int_fields(state, events)
-    game_ints = torch.empty(envs, GAME_WIDTH.value, dtype=torch.int64, device=controls.device)
-    car_ints = torch.empty(envs * num_cars, CAR_INTS_WIDTH.value, dtype=torch.int64, device=controls.device)
-    launch_ints_rows(ints, game_ints, car_ints, unpack=False)
     pads = [int8_view(state.pads.is_active), state.pads.cooldown, state.pads.prev_locked_car_id]
     walked = num_cars > 0 or world.game.kickoff_after_goal  # else the kernel leaves the pads be
     by_pad = [x.t().contiguous() for x in pads] if walked else pads  # [34, N], as `pad_at` lays them out
     # (a view of the state's own pads where they are stored pad by pad, as `BoostPadState.fresh` makes them)
+    ints = int_fields(state, events)
+    game_ints = torch.empty(envs, GAME_WIDTH.value, dtype=torch.int64, device=controls.device)
+    car_ints = torch.empty(envs * num_cars, CAR_INTS_WIDTH.value, dtype=torch.int64, device=controls.device)
+    launch_ints_rows(ints, game_ints, car_ints, unpack=False, pads=by_pad if num_cars else None)
     step_ticks_op(
         [b.pos, b.vel, b.ang_vel, b.velocity_impulse_cache, b.tick_count_since_update],
         [state.tick_count, game_ints],
@@ -1650,7 +1681,13 @@ def car_order(cars: CarState, mesh: ArenaMesh) -> torch.Tensor:
 
 GAME_WIDTH = constexpr(8)
 """`game_ints`' columns: blue_score, orange_score, scored_last_tick, kickoff_count, goal_tick, goal bits
-(1 blue, 2 orange), two spare (rows a power of two wide, as `vec.load_row` reads them)."""
+(1 blue, 2 orange), the busy pads (`PADS_BUSY_AT`), one spare (rows a power of two wide, as
+`vec.load_row` reads them)."""
+PADS_BUSY_AT = constexpr(6)
+"""Where a `game_ints` row keeps its env's busy pads, bit p for pad p (`pad_busy`): found from the pads'
+state as a step starts (`ints_rows_kernel`), then kept by the pads' walk (`update_pads`), which reads
+only the busy pads and those a car may touch. Derived, so not unpacked: most pads of most envs are
+idle on most ticks."""
 CAR_INTS_WIDTH = constexpr(8)
 """`car_ints`' columns: ball_hit_info_tick_count_when_hit, _when_extra_impulse_applied, the events'
 ball_touch, demoed_by, bumped_by, boost_pickup_pad, two spare."""
@@ -1670,11 +1707,16 @@ def int_fields(state: GameState, events: ArenaEvents) -> dict[str, torch.Tensor]
     return {f"{name}_ptr": int8_view(x) for name, x in fields.items()}
 
 
-def launch_ints_rows(fields: dict, game_ints: torch.Tensor, car_ints: torch.Tensor, unpack: bool) -> None:
-    """`ints_rows_kernel` over the envs' game rows and the cars' rows."""
+def launch_ints_rows(
+    fields: dict, game_ints: torch.Tensor, car_ints: torch.Tensor, unpack: bool, pads: list[torch.Tensor] | None = None
+) -> None:
+    """`ints_rows_kernel` over the envs' game rows and the cars' rows; packing, the busy pads from
+    ``pads`` (their three arrays as `pad_at` lays them out; none: no pad busy)."""
     lanes = max(game_ints.shape[0], car_ints.shape[0])
-    args = {**fields, "game_ints_ptr": game_ints, "car_ints_ptr": car_ints, "envs": game_ints.shape[0],
-            "car_rows": car_ints.shape[0], "UNPACK": unpack}  # fmt: skip
+    by_pad = dict(zip(PAD_NAMES, pads or [game_ints] * 3))  # (not read without pads)
+    args = {**fields, **{f"{name}_ptr": x for name, x in by_pad.items()}, "game_ints_ptr": game_ints,
+            "car_ints_ptr": car_ints, "envs": game_ints.shape[0], "car_rows": car_ints.shape[0], "UNPACK": unpack,
+            "PADS": pads is not None}  # fmt: skip
     launch(ints_rows_kernel, lanes, 1, args, ROWS_BLOCK, 0)
 
 
@@ -1683,14 +1725,14 @@ def ints_rows_kernel(
     game_ints_ptr, car_ints_ptr, blue_score_ptr, orange_score_ptr, scored_last_tick_ptr, kickoff_count_ptr,
     goal_tick_ptr, goal_blue_ptr, goal_orange_ptr, ball_hit_info_tick_count_when_hit_ptr,
     ball_hit_info_tick_count_when_extra_impulse_applied_ptr, ball_touch_ptr, demoed_by_ptr, bumped_by_ptr,
-    boost_pickup_pad_ptr, demo_ptr, bump_ptr, boost_pickup_ptr, envs, car_rows, n,
-    UNPACK: tl.constexpr, BLOCK: tl.constexpr,
+    boost_pickup_pad_ptr, demo_ptr, bump_ptr, boost_pickup_ptr, pad_is_active_ptr, pad_cooldown_ptr,
+    pad_prev_locked_car_id_ptr, envs, car_rows, n, UNPACK: tl.constexpr, PADS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Each env's game counters and goal events into its `game_ints` row and each car's hit info tick
     counts and events into its `car_ints` row (one memory operation each in the stage kernels), one
-    env row and one car row per lane, each field read from its own array; with ``UNPACK``, the rows
-    back into the fields (and the events' demo, bump and boost_pickup flags from their attackers and
-    pads)."""
+    env row and one car row per lane, each field read from its own array, and with ``PADS`` the env's
+    busy pads from the pads' state (`PADS_BUSY_AT`); with ``UNPACK``, the rows back into the fields
+    (and the events' demo, bump and boost_pickup flags from their attackers and pads)."""
     at = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
     env, car = at < envs, at < car_rows
     if UNPACK:
@@ -1720,7 +1762,13 @@ def ints_rows_kernel(
             field = (blue_score_ptr, orange_score_ptr, scored_last_tick_ptr, kickoff_count_ptr, goal_tick_ptr)[x]
             game = game + (tl.load(field + at, mask=env, other=0).to(tl.int64),)
         zero = goals * 0
-        store_row(game_ints_ptr, at, game + (goals, zero, zero), env, GAME_WIDTH, BLOCK)
+        busy = zero
+        if PADS:
+            pads = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr)
+            for p in range(BOOST_PAD_COUNT):
+                is_active, cooldown, prev = load_pad_state(pads, at, p, envs, env)
+                busy = busy | (pad_busy(is_active, cooldown, prev).to(tl.int64) << p)
+        store_row(game_ints_ptr, at, game + (goals, busy, zero), env, GAME_WIDTH, BLOCK)
         ints = ()
         for x in tl.static_range(6):
             field = (ball_hit_info_tick_count_when_hit_ptr, ball_hit_info_tick_count_when_extra_impulse_applied_ptr,

@@ -230,7 +230,7 @@ def test_ints_rows_kernel_packs_and_unpacks_the_game_and_car_ints():
     and the events' own fields (hand-placed values, every column its own), and unpacking writes them
     back, with the demo, bump and pickup flags from their attackers and pads; a 3-car arena has more
     car rows than env rows (the lanes beyond either are masked)."""
-    from nitro.envs.soccar.kernels.arena import int_fields, launch_ints_rows
+    from nitro.envs.soccar.kernels.arena import int_fields, int8_view, launch_ints_rows
     from nitro.envs.soccar.state import GameState
 
     n, cars = 40, 3
@@ -261,6 +261,14 @@ def test_ints_rows_kernel_packs_and_unpacks_the_game_and_car_ints():
     expected_game = [state.blue_score, state.orange_score, state.scored_last_tick, state.kickoff_count,
                      events.goal_tick, goals]  # fmt: skip
     assert torch.equal(game[:, :6], torch.stack([x.long() for x in expected_game], 1))
+    pads = state.pads
+    pads.cooldown[::3, 5] = 2.0
+    pads.prev_locked_car_id[1::3, 33] = 1
+    pads.is_active[2::3, 0] = False
+    by_pad = [int8_view(pads.is_active).t(), pads.cooldown.t(), pads.prev_locked_car_id.t()]  # [34, N] in place
+    launch_ints_rows(int_fields(state, events), game, car, unpack=False, pads=by_pad)
+    busy = (~pads.is_active) | (pads.cooldown != 0) | (pads.prev_locked_car_id != 0)
+    assert torch.equal(game[:, 6].cpu(), (busy.long().cpu() << torch.arange(34)).sum(1))
     expected_car = [state.cars.ball_hit_info_tick_count_when_hit,
                     state.cars.ball_hit_info_tick_count_when_extra_impulse_applied, events.ball_touch,
                     events.demoed_by, events.bumped_by, events.boost_pickup_pad]  # fmt: skip
@@ -297,6 +305,47 @@ def test_pads_are_read_in_place():
     assert not arena.state.pads.is_active[:, 0].any()
     for name in ("is_active", "cooldown", "prev_locked_car_id"):
         assert torch.equal(getattr(arena.state.pads, name), getattr(twin.state.pads, name)), name
+
+
+def test_the_pads_walk_reads_the_busy_pads_and_those_the_cars_touch():
+    """The pads' walk reads a pad's state only where it is busy (`kernels/arena.pad_busy`: cooling
+    down, locked to a car, or inactive) or a car may touch it (`PADS_BUSY_AT`, found as a step starts
+    and kept tick by tick), and equals the reference tick where pads are of every kind: idle, cooling
+    down past the step's end or ending within it, locked to either car, inactive with no cooldown
+    left; the cars at rest on pads, some full of boost, two on one pad in some envs; two launches of
+    three ticks."""
+    arena = Arena(ENVS, blue=1, orange=1, device=DEVICE)
+    g = torch.Generator().manual_seed(11)
+    tick_time = float(arena.world.params.tick_time)
+    kind = torch.randint(0, 6, (ENVS, 34), generator=g)
+    cooldown = torch.tensor([0.0, 0.0, 1.5 * tick_time, 4.5 * tick_time, 3.0, 0.0])[kind]
+    is_active = (kind == 0) | (kind == 5)
+    prev = torch.where(kind == 5, torch.randint(1, 3, (ENVS, 34), generator=g), 0)
+    prev = torch.where((kind == 2) | (kind == 3), torch.randint(0, 3, (ENVS, 34), generator=g), prev)
+    pads = arena.state.pads
+    for x, value in ((pads.is_active, is_active), (pads.cooldown, cooldown), (pads.prev_locked_car_id, prev)):
+        x.copy_(value.to(x.dtype).to(DEVICE))  # (in place: the pads stay laid out pad by pad)
+    on_pad = torch.randint(0, 34, (ENVS, 2), generator=g)
+    on_pad[::4, 1] = on_pad[::4, 0]  # two cars on one pad
+    for c in range(2):
+        pos = arena.world.pads.pos.cpu()[on_pad[:, c]] + torch.tensor([0.0, 0.0, 17.0])
+        boost = torch.tensor([0.0, 50.0, 100.0])[torch.randint(0, 3, (ENVS,), generator=g)]
+        arena.set_car(c, pos=pos.to(DEVICE), boost=boost.to(DEVICE))
+    expected = tree.clone(arena.state)
+    fused = arena.state
+    controls = torch.zeros(ENVS, 2, 8, device=DEVICE)
+    expected_events = ArenaEvents.none(ENVS, 2, DEVICE)
+    for _ in range(2):
+        events = ArenaEvents.none(ENVS, 2, DEVICE)
+        launch_step_ticks_(fused, events, controls, arena.world, 3)
+        expected, expected_events = stand_in_step_ticks(
+            expected, ArenaEvents.none(ENVS, 2, DEVICE), controls, arena.world, 3
+        )
+        assert torch.equal(events.boost_pickup_pad.cpu(), expected_events.boost_pickup_pad.cpu())
+        for name in ("is_active", "cooldown", "prev_locked_car_id"):
+            assert torch.equal(getattr(fused.pads, name).cpu(), getattr(expected.pads, name).cpu()), name
+        assert torch.equal(fused.cars.boost.cpu(), expected.cars.boost.cpu())
+    assert int((events.boost_pickup_pad >= 0).sum()) > 0 and bool(fused.pads.is_active.any())  # (it tested both)
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs: a GPU only")
