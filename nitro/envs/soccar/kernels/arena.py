@@ -173,17 +173,14 @@ PARAM_NAMES = tuple(f.name for f in dataclasses.fields(TickParams))
 
 CAR_TICK_WIDTH = constexpr(16)
 """Floats per car in `car_tick`, what one tick's stage kernels hand each other: the pre-tick's force
-(3) and torque (3), whether the body is frozen this tick (demolished at its start), one spare, the
-callbacks' touched, demoed_by and bumped_by (-1 none), one spare, the car step's test against the pads
-(`pad_tests_of`), two spare (rows a power of two wide)."""
+(3) and torque (3), whether the body is frozen this tick (demolished at its start), the callbacks'
+touched, demoed_by and bumped_by (-1 none; the pre-tick writes these, the callbacks' second pass the
+ones that happen), six spare (rows a power of two wide)."""
 FORCE_AT = constexpr(0)
 TORQUE_AT = constexpr(3)
 FROZEN_AT = constexpr(6)
-TOUCHED_AT = constexpr(8)
+TOUCHED_AT = constexpr(7)
 """Where the callbacks' touched, demoed_by and bumped_by start, side by side."""
-PAD_TESTS_AT = constexpr(12)
-"""Where the car's pad, whether it is in the pad's cylinder and whether in its box start (`pad_tests_of`):
-with the callbacks', the columns `car_events_kernel` reads (8-14)."""
 
 
 def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
@@ -464,8 +461,8 @@ def store_car_tick(car_tick_ptr, row, live, force, torque, frozen, BLOCK: tl.con
     """A car's `car_tick` row as the pre-tick leaves it: no touch, no attacker yet (the callbacks
     write theirs)."""
     zero = force[0] * 0.0
-    values = force + torque + (frozen.to(tl.float32), zero, zero, zero - 1.0, zero - 1.0)
-    store_row(car_tick_ptr, row, values + (zero, zero, zero, zero, zero), live, CAR_TICK_WIDTH, BLOCK)
+    values = force + torque + (frozen.to(tl.float32), zero, zero - 1.0, zero - 1.0)
+    store_row(car_tick_ptr, row, values + (zero, zero, zero, zero, zero, zero), live, CAR_TICK_WIDTH, BLOCK)
 
 
 @jit
@@ -613,7 +610,8 @@ def collisions_kernel(
 
     Two passes (`tick`): the first takes every env and finishes those whose bodies are apart
     (`bodies_near`: no car within contact reach of the ball or of another car, so no contact, no
-    callback: no touch, bumper or demolisher, an empty `body_mask`), listing the others (`defer_lanes`,
+    callback: an empty `body_mask`, and `car_tick` as the pre-tick left it, no touch, bumper or
+    demolisher), listing the others (`defer_lanes`,
     slot 0) for `car_pairs_kernel`, the second pass (``DEFERRED``) and `body_solve_kernel`, which take
     only the listed envs (`listed_envs`). Most envs' bodies are apart most of the time."""
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
@@ -682,12 +680,7 @@ def collisions_kernel(
         )  # fmt: skip
         deferral = defer_lanes(deferred_count_ptr, 0, near)
         apart = live & ~near
-        tl.store(body_mask_ptr + lane, tl.zeros([BLOCK], tl.int64), mask=apart)
-        zero = tl.zeros([BLOCK], tl.float32)
-        nothing = (zero, zero - 1.0, zero - 1.0)  # no touch, bumper or demolisher
-        for c in tl.static_range(NUM_CARS):
-            row = lane * NUM_CARS + c
-            store_columns(car_tick_ptr + TOUCHED_AT, row, nothing, apart, CAR_TICK_WIDTH, 3, 4, BLOCK)
+        tl.store(body_mask_ptr + lane, tl.zeros([BLOCK], tl.int64), mask=apart)  # (the callbacks: the pre-tick's)
         store_deferred(deferred_ptr, lane, 0, deferral, n)
 
 
@@ -900,7 +893,7 @@ def load_body_solve(body_solve_ptr, body_mask_ptr, env, body, live, NUM_CARS: tl
 def car_step_kernel(
     car_order_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
     deferred_ptr, deferred_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr,
-    world_pair_count_ptr, world_pair_slots_ptr, world_points_ptr, pad_table_ptr, pad_cells_ptr,
+    world_pair_count_ptr, world_pair_slots_ptr, world_points_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     n, spread_programs, tick_time, gravity_z, car_world_friction, car_world_restitution,
@@ -924,7 +917,7 @@ def car_step_kernel(
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     rows = (car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr)
     tables = (car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr, world_pair_count_ptr,
-              world_pair_slots_ptr, world_points_ptr, pad_table_ptr, pad_cells_ptr)  # fmt: skip
+              world_pair_slots_ptr, world_points_ptr)  # fmt: skip
     arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                      plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
     arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
@@ -960,7 +953,7 @@ def car_step(
     (`car_contacts.untouched`), and defers the others."""
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr = rows
     car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr, world_pair_count_ptr, world_pair_slots_ptr, \
-        world_points_ptr, pad_table_ptr, pad_cells_ptr = tables
+        world_points_ptr = tables
     tick_time, gravity_z, car_world_friction, car_world_restitution = params
     start = load_body_solve(body_solve_ptr, body_mask_ptr, env, 1 + slot, live, NUM_CARS, BLOCK)
     moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
@@ -1004,25 +997,8 @@ def car_step(
     store_car_and_hit_info(
         car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
     )
-    pad_tests = pad_tests_of(car, hitbox, pad_cells_ptr, pad_table_ptr, live)  # for `car_events_kernel`
-    store_columns(car_tick_ptr + PAD_TESTS_AT, row, pad_tests, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
     if not DEFERRED:
         store_deferred(deferred_ptr, env, slot, deferral, n)
-
-
-@jit
-def pad_tests_of(car, hitbox, pad_cells_ptr, pad_table_ptr, live):
-    """BoostPadGrid::CheckCollision's test of a car as its tick ends, against the one pad it may touch
-    (`boost_pads.car_pad_tests`, from its AABB; ``hitbox``: `car_contacts.load_hitbox`'s), as floats for
-    `car_tick`: (that pad or -1, in its cylinder, in its box). The car step has the car in registers;
-    `car_events_kernel` then reads three columns instead of the car's row."""
-    inner, margin, offset, _ = hitbox
-    extent = add(inner, (margin, margin, margin))
-    lo, hi = boost_pads.car_aabb(car[0], car[1], sub(offset, extent), add(offset, extent))
-    pad, in_cylinder, in_box = boost_pads.car_pad_tests(
-        pad_cells_ptr, pad_table_ptr, car[0], lo, hi, boost_pads.tested(car[0], car[28], car[16]), live
-    )
-    return pad.to(tl.float32), in_cylinder.to(tl.float32), in_box.to(tl.float32)
 
 
 @stage_jit
@@ -1186,23 +1162,20 @@ def ball_and_rules_kernel(
 @stage_jit
 def car_events_kernel(
     car_rows_ptr, car_ints_ptr, car_tick_ptr, game_ints_ptr, pad_is_active_ptr, pad_cooldown_ptr,
-    pad_prev_locked_car_id_ptr, pad_table_ptr, n, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small,
-    NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+    pad_prev_locked_car_id_ptr, pad_table_ptr, pad_cells_ptr, hitbox_table_ptr, n, tick_time, boost_pad_cooldown_big,
+    boost_pad_cooldown_small, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """Stages 3. and 7. and the cars' events, one env per lane, after `car_step_kernel`: each pad's
-    cooldown, the car it is locked to and the boost it gives (`update_pads`), from each car's test
-    against the pads (`pad_tests_of`, in `car_tick`), the boost into the rows of the cars given some;
-    then each car's events so far in its `car_ints` row with this tick's callbacks (`car_tick`) and
-    pickup folded in (`fold_car_events`). A kernel apart from the ball's, whose registers would limit
-    how many envs wait on the pads' memory at once."""
+    """Stages 3. and 7. and the cars' events, one env per lane, after `car_step_kernel`: each car's test
+    against the one pad it may touch (`car_pad_tests`), then each pad's cooldown, the car it is locked
+    to and the boost it gives (`update_pads`), the boost into the rows of the cars given some; then
+    each car's events so far in its `car_ints` row with this tick's callbacks (`car_tick`) and pickup
+    folded in (`fold_car_events`). A kernel apart from the ball's, whose registers would limit how
+    many envs wait on the pads' memory at once."""
     lane, live, env = env_lanes(n, BLOCK)
-    ticks = ()  # each car's callbacks and pad tests
-    for c in tl.static_range(NUM_CARS):
-        ticks = ticks + (load_columns(car_tick_ptr + TOUCHED_AT, lane * NUM_CARS + c, live, CAR_TICK_WIDTH, 7, 8, BLOCK),)
     cars_pad = ()
     for c in tl.static_range(NUM_CARS):
-        t = ticks[c][PAD_TESTS_AT - TOUCHED_AT :]
-        cars_pad = cars_pad + ((t[0].to(tl.int32), t[1] != 0, t[2] != 0),)
+        cars_pad = cars_pad + (car_pad_tests(car_rows_ptr, lane * NUM_CARS + c, c, pad_cells_ptr, pad_table_ptr,
+                                             hitbox_table_ptr, live),)  # fmt: skip
     busy_at = game_ints_ptr + lane * GAME_WIDTH + PADS_BUSY_AT
     given, pickup_pad, busy = update_pads(
         cars_pad, tl.load(busy_at, mask=live, other=0), env, n, live, pad_is_active_ptr, pad_cooldown_ptr,
@@ -1212,14 +1185,34 @@ def car_events_kernel(
     tl.store(busy_at, busy, mask=live)
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        picked = live & (given[c] > 0)  # (few cars a tick: the others' rows are not read)
+        picked = live & (given[c] > 0)  # (few cars a tick: the others' boost is not read)
         boost_at = car_rows_ptr + row * CAR_WIDTH + BOOST_AT
         tl.store(boost_at, boost_pads.give_boost(tl.load(boost_at, mask=picked, other=0.0), given[c]), mask=picked)
+        callbacks = load_columns(car_tick_ptr + TOUCHED_AT, row, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
         events = fold_car_events(
-            load_car_events(car_ints_ptr, row, live, BLOCK), ticks[c][0] != 0, ticks[c][1].to(tl.int32),
-            ticks[c][2].to(tl.int32), pickup_pad[c],
+            load_car_events(car_ints_ptr, row, live, BLOCK), callbacks[0] != 0, callbacks[1].to(tl.int32),
+            callbacks[2].to(tl.int32), pickup_pad[c],
         )  # fmt: skip
         store_car_events(car_ints_ptr, row, live, events, BLOCK)
+
+
+@jit
+def car_pad_tests(rows_ptr, row, slot, pad_cells_ptr, pad_table_ptr, hitbox_table_ptr, live):
+    """BoostPadGrid::CheckCollision's test of car row ``row`` (of car slot ``slot``) as its tick ends,
+    against the one pad it may touch (`boost_pads.car_pad_tests`): (that pad or -1, in its cylinder,
+    in its box). Only the position is read of a car near no pad (most cars): the rotation, boost and
+    demolished flag of the others."""
+    at = rows_ptr + row * CAR_WIDTH
+    pos = load(at, live, (0.0, 0.0, 0.0))
+    near = live & (boost_pads.pad_near(pad_cells_ptr, pos, live) >= 0)
+    rot_mat = (load(at + 3, near, (1.0, 0.0, 0.0)), load(at + 6, near, (0.0, 1.0, 0.0)), load(at + 9, near, (0.0, 0.0, 1.0)))
+    is_demoed = tl.load(at + DEMOED_AT, mask=near, other=0.0) != 0
+    boost = tl.load(at + BOOST_AT, mask=near, other=0.0)
+    inner, margin, offset, _ = car_contacts.load_hitbox(hitbox_table_ptr, slot)
+    extent = add(inner, (margin, margin, margin))
+    lo, hi = boost_pads.car_aabb(pos, rot_mat, sub(offset, extent), add(offset, extent))
+    tested = boost_pads.tested(pos, is_demoed, boost)
+    return boost_pads.car_pad_tests(pad_cells_ptr, pad_table_ptr, pos, lo, hi, tested, near)
 
 
 @jit
@@ -1228,7 +1221,7 @@ def update_pads(
     tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """3. and 7.: each pad's cooldown, the car it is locked to, the boost it gives (after the cars'
-    finish). ``cars_pad``: each car's test against the one pad it may touch (`pad_tests_of`), which
+    finish). ``cars_pad``: each car's test against the one pad it may touch (`car_pad_tests`), which
     the walk compares with each pad's index (`boost_pads.check_collision`). ``busy``: the env's pads
     that are not idle (`PADS_BUSY_AT`), the only ones read besides those a car may touch; an idle pad
     no car touches stays as it is. Returns each car's boost given, each car's pad (-1 none) and the
