@@ -100,7 +100,7 @@ def solve_world_contact(
     )
     arm = normal * -arm_length[:, None]  # rel_pos1 of the averaged point
     gravity_dv = torch.zeros_like(vel)
-    gravity_dv[:, 2] = params.gravity_dv
+    gravity_dv[:, 2].fill_(params.gravity_dv)  # (a fill: nothing copied from the host)
     vel_ext = vel + gravity_dv  # Bullet's solver sees v + gravity impulse (m_externalForceImpulse)
 
     # Normal row (setupContactConstraint). Restitution uses the body's velocity without gravity.
@@ -207,7 +207,7 @@ def integrate(pos, vel, ang_vel, dv, dw, push, params: TickParams):
     """
     dt = params.tick_time
     gravity_dv = torch.zeros_like(vel)
-    gravity_dv[:, 2] = params.gravity_dv
+    gravity_dv[:, 2].fill_(params.gravity_dv)  # (a fill: nothing copied from the host)
     vel = (vel + dv) + gravity_dv
     ang_vel = ang_vel + dw
     pos = (pos + push * dt) + vel * dt

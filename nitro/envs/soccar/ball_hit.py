@@ -29,7 +29,7 @@ from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.contacts import CarBallHits
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import BallState, CarState
-from nitro.envs.soccar.vec import dot
+from nitro.envs.soccar.vec import constant, dot
 from nitro.envs.soccar.vehicle import piecewise
 
 
@@ -48,7 +48,7 @@ def extra_hit_vel(
     rel_pos = ball_pos - car_pos
     rel_vel = ball_vel - car_vel
     rel_speed = torch.sqrt(dot(rel_vel, rel_vel)).clamp(max=C.BALL_CAR_EXTRA_IMPULSE_MAXDELTAVEL_UU)
-    z_scale = torch.tensor([1.0, 1.0, C.BALL_CAR_EXTRA_IMPULSE_Z_SCALE], device=rel_pos.device)
+    z_scale = constant((1.0, 1.0, C.BALL_CAR_EXTRA_IMPULSE_Z_SCALE), rel_pos.device)
     hit_dir = normalized(rel_pos * z_scale)
     forward_adjustment = car_forward * (dot(hit_dir, car_forward) * (1 - C.BALL_CAR_EXTRA_IMPULSE_FORWARD_SCALE))[..., None]
     hit_dir = normalized(hit_dir - forward_adjustment)

@@ -36,7 +36,7 @@ from nitro.envs.soccar.contacts import BodySolve
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.rigid_body import Forces, where3
 from nitro.envs.soccar.state import CarState
-from nitro.envs.soccar.vec import cross, dot
+from nitro.envs.soccar.vec import constant, cross, dot
 from nitro.envs.soccar.vehicle import Wheels, piecewise
 
 _f32 = C.f32
@@ -361,7 +361,7 @@ def update_double_jump_or_flip(
     side_scale = _f32(_f32(C.FLIP_SIDE_IMPULSE_MAX_SPEED_SCALE) - 1)
     initial_y = initial[..., 1] * ((side_scale * forward_speed_ratio) + 1.0)
     initial_x = torch.where(backwards, initial_x * C.FLIP_BACKWARD_IMPULSE_SCALE_X, initial_x)
-    forward_2d = forward * torch.tensor([1.0, 1.0, 0.0], device=forward.device)
+    forward_2d = forward * constant((1.0, 1.0, 0.0), forward.device)
     length = torch.sqrt(rb.length2(forward_2d))
     forward_2d = where3(length > C.SIMD_EPSILON * C.SIMD_EPSILON, forward_2d / length[..., None], 0.0)
     right_2d = torch.stack((-forward_2d[..., 1], forward_2d[..., 0], torch.zeros_like(length)), -1)

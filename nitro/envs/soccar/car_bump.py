@@ -39,7 +39,7 @@ from nitro.envs.soccar.ball_hit import normalized
 from nitro.envs.soccar.contacts import CarCarTouches, car_pairs
 from nitro.envs.soccar.mutators import TickParams
 from nitro.envs.soccar.state import CarState, GameConfig
-from nitro.envs.soccar.vec import dot, may_be_any
+from nitro.envs.soccar.vec import constant, dot, may_be_any
 from nitro.envs.soccar.vehicle import piecewise
 
 DEMO_ON_CONTACT = 1  # `mutators.DEMO_MODES` index
@@ -83,7 +83,7 @@ def bump(bumper: int, victim: int, cars: CarState, game: GameConfig, params: Tic
         piecewise(C.BUMP_VEL_AMOUNT_GROUND_CURVE, speed_towards_other_car),
         piecewise(C.BUMP_VEL_AMOUNT_AIR_CURVE, speed_towards_other_car),
     )
-    hit_up_dir = torch.where(ground_hit[:, None], other.rot_mat[:, :, 2], torch.tensor([0.0, 0.0, 1.0], device=delta_pos.device))
+    hit_up_dir = torch.where(ground_hit[:, None], other.rot_mat[:, :, 2], constant((0.0, 0.0, 1.0), delta_pos.device))
     upward = piecewise(C.BUMP_UPWARD_VEL_AMOUNT_CURVE, speed_towards_other_car)
     impulse = vel_dir * base_scale[:, None] + (hit_up_dir * upward[:, None]) * params.bump_force_scale
     return Bump(approaching=approaching, is_demo=is_demo, impulse=impulse)

@@ -23,7 +23,7 @@ from nitro.envs.soccar.car_config import CarHitbox
 from nitro.envs.soccar.car_world import box_aabb, box_transform, compound_aabb
 from nitro.envs.soccar.contacts import CAR_CAR_POINTS, CarCarContacts, car_pairs
 from nitro.envs.soccar.gjk_epa import SIMD_EPSILON
-from nitro.envs.soccar.vec import dot, mat_vec, vec_mat
+from nitro.envs.soccar.vec import constant, dot, mat_vec, vec_mat
 
 BOX_BOX_MAX_CONTACTS = CAR_CAR_POINTS  # btBoxBoxDetector's maxc
 FUDGE_FACTOR = 1.05  # dBoxBox2 prefers a face axis over an edge axis unless the edge is 5% shallower
@@ -325,8 +325,8 @@ def car_car_contacts(pos_bt: torch.Tensor, rot: torch.Tensor, hitbox: CarHitbox)
             local_point_a=empty,
             depth=torch.zeros(n, 0, 4, device=device),
         )
-    ia = torch.tensor([a for a, _ in pairs], device=device)
-    ib = torch.tensor([b for _, b in pairs], device=device)
+    ia = constant(tuple(a for a, _ in pairs), device, torch.int64)
+    ib = constant(tuple(b for _, b in pairs), device, torch.int64)
     lanes = lambda x, i: x[:, i].reshape(-1, *x.shape[2:])  # [N * P, ...]
     # the outer compound (car a's box against car b's compound), then the inner (b's box against a's)
     has = aabbs_overlap(lanes(box_min, ia), lanes(box_max, ia), lanes(comp_min, ib), lanes(comp_max, ib))

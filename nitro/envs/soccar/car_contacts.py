@@ -56,7 +56,7 @@ from nitro.envs.soccar.sequential_impulse import SolverBodies, SolverResult, sol
 from nitro.envs.soccar.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.dynamics_world import solver_bodies
 from nitro.envs.soccar.state import BallState, CarState, World
-from nitro.envs.soccar.vec import box_support, dot, eager_cpu, gather_rows, mat_vec, vec_mat
+from nitro.envs.soccar.vec import box_support, broadcast, constant, dot, eager_cpu, gather_rows, mat_vec, vec_mat
 
 CAR_INV_MASS = float(np.float32(1.0) / np.float32(C.CAR_MASS_BT))
 """btRigidBody's inverse mass of a car (1 / 180), float32 as Bullet computes it."""
@@ -95,7 +95,7 @@ def car_ball_contacts(
     # the ball's centre inside the box: out through the nearest face (getSpherePenetration)
     face_dist = torch.cat((inner - rel, inner + rel), -1)  # [N, C, 6]: +x, +y, +z, -x, -y, -z faces
     face = face_dist.argmin(-1)
-    face_normal = torch.eye(3, device=rel.device).repeat(2, 1) * torch.tensor([1.0] * 3 + [-1.0] * 3, device=rel.device)[:, None]
+    face_normal = constant(((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (-1.0, 0.0, 0.0), (0.0, -1.0, 0.0), (0.0, 0.0, -1.0)), rel.device)
     normal = torch.where(inside[..., None], face_normal[face], normal)
     distance = torch.where(inside, -face_dist.gather(-1, face[..., None])[..., 0], distance)
     closest = torch.where(inside[..., None], torch.where(face_normal[face] != 0, face_normal[face] * inner, rel), closest)
@@ -265,16 +265,15 @@ def solve_bodies(
     bodies = solver_bodies(ball_vel, ball.ang_vel, awake, cars, ext_v, ext_w, world, params)
     pos_bt, center = cars.pos * C.UU_TO_BT_F32, ball.pos * C.UU_TO_BT_F32
     cb, cc = car_ball, car_car
-    one = lambda x, like: torch.as_tensor(x, device=device).expand_as(like)
     ball_rows = ContactRows(
-        body_a=one(1 + torch.arange(c, device=device), cb.held).to(torch.int64),
-        body_b=one(0, cb.held).to(torch.int64),
+        body_a=broadcast(1 + torch.arange(c, device=device), cb.held).to(torch.int64),
+        body_b=broadcast(0, cb.held).to(torch.int64),
         normal=cb.normal,
         rel_pos_a=cb.point_on_car - pos_bt,
         rel_pos_b=cb.point_on_ball - center[:, None],
         depth=cb.depth,
-        friction=one(C.CARBALL_COLLISION_FRICTION, cb.depth).float(),
-        restitution=one(C.CARBALL_COLLISION_RESTITUTION, cb.depth).float(),
+        friction=broadcast(C.CARBALL_COLLISION_FRICTION, cb.depth).float(),
+        restitution=broadcast(C.CARBALL_COLLISION_RESTITUTION, cb.depth).float(),
         special=torch.zeros_like(cb.held),
         active=cb.held,
     )

@@ -54,7 +54,7 @@ from nitro.envs.soccar.mutators import TickParams, ball_mass_props
 from nitro.envs.soccar.rigid_body import Forces
 from nitro.envs.soccar.sequential_impulse import SolverBodies, compact_rows, solve_contacts
 from nitro.envs.soccar.state import BallState, CarState, World
-from nitro.envs.soccar.vec import dot, mat_vec
+from nitro.envs.soccar.vec import broadcast, constant, dot, mat_vec
 
 _f32 = C.f32
 CAR_INV_MASS = _f32(1 / _f32(C.CAR_MASS_BT))
@@ -135,7 +135,7 @@ def island_order(
         live.append(alive[:, a] & alive[:, b] & box_overlap(car_box[0][:, a], car_box[1][:, a], car_box[0][:, b], car_box[1][:, b]))
     if body_pairs:
         tags = island_tags(
-            torch.tensor(body_pairs, device=device).expand(n, -1, -1), torch.stack(live, 1), 1 + c
+            constant(tuple(body_pairs), device, torch.int64).expand(n, -1, -1), torch.stack(live, 1), 1 + c
         )
     else:
         tags = torch.zeros(n, 1, dtype=torch.int64, device=device)
@@ -159,17 +159,16 @@ def island_order(
 
 def _rows(body_a, body_b, normal, rel_a, rel_b, depth, friction, restitution, special, active) -> ContactRows:
     """ContactRows from [N, R, ...] pieces, the scalars broadcast."""
-    full = lambda x, like: torch.as_tensor(x, device=like.device).expand_as(like)
     return ContactRows(
-        body_a=full(body_a, active).to(torch.int64),
-        body_b=full(body_b, active).to(torch.int64),
+        body_a=broadcast(body_a, active).to(torch.int64),
+        body_b=broadcast(body_b, active).to(torch.int64),
         normal=normal,
         rel_pos_a=rel_a,
         rel_pos_b=rel_b,
         depth=depth,
-        friction=full(friction, depth).to(depth.dtype),
-        restitution=full(restitution, depth).to(depth.dtype),
-        special=full(special, active).to(torch.bool),
+        friction=broadcast(friction, depth).to(depth.dtype),
+        restitution=broadcast(restitution, depth).to(depth.dtype),
+        special=broadcast(special, active).to(torch.bool),
         active=active,
     )
 

@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 import torch
 
-from nitro.envs.soccar.vec import cross, dot, mat_vec, normalize, vec_mat
+from nitro.envs.soccar.vec import broadcast, constant, cross, dot, mat_vec, normalize, vec_mat
 
 # --- Bullet's float32 constants --------------------------------------------------------------------
 SIMD_EPSILON = float(np.finfo(np.float32).eps)  # FLT_EPSILON
@@ -29,7 +29,7 @@ BT_LARGE_FLOAT = 1e18
 
 def vec3(x: float, y: float, z: float, like: torch.Tensor) -> torch.Tensor:
     """(x, y, z) broadcast to the lanes of ``like`` [P, 3]."""
-    return torch.tensor((x, y, z), dtype=like.dtype, device=like.device).expand(*like.shape[:-1], 3)
+    return constant((x, y, z), like.device, like.dtype).expand(*like.shape[:-1], 3)
 
 
 def fixed_loops() -> bool:
@@ -429,7 +429,7 @@ class Polytope:
     def _set_slot(self, t, mask, face, slot, value):
         """t[lane, face, slot] = value where mask (slot: python int or [P])."""
         face = torch.where(mask, face, 0)
-        slot = torch.as_tensor(slot, device=face.device).expand_as(face)
+        slot = broadcast(slot, face)
         t[self.rows, face, slot] = torch.where(mask, value, t[self.rows, face, slot])
 
     def _hull_append(self, mask, face):
@@ -448,9 +448,9 @@ class Polytope:
 
     def bind(self, mask, fa, ea, fb, eb):
         """EPA::bind: faces fa and fb share edge ea of fa / eb of fb."""
-        self._set_slot(self.fe, mask, fa, ea, torch.as_tensor(eb, device=fa.device).expand_as(fa))
+        self._set_slot(self.fe, mask, fa, ea, broadcast(eb, fa))
         self._set_slot(self.ff, mask, fa, ea, fb)
-        self._set_slot(self.fe, mask, fb, eb, torch.as_tensor(ea, device=fa.device).expand_as(fa))
+        self._set_slot(self.fe, mask, fb, eb, broadcast(ea, fa))
         self._set_slot(self.ff, mask, fb, eb, fa)
 
     def _edge_dist(self, n, a, b):
@@ -528,8 +528,8 @@ class Polytope:
             f = stack_f[self.rows, top]
             e = stack_e[self.rows, top]
             stage = stack_stage[self.rows, top]
-            e1 = torch.tensor(_I1M3, device=dev)[e]
-            e2 = torch.tensor(_I2M3, device=dev)[e]
+            e1 = constant(_I1M3, dev, torch.int64)[e]
+            e2 = constant(_I2M3, dev, torch.int64)[e]
             fpass = self.fpass[self.rows, f]
             # stage 0: a face already visited this pass gives false
             s0 = running & (stage == 0)
@@ -592,7 +592,7 @@ def epa_evaluate(shape: MinkowskiDiff, simplex: Gjk2Simplex, guess: torch.Tensor
     enclosed, td, tw = enclose_origin(shape, simplex, lanes & (simplex.rank > 1))
     # orient the tetrahedron
     flip = det(tw[:, 0] - tw[:, 3], tw[:, 1] - tw[:, 3], tw[:, 2] - tw[:, 3]) < 0
-    swap = torch.tensor((1, 0, 2, 3), device=device)
+    swap = constant((1, 0, 2, 3), device, torch.int64)
     td = torch.where(flip[:, None, None], td[:, swap], td)
     tw = torch.where(flip[:, None, None], tw[:, swap], tw)
     hull = Polytope(n, guess)

@@ -32,7 +32,7 @@ from nitro.envs.soccar.gjk_epa import (
     triangle_support,
     vec3,
 )
-from nitro.envs.soccar.vec import cross, dot, mat_vec, vec_mat
+from nitro.envs.soccar.vec import constant, cross, dot, mat_vec, vec_mat
 
 REL_ERROR2 = 1.0e-6  # btGjkPairDetector: "must be above the machine epsilon"
 VORONOI_EQUAL_VERTEX_THRESHOLD = 1e-4  # BT^2: a support point this close to a simplex vertex is "in" it
@@ -70,7 +70,7 @@ def closest_pt_point_triangle(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor)
         nonlocal point, bary, used
         point = torch.where(mask[..., None], p, point)
         bary = torch.where(mask[..., None], torch.stack(coords, -1), bary)
-        flag = torch.tensor(flags, dtype=torch.bool, device=d1.device)
+        flag = constant(tuple(flags), d1.device, torch.bool)
         used = torch.where(mask[..., None], flag, used)
 
     # edge BC
@@ -205,7 +205,7 @@ class Simplex:
         zero = torch.zeros_like(w0)
         # one vertex
         v_1, a_1, b_1 = p0 - q0, p0, q0
-        used_1 = torch.tensor((True, False, False, False), device=w.device).expand(n.shape[0], 4)
+        used_1 = constant((True, False, False, False), w.device, torch.bool).expand(n.shape[0], 4)
         # two vertices: the closest point of the segment to the origin
         seg = w1 - w0
         t = dot(seg, -w0)

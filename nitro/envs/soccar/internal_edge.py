@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from nitro.envs.soccar import constants as C
-from nitro.envs.soccar.vec import cross, dot, rotate
+from nitro.envs.soccar.vec import constant, cross, dot, rotate
 
 _INF = float("inf")
 
@@ -55,7 +55,7 @@ def adjust_internal_edge_contacts(
     best_dist = edge_dist.gather(-1, best)[..., 0]
     near = has_neighbour.gather(-1, best)[..., 0] & (best_dist < edge_distance)
     angle = edge_angle.gather(-1, best)[..., 0]
-    bit = torch.tensor([0, 1, 2], device=best.device).gather(0, best.reshape(-1)).reshape(best.shape)[..., 0]
+    bit = constant((0, 1, 2), best.device, torch.int64).gather(0, best.reshape(-1)).reshape(best.shape)[..., 0]
     convex = ((edge_flags >> bit) & 1) == 1  # TRI_INFO_V0V1_CONVEX << e
     swap_b = ((edge_flags >> (bit + 3)) & 1) == 1  # TRI_INFO_V0V1_SWAP_NORMALB << e
     edge = -delta.gather(-2, best[..., None].expand(*best.shape[:-1], 1, 3))[..., 0, :]  # v0 - v1, ...

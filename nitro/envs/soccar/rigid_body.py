@@ -105,7 +105,7 @@ def safe_normalized(v: torch.Tensor) -> torch.Tensor:
     l2 = length2(v)
     ok = l2 >= C.SIMD_EPSILON * C.SIMD_EPSILON
     unit = torch.zeros_like(v)
-    unit[..., 0] = 1.0
+    unit[..., 0].fill_(1.0)
     return where3(ok, v / torch.sqrt(torch.where(ok, l2, 1.0))[..., None], unit)
 
 
@@ -210,7 +210,7 @@ def apply_impulse(vel, ang_vel, inv_inertia, impulse, rel_pos):
 def apply_gravity(forces: Forces, gravity_z: float) -> Forces:
     """btDiscreteDynamicsWorld::applyGravity: the weight joins the forces after the pre-tick's."""
     weight = torch.zeros_like(forces.force)
-    weight[..., 2] = gravity_z * C.CAR_MASS_BT
+    weight[..., 2].fill_(gravity_z * C.CAR_MASS_BT)
     return dataclasses.replace(forces, force=forces.force + weight)
 
 

@@ -24,7 +24,7 @@ from nitro.envs.soccar.contacts import ContactRows
 from nitro.envs.soccar.gjk_epa import SIMD_EPSILON
 from nitro.envs.soccar.kernels import sequential_impulse as solver_kernels
 from nitro.envs.soccar.mutators import TickParams
-from nitro.envs.soccar.vec import cross, dot, eager_cpu, eager_cpu_width, gather_rows, mat_vec
+from nitro.envs.soccar.vec import constant, cross, dot, eager_cpu, eager_cpu_width, gather_rows, mat_vec
 
 SIMD_SQRT12 = float(np.float32(np.sqrt(0.5)))
 
@@ -140,7 +140,7 @@ def setup_rows(rows: ContactRows, bodies: SolverBodies, params: TickParams):
     static_b = rows.body_b < 0
     ia, ib = rows.body_a, torch.where(static_b, b, rows.body_b)
     # rows without a point get a harmless unit normal: their zero impulses then add exact zeros, never NaN
-    n_ = torch.where(rows.active[..., None], rows.normal, torch.tensor((0.0, 0.0, 1.0), device=rows.normal.device))
+    n_ = torch.where(rows.active[..., None], rows.normal, constant((0.0, 0.0, 1.0), rows.normal.device))
     va, wa, ea, eva = _take(vel, ia), _take(ang, ia), _take(ext_v, ia), _take(ext_w, ia)
     vb, wb, eb, ewb = _take(vel, ib), _take(ang, ib), _take(ext_v, ib), _take(ext_w, ib)
     ma, mb = _take(inv_mass, ia), _take(inv_mass, ib)

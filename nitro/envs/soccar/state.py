@@ -43,7 +43,7 @@ class BallState:
     def rest(num_envs: int, device: torch.device) -> BallState:
         """A fresh RocketSim ball: at rest at (0, 0, BALL_REST_Z), so it sleeps until moved."""
         pos = torch.zeros(num_envs, 3, device=device)
-        pos[:, 2] = C.BALL_REST_Z
+        pos[:, 2].fill_(C.BALL_REST_Z)
         zeros = torch.zeros(num_envs, 3, device=device)
         return BallState(
             pos=pos,
@@ -217,11 +217,11 @@ class CarState:
         """Cars as RocketSim's `CarState()` makes them (at (0, 0, 17), identity rotation, on the
         ground, boost 100/3, ball hit ticks -1, everything else zero), with fresh hidden state."""
         cars = CarState.empty(num_envs, num_cars, device)
-        cars.pos[..., 2] = C.CAR_SPAWN_REST_Z
-        cars.is_on_ground[:] = True
-        cars.boost[:] = C.BOOST_SPAWN_AMOUNT
-        cars.ball_hit_info_tick_count_when_hit[:] = -1
-        cars.ball_hit_info_tick_count_when_extra_impulse_applied[:] = -1
+        cars.pos[..., 2].fill_(C.CAR_SPAWN_REST_Z)  # (fills: nothing copied from the host)
+        cars.is_on_ground.fill_(True)
+        cars.boost.fill_(C.BOOST_SPAWN_AMOUNT)
+        cars.ball_hit_info_tick_count_when_hit.fill_(-1)
+        cars.ball_hit_info_tick_count_when_extra_impulse_applied.fill_(-1)
         return cars
 
 

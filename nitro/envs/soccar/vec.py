@@ -10,6 +10,8 @@ import functools
 import numpy as np
 import torch
 
+from nitro.core.tables import device_tables
+
 # |direction . axis| below which a box axis does not decide its support point (cos 89.9994 deg).
 BOX_SUPPORT_TIE = 1e-5
 
@@ -110,6 +112,26 @@ def box_support(center, axes, half, direction):
     along = torch.einsum("...ij,...i->...j", axes, direction)  # direction in box coordinates
     signs = torch.where(along.abs() <= BOX_SUPPORT_TIE, 0.0, torch.sign(along))
     return center + torch.einsum("...ij,...j->...i", axes, signs * half)
+
+
+def constant(values, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A constant tensor of Python ``values`` (numbers or nested tuples) on ``device``, made once per
+    (values, device, dtype) and read after: the eager reference's ticks copy nothing from the host, so
+    they replay from a CUDA graph. Under torch.compile, a constant of the traced graph."""
+    if torch.compiler.is_compiling():
+        return torch.tensor(values, dtype=dtype, device=device)
+    return _constant(values, torch.device(device), dtype)
+
+
+@device_tables
+def _constant(values, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    return torch.tensor(values, dtype=dtype, device=device)
+
+
+def broadcast(x, like: torch.Tensor) -> torch.Tensor:
+    """``x`` (a Python number or a tensor) expanded to ``like``'s shape, a number filled on ``like``'s
+    device (no copy from the host)."""
+    return (x if isinstance(x, torch.Tensor) else torch.full((), x, device=like.device)).expand_as(like)
 
 
 def eager_cpu_width(values: torch.Tensor, static: int) -> int:

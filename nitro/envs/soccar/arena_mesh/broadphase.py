@@ -21,6 +21,7 @@ from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.arena_mesh.bvh import bvh_quantization
 from nitro.envs.soccar.arena_mesh.cmf import read_cmf
 from nitro.envs.soccar.arena_mesh.mesh import ArenaMesh
+from nitro.envs.soccar.vec import constant
 
 _F32 = np.float32
 BT_LARGE_FLOAT = 1e18
@@ -176,9 +177,9 @@ def _registered_cells(bvh, mesh_min, mesh_max, cell_min, cell_max, cell_size, di
 
 def broadphase_cell(arena: ArenaBullet, point: torch.Tensor) -> torch.Tensor:
     """btRSBroadphase::GetCellIdx of points [..., 3] (BT): the flat cell index [...]."""
-    origin = torch.tensor(arena.cell_min, dtype=point.dtype, device=point.device)
+    origin = constant(tuple(arena.cell_min), point.device, point.dtype)
     scaled = (point - origin) * float(_F32(1.0) / _F32(arena.cell_size))
-    dims = torch.tensor(arena.cell_dims, device=point.device)
+    dims = constant(tuple(arena.cell_dims), point.device, torch.int64)
     ijk = torch.minimum(torch.trunc(scaled).to(torch.int64).clamp(min=0), dims - 1)
     return (ijk[..., 0] * arena.cell_dims[1] + ijk[..., 1]) * arena.cell_dims[2] + ijk[..., 2]
 
