@@ -117,10 +117,20 @@ def box_support(center, axes, half, direction):
 def constant(values, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """A constant tensor of Python ``values`` (numbers or nested tuples) on ``device``, made once per
     (values, device, dtype) and read after: the eager reference's ticks copy nothing from the host, so
-    they replay from a CUDA graph. Under torch.compile, a constant of the traced graph."""
+    they replay from a CUDA graph. Under torch.compile, a constant of the traced graph. One first asked
+    for while a CUDA graph captures (a path the warm-up steps did not take) is copied from pinned host
+    memory, which the graph then copies on each replay; it is kept once the capture is over."""
     if torch.compiler.is_compiling():
         return torch.tensor(values, dtype=dtype, device=device)
-    return _constant(values, torch.device(device), dtype)
+    device = torch.device(device)
+    key = (values, device, dtype)
+    if key not in _constant.cache and device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        _PINNED.append(torch.tensor(values, dtype=dtype).pin_memory())  # (the graph's source: kept alive)
+        return _PINNED[-1].to(device, non_blocking=True)  # (in the graph's memory: not cached)
+    return _constant(values, device, dtype)
+
+
+_PINNED: list[torch.Tensor] = []
 
 
 @device_tables
