@@ -218,7 +218,7 @@ class CarState:
         ground, boost 100/3, ball hit ticks -1, everything else zero), with fresh hidden state."""
         cars = CarState.empty(num_envs, num_cars, device)
         cars.pos[..., 2].fill_(C.CAR_SPAWN_REST_Z)  # (fills: nothing copied from the host)
-        cars.is_on_ground[:] = True  # (TorchScript, which the export traces, takes no bool fill_)
+        cars.is_on_ground[:] = True  # (the ONNX export's trace takes no bool fill_)
         cars.boost.fill_(C.BOOST_SPAWN_AMOUNT)
         cars.ball_hit_info_tick_count_when_hit.fill_(-1)
         cars.ball_hit_info_tick_count_when_extra_impulse_applied.fill_(-1)
