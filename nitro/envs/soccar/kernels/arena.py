@@ -1204,7 +1204,8 @@ def car_pad_tests(rows_ptr, row, slot, pad_cells_ptr, pad_table_ptr, hitbox_tabl
     demolished flag of the others."""
     at = rows_ptr + row * CAR_WIDTH
     pos = load(at, live, (0.0, 0.0, 0.0))
-    near = live & (boost_pads.pad_near(pad_cells_ptr, pos, live) >= 0)
+    pad = boost_pads.pad_near(pad_cells_ptr, pos, live)
+    near = pad >= 0
     rot_mat = (load(at + 3, near, (1.0, 0.0, 0.0)), load(at + 6, near, (0.0, 1.0, 0.0)), load(at + 9, near, (0.0, 0.0, 1.0)))
     is_demoed = tl.load(at + DEMOED_AT, mask=near, other=0.0) != 0
     boost = tl.load(at + BOOST_AT, mask=near, other=0.0)
@@ -1212,7 +1213,7 @@ def car_pad_tests(rows_ptr, row, slot, pad_cells_ptr, pad_table_ptr, hitbox_tabl
     extent = add(inner, (margin, margin, margin))
     lo, hi = boost_pads.car_aabb(pos, rot_mat, sub(offset, extent), add(offset, extent))
     tested = boost_pads.tested(pos, is_demoed, boost)
-    return boost_pads.car_pad_tests(pad_cells_ptr, pad_table_ptr, pos, lo, hi, tested, near)
+    return boost_pads.car_pad_tests(pad, pad_table_ptr, pos, lo, hi, tested)
 
 
 @jit

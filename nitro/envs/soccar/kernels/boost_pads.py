@@ -184,11 +184,10 @@ def pad_near(pad_cells_ptr, car_pos, live):
 
 
 @jit
-def car_pad_tests(pad_cells_ptr, pad_table_ptr, car_pos, car_min, car_max, car_tested, live):
-    """BoostPadGrid::CheckCollision + BoostPad::_CheckCollide of one car against the one pad it may
-    touch (`pad_near`): (that pad or -1, whether it collides as a car the pad was not locked to on the
-    previous tick, whether as the car it was locked to)."""
-    pad = pad_near(pad_cells_ptr, car_pos, live)
+def car_pad_tests(pad, pad_table_ptr, car_pos, car_min, car_max, car_tested):
+    """BoostPadGrid::CheckCollision + BoostPad::_CheckCollide of one car against ``pad``, the one pad it
+    may touch (`pad_near`, -1 for none): (that pad, whether it collides as a car the pad was not locked
+    to on the previous tick, whether as the car it was locked to)."""
     has = pad >= 0
     at = pad_table_ptr + tl.where(has, pad, 0) * PAD_TABLE_WIDTH
     pad_pos = load(at, has, (0.0, 0.0, 0.0))

@@ -37,7 +37,7 @@ def pads_kernel(
         lo, hi = twin.car_aabb(pos, rot, load_uniform(local_ptr + c * 6), load_uniform(local_ptr + c * 6 + 3))
         boost = tl.load(boost_ptr + row, mask=live, other=0.0)
         tested = twin.tested(pos, tl.load(demoed_ptr + row, mask=live, other=0) != 0, boost)
-        cars_pad = cars_pad + (twin.car_pad_tests(pad_cells_ptr, pad_table_ptr, pos, lo, hi, tested, live),)
+        cars_pad = cars_pad + (twin.car_pad_tests(twin.pad_near(pad_cells_ptr, pos, live), pad_table_ptr, pos, lo, hi, tested),)
         for i in tl.static_range(3):
             tl.store(aabb_ptr + row * 6 + i, lo[i], mask=live)
             tl.store(aabb_ptr + row * 6 + 3 + i, hi[i], mask=live)
