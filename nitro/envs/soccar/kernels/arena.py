@@ -1481,6 +1481,7 @@ def step_ticks_op(
         "ITERATIONS": C.SOLVER_NUM_ITERATIONS,
         "PUSH_POINTS": MAX_PUSH_POINTS,
     }
+    check_offsets(args, envs, num_cars)
     if num_cars == 0:  # the ball alone: every tick in one launch, the ball in registers throughout
         launch(ball_and_rules_kernel, envs, 1, {**args, "ticks": ticks}, block, maxnreg)
         return
@@ -1498,6 +1499,26 @@ def step_ticks_op(
         args["deferred_counts"] = deferred_counts[t]
         tick(args, envs, num_cars, block, maxnreg)
     launch(car_rows_kernel, envs * num_cars, 1, {**rows, "rows_ptr": args["car_rows_ptr"], "UNPACK": True}, ROWS_BLOCK, 0)
+
+
+OFFSET_LIMIT = 2**31 - 1
+"""The most elements of one buffer the stage kernels index: their offsets (row * width + column) are
+32-bit integers, as Triton makes them from int32 lanes."""
+
+
+def check_offsets(args: dict, envs: int, num_cars: int) -> None:
+    """Refuse a batch whose largest buffer of per-env rows the kernels' 32-bit offsets cannot index
+    (`OFFSET_LIMIT`; the arena's and the cars' tables are of a fixed size, far below it)."""
+    fixed = {f"{name}_ptr" for name in TABLE_NAMES + ARENA_NAMES}
+    sizes = ((k, x.numel()) for k, x in args.items() if isinstance(x, torch.Tensor) and k not in fixed)
+    name, largest = max(sizes, key=lambda kv: kv[1])
+    if largest > OFFSET_LIMIT:
+        most = envs * OFFSET_LIMIT // largest
+        raise ValueError(
+            f"a fused step indexes its buffers with 32-bit offsets, and {envs} envs of {num_cars} cars make "
+            f"{name[:-4]} {largest} elements (at most {OFFSET_LIMIT}); split the batch into Arenas of at most "
+            f"{most} envs"
+        )
 
 
 WORLD_PAIRS_PER_CAR = 0.25

@@ -24,6 +24,7 @@ from nitro.envs.soccar.kernels.car_contacts import hitbox_table
 from nitro.envs.soccar.kernels.vec import load
 from nitro.envs.soccar.state import ArenaEvents, CarState
 from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars, wheels_on_bodies
+from tests.envs.soccar.kernels.game_states import random_game
 from tests.envs.soccar.kernels.stand_in_tick import stand_in_step_ticks
 from tests.envs.soccar.kernels.test_car_ball import random_rotations
 from tests.envs.soccar.kernels.twins import DEVICE, INTERPRETED, exact_sqrt, runnable
@@ -372,3 +373,37 @@ def test_fused_steps_replayed_as_cuda_graphs_equal_direct_launches():
     assert arena._runners[ticks].graph is not None  # the last steps were replays
     for events, copy in kept:  # no replay rewrote an earlier step's events
         assert all(torch.equal(a, b) for a, b in zip(tree.leaves(events), tree.leaves(copy)))
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="millions of envs: on a GPU only")
+def test_a_batch_of_millions_steps_every_copy_of_a_game_alike():
+    """The game benchmark's largest batch (4,194,304 1v1 envs: the cars sorted, the car step's contact
+    points found pair by pair) holding 4,096 copies of the same 1,024 games (`random_game`, no car
+    demolished: a respawn spot is drawn per env index) with the same controls: after two 8-tick steps
+    every copy equals the first, bit for bit, so no env far into the batch reads or writes another's
+    data."""
+    tile, copies = 1024, 4096
+    ball, cars, pads = random_game(tile, 2, seed=5)
+    cars.is_demoed = torch.zeros_like(cars.is_demoed)
+    cars.demo_respawn_timer = torch.zeros_like(cars.demo_respawn_timer)
+    arena = Arena(tile * copies, blue=1, orange=1, device=DEVICE, mode="fused", seed=1)
+    tiled = lambda tree_: tree.tree_map(lambda x: x.repeat(copies, *[1] * (x.dim() - 1)), tree_)  # noqa: E731
+    state = dataclasses.replace(arena.state, ball=tiled(ball), cars=tiled(cars), pads=tiled(pads))
+    g = torch.Generator(device=DEVICE).manual_seed(4)
+    for _ in range(2):
+        controls = (torch.rand(tile, 2, 8, generator=g, device=DEVICE) * 2 - 1).repeat(copies, 1, 1)
+        events = ArenaEvents.none(tile * copies, 2, DEVICE)
+        launch_step_ticks_(state, events, controls, arena.world, 8)
+    for name, x in zip(("state", "events"), (state, events)):
+        for leaf in tree.leaves(x):
+            copy = leaf.reshape(copies, tile, *leaf.shape[1:])
+            assert torch.equal(copy, copy[:1].expand_as(copy)), f"a copy of the {name} differs from the first"
+
+
+def test_a_batch_beyond_32_bit_offsets_is_refused(monkeypatch):
+    """A batch whose largest buffer the kernels' 32-bit offsets cannot index is refused with the batch
+    that fits (the limit lowered to one element fewer than 32 envs' car rows)."""
+    monkeypatch.setattr(arena_kernels, "OFFSET_LIMIT", ENVS * 2 * arena_kernels.CAR_WIDTH.value - 1)
+    arena = Arena(ENVS, blue=1, orange=1, device=DEVICE, mode="fused")
+    with pytest.raises(ValueError, match=rf"32-bit offsets.*{ENVS} envs of 2 cars make car_rows .*at most {ENVS - 1} envs"):
+        arena.step(torch.zeros(ENVS, 2, 8, device=DEVICE), ticks=1)
