@@ -49,6 +49,10 @@ class Env(Generic[S, P]):
     agent_team: tuple[int, ...] = (0,)
     """The team of each seat (length A), numbered 0, 1, ... in order of first appearance; agents of one
     team play together. A free-for-all gives every seat its own team."""
+    capturable: bool = True
+    """Whether ``step`` is cheap to compile and to capture in a CUDA graph. Trainers and evaluations whose
+    compile / graph setting is auto do both only where it is. An env whose step runs data-dependent loops
+    to fixed counts when compiled or captured (far more launches than eager) sets False."""
     truncates: bool = True
     """Whether ``step`` may report truncated episodes (a time limit). Envs whose episodes end only by
     termination set False (``truncated`` is then always false), and trainers skip the bootstrap of

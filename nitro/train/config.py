@@ -122,9 +122,10 @@ class RunConfig:
     """fp32 | bf16 (autocast for inference and update, fp32 master weights)."""
     compile: str = "auto"
     """Compile the rollout step and loss: auto | true | false. auto compiles on CUDA for runs of at least
-    1,000 updates, where compiling (seconds, cached across runs) pays for itself."""
+    1,000 updates, where compiling (seconds, cached across runs) pays for itself, of envs that are
+    `Env.capturable`."""
     graph: str = "auto"
-    """Capture rollout and update in one CUDA graph: auto (on CUDA) | true | false."""
+    """Capture rollout and update in one CUDA graph: auto (on CUDA, for `Env.capturable` envs) | true | false."""
     threads: int = 0
     """CPU threads of PyTorch's intra-op pool; 0 picks: on a CPU one per 4,096 envs (at least 1, at most
     PyTorch's default; small batches run fastest on one), on a GPU PyTorch's default. The run records the

@@ -215,8 +215,8 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
     mean result, result margin (its team's mean result minus the other seats' mean in the same game),
     mean return and the env's ``episode_stats``, each with the half-width of its 95% confidence
     interval over games; and the env params played and the checkpoint's update and step. ``graph``:
-    replay the steps from CUDA graphs (auto: on CUDA, eagerly where capturing fails, noted in the
-    result; `play_vs_bot`)."""
+    replay the steps from CUDA graphs (auto: on CUDA where the env is `capturable`, eagerly where capturing
+    fails, noted in the result; `play_vs_bot`)."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     cfg, env, policy, rms = load_policy(run, checkpoint, device, env_params, games=True)
@@ -224,7 +224,7 @@ def evaluate_vs_bots(run: str | Path, bots: list[str] | None = None, games: int 
         raise ValueError(f"{run} has an LSTM policy; evaluating against bots needs a feed-forward one (policy.lstm=0)")
     if graph not in ("auto", "true", "false"):
         raise ValueError(f"graph must be auto, true or false, got {graph!r}")
-    graphed = graph == "true" or (graph == "auto" and torch.device(device).type == "cuda")
+    graphed = graph == "true" or (graph == "auto" and torch.device(device).type == "cuda" and env.capturable)
     a = env.num_agents
     known = env.bots()
     bots = list(known) if bots is None else bots

@@ -133,6 +133,9 @@ class Soccar(Env[SoccarState, SoccarParams]):
         if delay > tick_skip:
             raise ValueError(f"action_delay must be in [0, tick_skip={tick_skip}], got {delay}")
         self.num_agents = blue + orange
+        # the eager tick's GJK/EPA loops, compiled or captured, run their fixed iteration counts: about a
+        # quarter million launches per tick (`gjk_epa.loop_count`); the fused tick's kernels capture as they are
+        self.capturable = p.physics == "fused"
         teams = (0,) * blue + (1,) * orange
         self.agent_team = tuple(t - teams[0] for t in teams)  # numbered from 0 in order of appearance
         self.observation_space = Box.of(-math.inf, math.inf, (p.obs.size(blue, orange),))

@@ -165,6 +165,13 @@ def test_bad_params():
             fused.step(state, torch.zeros(4, dtype=torch.int64), keys(2))
 
 
+def test_only_the_fused_physics_is_capturable():
+    """Trainers and evaluations on auto compile and capture only a `capturable` env's step: the eager
+    tick's GJK/EPA loops would run their fixed counts there (a quarter million launches per tick)."""
+    assert not Soccar(SoccarParams()).capturable
+    assert Soccar(SoccarParams(physics="fused")).capturable
+
+
 def test_whole_games_play_on_after_goals(env):
     """kickoff_after_goal with GameCondition(16 ticks): the shot scores during the first step, the
     arena puts the ball back on the kickoff spot and the game goes on; at 16 ticks it is over, 1-0,

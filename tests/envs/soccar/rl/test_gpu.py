@@ -69,9 +69,11 @@ def test_bots_on_cuda_match_the_cpu_without_syncs():
         assert torch.equal(actions.cpu(), expected[name][1]), name
 
 
-def test_games_against_a_bot_replayed_from_a_cuda_graph_match_eager():
-    """play_vs_bot with graph=True (steps captured once, replayed) gives the eager run's games exactly:
-    a random policy against the ball chaser in 16-tick games."""
+def test_games_against_a_bot_replayed_from_a_cuda_graph_match_direct_launches():
+    """play_vs_bot with graph=True (steps captured once, replayed) gives the run without a graph exactly:
+    a random policy against the ball chaser in 16-tick games of the fused physics (the env that is
+    `capturable`: the eager tick's GJK/EPA loops, captured, would run their fixed counts, a quarter
+    million launches per tick)."""
     from nitro.core import rng
     from nitro.envs.soccar.rl.done_conditions import GameCondition
     from nitro.envs.soccar.rl.env import Soccar, SoccarParams
@@ -79,7 +81,9 @@ def test_games_against_a_bot_replayed_from_a_cuda_graph_match_eager():
     from nitro.train.evaluate import play_vs_bot
     from nitro.train.policy import ActorCritic
 
-    env = Soccar(SoccarParams(**{**Soccar.GAME_PARAMS, "termination": GameCondition(16 / 120, 8 / 120)}))
+    env = Soccar(SoccarParams(**{**Soccar.GAME_PARAMS, "termination": GameCondition(16 / 120, 8 / 120),
+                                 "physics": "fused"}))  # fmt: skip
+    assert env.capturable
     torch.manual_seed(0)
     policy = ActorCritic(172, env.action_space, PolicyConfig(hidden=[64, 64])).cuda()
 
