@@ -162,8 +162,9 @@ class Trainer:
             raise ConfigError(f"ppo.total_steps={p.total_steps} is less than one update of {self.dist.world_size} "
                               f"processes ({self.N * self.T * self.dist.world_size} env steps); raise it")
         memory.check(cfg, self.env, d)
-        self.compiled = cfg.run.compile == "true" or (cfg.run.compile == "auto" and d.type == "cuda"
-                                                      and self.num_updates >= COMPILE_MIN_UPDATES and self.env.capturable)
+        self.compiled = cfg.run.compile == "true" or (
+            cfg.run.compile == "auto" and d.type == "cuda" and self.num_updates >= COMPILE_MIN_UPDATES
+            and self.env.capturable)
         self.graphed = _flag(cfg.run.graph, d) and (cfg.run.graph == "true" or self.env.capturable)
         if self.graphed and d.type != "cuda":
             raise ConfigError(f"run.graph=true needs a CUDA device, this run is on {d}; use run.graph=auto")
