@@ -132,10 +132,6 @@ class Buffers:
     """ppo.decisions: [K, L] bool the slots the update learns from (their advantage is known)."""
 
 
-def _flag(value: str, device: torch.device) -> bool:
-    return device.type == "cuda" if value == "auto" else value == "true"
-
-
 class Trainer:
     def __init__(self, cfg: TrainConfig, run_dir: str | Path | None = None, resume: str | Path | None = None):
         validate(cfg)
@@ -165,7 +161,8 @@ class Trainer:
         self.compiled = cfg.run.compile == "true" or (
             cfg.run.compile == "auto" and d.type == "cuda" and self.num_updates >= COMPILE_MIN_UPDATES
             and self.env.capturable)
-        self.graphed = _flag(cfg.run.graph, d) and (cfg.run.graph == "true" or self.env.capturable)
+        self.graphed = cfg.run.graph == "true" or (
+            cfg.run.graph == "auto" and d.type == "cuda" and self.env.capturable)
         if self.graphed and d.type != "cuda":
             raise ConfigError(f"run.graph=true needs a CUDA device, this run is on {d}; use run.graph=auto")
         self.bf16 = cfg.run.precision == "bf16"

@@ -119,7 +119,8 @@ def constant(values, device: torch.device, dtype: torch.dtype = torch.float32) -
     (values, device, dtype) and read after: the eager reference's ticks copy nothing from the host, so
     they replay from a CUDA graph. Under torch.compile, a constant of the traced graph. One first asked
     for while a CUDA graph captures (a path the warm-up steps did not take) is copied from pinned host
-    memory, which the graph then copies on each replay; it is kept once the capture is over."""
+    memory, which the graph then copies on each replay (that memory is kept alive; the copy, in the
+    graph's memory, is not cached)."""
     if torch.compiler.is_compiling():
         return torch.tensor(values, dtype=dtype, device=device)
     device = torch.device(device)
