@@ -95,7 +95,7 @@ from nitro.envs.soccar.kernels.car import (
     store_car_row,
 )
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
-from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world
+from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec, vec_mat
 from nitro.envs.soccar.kernels.vec import (
     add,
     dot,
@@ -113,6 +113,7 @@ from nitro.envs.soccar.kernels.vec import (
 from nitro.envs.soccar.kernels.ray_cast import ray_cast
 from nitro.envs.soccar.kernels.vehicle import (
     ARENA_HIT_WIDTH,
+    NEAR_SPARE,
     bodies_of,
     hard_point_of,
     pick,
@@ -569,7 +570,7 @@ def pre_tick_kernel(
             )  # fmt: skip
             arena_hits = None
         else:  # the demolished cars, and those whose rays reach a body, wait for the second pass
-            near = rays_near_bodies(bodies, car[0], params[1], params[2], params[3], live, NUM_CARS, BLOCK)
+            near = rays_near_bodies(bodies, car[0], car[1], params[1], params[2], params[3], live, NUM_CARS, BLOCK)
             waits = near | frozen
             deferral = defer_lanes(deferred_count_ptr, slot, waits)
             live = live & ~waits
@@ -687,27 +688,71 @@ def collisions_kernel(
 @jit
 def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radius, NUM_CARS: tl.constexpr,
                 BLOCK: tl.constexpr):  # fmt: skip
-    """Whether some car of each env can touch the ball or another car this tick: the car's reach
-    (`car_contacts.bounding_radius`, its contact threshold and 0.01 BT to spare) about its origin
-    against the ball's radius about its centre, or against the other car's reach. Where it is false
-    `car_ball_contacts` and `car_car_contacts` find no point (`collisions_kernel`'s first pass)."""
+    """Whether some car of each env can touch the ball or another car this tick. First by the cars'
+    origins alone: each car's reach (`car_contacts.bounding_radius`, its contact threshold and 0.01 BT to
+    spare) about its origin against the ball's radius about its centre, or against the other car's
+    reach. Then, for the cars that leaves near (their rotations read only there), by their boxes: the
+    ball's centre within its contact distance of the box (as `car_contacts.car_ball_contacts` measures
+    it, the car's contact threshold for the gap), and each box of a pair meeting the other's bounding
+    sphere grown by both thresholds (btBoxBoxDetector adds no point between boxes apart), `NEAR_SPARE`
+    to spare. Where it is false `car_ball_contacts` and `car_car_contacts` find no point
+    (`collisions_kernel`'s first pass)."""
     positions = ()
     reaches = ()
-    near = live & (live != live)
+    ball_near = ()
+    pair_near = ()
     for c in tl.static_range(NUM_CARS):
         v = load_columns(car_rows_ptr, lane * NUM_CARS + c, live, CAR_WIDTH, 3, 4, BLOCK)
         pos = (v[0], v[1], v[2])
         hitbox = car_contacts.load_hitbox(hitbox_table_ptr, c)
         reach = (car_contacts.bounding_radius(hitbox) + hitbox[3] + 0.01) * BT_TO_UU
         to_ball = sub(ball_pos, pos)
-        near = near | (dot(to_ball, to_ball) <= (reach + ball_radius) * (reach + ball_radius))
+        ball_near = ball_near + (live & (dot(to_ball, to_ball) <= (reach + ball_radius) * (reach + ball_radius)),)
         for other in tl.static_range(c):
             between = sub(positions[other], pos)
             apart = reaches[other] + reach
-            near = near | (dot(between, between) <= apart * apart)
+            pair_near = pair_near + (live & (dot(between, between) <= apart * apart),)
         positions = positions + (pos,)
         reaches = reaches + (reach,)
-    return live & near
+    near = live != live
+    boxes = ()
+    for c in tl.static_range(NUM_CARS):
+        wanted = ball_near[c]
+        for other in tl.static_range(NUM_CARS):
+            if other < c:
+                wanted = wanted | pair_near[c * (c - 1) // 2 + other]
+            elif other > c:
+                wanted = wanted | pair_near[other * (other - 1) // 2 + c]
+        v = load_columns(car_rows_ptr, lane * NUM_CARS + c, wanted, CAR_WIDTH, 12, 16, BLOCK)
+        rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
+        inner, margin, offset, threshold = car_contacts.load_hitbox(hitbox_table_ptr, c)
+        center = add(positions[c], scale(mat_vec(rot_mat, offset), BT_TO_UU))
+        contact = ball_radius + (margin + threshold) * BT_TO_UU + NEAR_SPARE
+        near = near | (ball_near[c] & sphere_meets_box(ball_pos, contact, center, rot_mat, scale(inner, BT_TO_UU)))
+        half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
+        boxes = boxes + ((center, rot_mat, half, tl.sqrt(dot(half, half)), threshold * BT_TO_UU),)
+    for a in tl.static_range(NUM_CARS):
+        for b in tl.static_range(a):
+            center_a, rot_a, half_a, radius_a, threshold_a = boxes[a]
+            center_b, rot_b, half_b, radius_b, threshold_b = boxes[b]
+            spare = threshold_a + threshold_b + NEAR_SPARE
+            meets = sphere_meets_box(center_b, radius_b + spare, center_a, rot_a, half_a)
+            meets = meets & sphere_meets_box(center_a, radius_a + spare, center_b, rot_b, half_b)
+            near = near | (pair_near[a * (a - 1) // 2 + b] & meets)
+    return near
+
+
+@jit
+def sphere_meets_box(center, radius, box_center, rot_mat, half):
+    """Whether the sphere of ``radius`` about ``center`` meets the box of half extents ``half`` about
+    ``box_center``, turned by ``rot_mat`` (rows): the sphere's centre in the box's frame, clamped to it."""
+    local = vec_mat(sub(center, box_center), rot_mat)
+    gap = (
+        local[0] - tl.minimum(tl.maximum(local[0], -half[0]), half[0]),
+        local[1] - tl.minimum(tl.maximum(local[1], -half[1]), half[1]),
+        local[2] - tl.minimum(tl.maximum(local[2], -half[2]), half[2]),
+    )
+    return dot(gap, gap) <= radius * radius
 
 
 PAIR_WIDTH = constexpr(16)

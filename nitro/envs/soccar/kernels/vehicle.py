@@ -23,7 +23,7 @@ import numpy as np
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
-from nitro.envs.soccar.kernels.car_contacts import bounding_radius, load_hitbox
+from nitro.envs.soccar.kernels.car_contacts import load_hitbox
 from nitro.envs.soccar.kernels.ray_cast import ray_cast as arena_ray_cast
 from nitro.envs.soccar.kernels.rigid_body import (
     INV_MASS,
@@ -239,30 +239,43 @@ def passes_near(start, end, center, radius):
     return dot(near, near) <= (radius + 0.01) * (radius + 0.01)
 
 
+NEAR_SPARE = constexpr(1.0)
+"""UU the bodies' spheres and boxes grow by in the bounds that send lanes past their casts and contacts
+(`rays_near_bodies`, `kernels/arena.bodies_near`): more than the rounding of either side."""
+
+
 @jit
 def rays_near_bodies(
-    bodies, pos, wheel_connection, wheel_radius, suspension_rest_length, live, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr
-):
-    """Whether some wheel ray of the car at ``pos`` can pass near another car or the ball: a body's
-    bounding sphere (as `ray_cast_bodies` bounds it, about the box's centre or the ball's) within the
-    rays' reach of the car's centre (the farthest connection point plus the longest ray), 1 UU to
-    spare. Where it is false, `ray_cast_bodies` finds no body for any wheel: the rays meet the arena
-    alone (the pre-tick's fast lanes, `kernels/arena.pre_tick_kernel`)."""
+    bodies, pos, rot_mat, wheel_connection, wheel_radius, suspension_rest_length, live, NUM_CARS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Whether some wheel ray of the car at ``pos``, ``rot_mat`` passes near another car or the ball: each
+    ray's segment (from its hard point down the car's up axis, as `ray_cast` casts it) against each
+    body's bounding sphere as `ray_cast_bodies` bounds its casts (about the box's centre or the ball's),
+    `NEAR_SPARE` to spare. Where it is false, `ray_cast_bodies` casts at no body for any wheel: the rays
+    meet the arena alone (the pre-tick's fast lanes, `kernels/arena.pre_tick_kernel`). (Not the box
+    itself: a cast at a box may stop on a ray that misses it, as Bullet's does.)"""
     rows_ptr, first_row, slot, hitbox_table_ptr, _, ball = bodies
-    reach = 0.0
+    down = neg(column(rot_mat, 2))
+    starts = ()
+    ends = ()
     for i in tl.static_range(4):
-        c = wheel_connection[i]
-        reach = tl.maximum(reach, tl.sqrt(dot(c, c)) + ray_length_of(suspension_rest_length[i], wheel_radius[i]))
-    reach = reach + 1.0
-    to_ball = sub(ball[0], pos)
-    ball_reach = reach + (ball[6] + 0.01) * BT_TO_UU
-    near = dot(to_ball, to_ball) <= ball_reach * ball_reach
+        start = hard_point_of(pos, rot_mat, wheel_connection[i])
+        starts = starts + (start,)
+        ends = ends + (add(start, scale(down, ray_length_of(suspension_rest_length[i], wheel_radius[i]))),)
+    near = live != live
+    for i in tl.static_range(4):
+        near = near | passes_near(starts[i], ends[i], ball[0], ball[6] * BT_TO_UU + NEAR_SPARE)
     for b in tl.static_range(NUM_CARS):
-        car_reach = reach + (bounding_radius(load_hitbox(hitbox_table_ptr, b)) + 0.01) * BT_TO_UU
         other_car = tl.where(slot != b, live, False)  # (live & a scalar: int32 under the interpreter)
-        other = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 3, 4, BLOCK)
-        to_car = sub((other[0], other[1], other[2]), pos)
-        near = near | (other_car & (dot(to_car, to_car) <= car_reach * car_reach))
+        v = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 12, 16, BLOCK)
+        other_rot = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
+        inner, margin, offset, _ = load_hitbox(hitbox_table_ptr, b)
+        center = add((v[0], v[1], v[2]), scale(mat_vec(other_rot, offset), BT_TO_UU))
+        extent = add(inner, (margin, margin, margin))
+        radius = tl.sqrt(dot(extent, extent)) * BT_TO_UU + NEAR_SPARE
+        for i in tl.static_range(4):
+            near = near | (other_car & passes_near(starts[i], ends[i], center, radius))
     return live & near
 
 
