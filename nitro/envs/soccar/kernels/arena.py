@@ -95,7 +95,7 @@ from nitro.envs.soccar.kernels.car import (
     store_car_row,
 )
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
-from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec, vec_mat
+from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec
 from nitro.envs.soccar.kernels.vec import (
     add,
     dot,
@@ -120,6 +120,7 @@ from nitro.envs.soccar.kernels.vehicle import (
     pick_vec,
     ray_length_of,
     rays_near_bodies,
+    sphere_meets_box,
     store_arena_hit,
 )
 from nitro.envs.soccar.mutators import TickParams, ball_mass_props
@@ -728,7 +729,8 @@ def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radiu
         inner, margin, offset, threshold = car_contacts.load_hitbox(hitbox_table_ptr, c)
         center = add(positions[c], scale(mat_vec(rot_mat, offset), BT_TO_UU))
         contact = ball_radius + (margin + threshold) * BT_TO_UU + NEAR_SPARE
-        near = near | (ball_near[c] & sphere_meets_box(ball_pos, contact, center, rot_mat, scale(inner, BT_TO_UU)))
+        box = scale(inner, BT_TO_UU)
+        near = near | (ball_near[c] & sphere_meets_box(ball_pos, contact, center, rot_mat, neg(box), box))
         half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
         boxes = boxes + ((center, rot_mat, half, tl.sqrt(dot(half, half)), threshold * BT_TO_UU),)
     for a in tl.static_range(NUM_CARS):
@@ -736,23 +738,10 @@ def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radiu
             center_a, rot_a, half_a, radius_a, threshold_a = boxes[a]
             center_b, rot_b, half_b, radius_b, threshold_b = boxes[b]
             spare = threshold_a + threshold_b + NEAR_SPARE
-            meets = sphere_meets_box(center_b, radius_b + spare, center_a, rot_a, half_a)
-            meets = meets & sphere_meets_box(center_a, radius_a + spare, center_b, rot_b, half_b)
+            meets = sphere_meets_box(center_b, radius_b + spare, center_a, rot_a, neg(half_a), half_a)
+            meets = meets & sphere_meets_box(center_a, radius_a + spare, center_b, rot_b, neg(half_b), half_b)
             near = near | (pair_near[a * (a - 1) // 2 + b] & meets)
     return near
-
-
-@jit
-def sphere_meets_box(center, radius, box_center, rot_mat, half):
-    """Whether the sphere of ``radius`` about ``center`` meets the box of half extents ``half`` about
-    ``box_center``, turned by ``rot_mat`` (rows): the sphere's centre in the box's frame, clamped to it."""
-    local = vec_mat(sub(center, box_center), rot_mat)
-    gap = (
-        local[0] - tl.minimum(tl.maximum(local[0], -half[0]), half[0]),
-        local[1] - tl.minimum(tl.maximum(local[1], -half[1]), half[1]),
-        local[2] - tl.minimum(tl.maximum(local[2], -half[2]), half[2]),
-    )
-    return dot(gap, gap) <= radius * radius
 
 
 PAIR_WIDTH = constexpr(16)

@@ -249,34 +249,50 @@ def rays_near_bodies(
     bodies, pos, rot_mat, wheel_connection, wheel_radius, suspension_rest_length, live, NUM_CARS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """Whether some wheel ray of the car at ``pos``, ``rot_mat`` passes near another car or the ball: each
-    ray's segment (from its hard point down the car's up axis, as `ray_cast` casts it) against each
-    body's bounding sphere as `ray_cast_bodies` bounds its casts (about the box's centre or the ball's),
-    `NEAR_SPARE` to spare. Where it is false, `ray_cast_bodies` casts at no body for any wheel: the rays
-    meet the arena alone (the pre-tick's fast lanes, `kernels/arena.pre_tick_kernel`). (Not the box
-    itself: a cast at a box may stop on a ray that misses it, as Bullet's does.)"""
+    """Whether the wheel rays of the car at ``pos``, ``rot_mat`` can pass near another car or the ball:
+    each body's bounding sphere as `ray_cast_bodies` bounds its casts (about the box's centre or the
+    ball's), `NEAR_SPARE` to spare, against the box that holds the car's four ray segments in its own
+    frame (from the connection points down its up axis, as `ray_cast` casts them). Where it is false,
+    `ray_cast_bodies` casts at no body for any wheel: the rays meet the arena alone (the pre-tick's fast
+    lanes, `kernels/arena.pre_tick_kernel`). (Not the box of a car body: a cast at a box may stop on a
+    ray that misses it, as Bullet's does.)"""
     rows_ptr, first_row, slot, hitbox_table_ptr, _, ball = bodies
-    down = neg(column(rot_mat, 2))
-    starts = ()
-    ends = ()
+    lo = wheel_connection[0]
+    hi = wheel_connection[0]
     for i in tl.static_range(4):
-        start = hard_point_of(pos, rot_mat, wheel_connection[i])
-        starts = starts + (start,)
-        ends = ends + (add(start, scale(down, ray_length_of(suspension_rest_length[i], wheel_radius[i]))),)
-    near = live != live
-    for i in tl.static_range(4):
-        near = near | passes_near(starts[i], ends[i], ball[0], ball[6] * BT_TO_UU + NEAR_SPARE)
+        c = wheel_connection[i]
+        bottom = c[2] - ray_length_of(suspension_rest_length[i], wheel_radius[i])
+        lo = (tl.minimum(lo[0], c[0]), tl.minimum(lo[1], c[1]), tl.minimum(lo[2], bottom))
+        hi = (tl.maximum(hi[0], c[0]), tl.maximum(hi[1], c[1]), tl.maximum(hi[2], c[2]))
+    near = sphere_meets_box(ball[0], ball[6] * BT_TO_UU + NEAR_SPARE, pos, rot_mat, lo, hi)
     for b in tl.static_range(NUM_CARS):
         other_car = tl.where(slot != b, live, False)  # (live & a scalar: int32 under the interpreter)
-        v = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 12, 16, BLOCK)
-        other_rot = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
         inner, margin, offset, _ = load_hitbox(hitbox_table_ptr, b)
-        center = add((v[0], v[1], v[2]), scale(mat_vec(other_rot, offset), BT_TO_UU))
         extent = add(inner, (margin, margin, margin))
         radius = tl.sqrt(dot(extent, extent)) * BT_TO_UU + NEAR_SPARE
-        for i in tl.static_range(4):
-            near = near | (other_car & passes_near(starts[i], ends[i], center, radius))
+        # the box's centre lies within its offset of the car's origin: the car's rotation is read
+        # only where the sphere about the origin, grown by the offset, meets the rays' box
+        v = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 3, 4, BLOCK)
+        reach = radius + tl.sqrt(dot(offset, offset)) * BT_TO_UU
+        maybe = other_car & sphere_meets_box((v[0], v[1], v[2]), reach, pos, rot_mat, lo, hi)
+        v = load_columns(rows_ptr, first_row + b, maybe, BODY_ROW, 12, 16, BLOCK)
+        other_rot = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
+        center = add((v[0], v[1], v[2]), scale(mat_vec(other_rot, offset), BT_TO_UU))
+        near = near | (maybe & sphere_meets_box(center, radius, pos, rot_mat, lo, hi))
     return live & near
+
+
+@jit
+def sphere_meets_box(center, radius, origin, rot_mat, lo, hi):
+    """Whether the sphere of ``radius`` about ``center`` meets the box ``lo`` - ``hi`` of the frame at
+    ``origin``, turned by ``rot_mat`` (rows): the centre in that frame, clamped to the box."""
+    local = vec_mat(sub(center, origin), rot_mat)
+    gap = (
+        local[0] - tl.minimum(tl.maximum(local[0], lo[0]), hi[0]),
+        local[1] - tl.minimum(tl.maximum(local[1], lo[1]), hi[1]),
+        local[2] - tl.minimum(tl.maximum(local[2], lo[2]), hi[2]),
+    )
+    return dot(gap, gap) <= radius * radius
 
 
 @jit

@@ -436,10 +436,10 @@ def test_rays_near_bodies(presets):
     """The pre-tick's fast lanes (`kernels/arena.pre_tick_kernel`) skip the rays' casts against the
     bodies where `rays_near_bodies` is false: that must never drop a hit. Cars, turned at random, with
     the other car and the ball at random offsets of up to 420 UU: every car whose full wheel rays hit a
-    body in the reference (`vehicle.ray_cast_bodies`) is near, and the bound is tight enough (each ray
-    against each body's bounding sphere) to leave every car more than 170 UU from every body on the
-    fast path, and fewer than three cars near for each car whose rays hit (a bound by the distance
-    between the bodies' centres left four)."""
+    body in the reference (`vehicle.ray_cast_bodies`) is near, and the bound is tight enough (each
+    body's bounding sphere against the box of the car's rays) to leave every car more than 170 UU from
+    every body on the fast path, and fewer than three cars near for each car whose rays hit (a bound by
+    the distance between the bodies' centres left four)."""
     envs = 512
     g = torch.Generator().manual_seed(5)
     u = lambda *shape: torch.rand(*shape, generator=g)
