@@ -23,7 +23,7 @@ import numpy as np
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
-from nitro.envs.soccar.kernels.car_contacts import load_hitbox
+from nitro.envs.soccar.kernels.car_contacts import bounding_radius, load_hitbox
 from nitro.envs.soccar.kernels.ray_cast import ray_cast as arena_ray_cast
 from nitro.envs.soccar.kernels.rigid_body import (
     INV_MASS,
@@ -267,13 +267,14 @@ def rays_near_bodies(
     near = sphere_meets_box(ball[0], ball[6] * BT_TO_UU + NEAR_SPARE, pos, rot_mat, lo, hi)
     for b in tl.static_range(NUM_CARS):
         other_car = tl.where(slot != b, live, False)  # (live & a scalar: int32 under the interpreter)
-        inner, margin, offset, _ = load_hitbox(hitbox_table_ptr, b)
+        hitbox = load_hitbox(hitbox_table_ptr, b)
+        inner, margin, offset, _ = hitbox
         extent = add(inner, (margin, margin, margin))
         radius = tl.sqrt(dot(extent, extent)) * BT_TO_UU + NEAR_SPARE
         # the box's centre lies within its offset of the car's origin: the car's rotation is read
         # only where the sphere about the origin, grown by the offset, meets the rays' box
         v = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 3, 4, BLOCK)
-        reach = radius + tl.sqrt(dot(offset, offset)) * BT_TO_UU
+        reach = bounding_radius(hitbox) * BT_TO_UU + NEAR_SPARE
         maybe = other_car & sphere_meets_box((v[0], v[1], v[2]), reach, pos, rot_mat, lo, hi)
         v = load_columns(rows_ptr, first_row + b, maybe, BODY_ROW, 12, 16, BLOCK)
         other_rot = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
