@@ -1538,12 +1538,17 @@ def step_ticks_op(
 OFFSET_LIMIT = 2**31 - 1
 """The most elements of one buffer the stage kernels index: their offsets (row * width + column) are
 32-bit integers, as Triton makes them from int32 lanes."""
+WIDE_OFFSETS = frozenset({"body_rows_ptr", "pair_contacts_ptr", "wheel_hits_ptr"})
+"""The buffers the stage kernels index from int64 env or row numbers (`listed_envs`, `car_lanes`' env,
+`wheel_hits_of`), which `OFFSET_LIMIT` does not bound: the largest per env at 3v3, the solve's rows
+between bodies (1,056 floats), would otherwise stop 3v3 at about 2M envs."""
 
 
 def check_offsets(args: dict, envs: int, num_cars: int) -> None:
     """Refuse a batch whose largest buffer of per-env rows the kernels' 32-bit offsets cannot index
-    (`OFFSET_LIMIT`; the arena's and the cars' tables are of a fixed size, far below it)."""
-    fixed = {f"{name}_ptr" for name in TABLE_NAMES + ARENA_NAMES}
+    (`OFFSET_LIMIT`; the arena's and the cars' tables are of a fixed size, far below it; `WIDE_OFFSETS`
+    are indexed with 64-bit offsets)."""
+    fixed = {f"{name}_ptr" for name in TABLE_NAMES + ARENA_NAMES} | WIDE_OFFSETS
     sizes = ((k, x.numel()) for k, x in args.items() if isinstance(x, torch.Tensor) and k not in fixed)
     name, largest = max(sizes, key=lambda kv: kv[1])
     if largest > OFFSET_LIMIT:

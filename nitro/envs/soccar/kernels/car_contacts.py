@@ -23,7 +23,7 @@ from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_w
 from nitro.envs.soccar.kernels.sequential_impulse import clamp_impulse, row_impulse, setup_rows, simd_dot3
 from nitro.envs.soccar.kernels.sphere_contacts import closest_point_triangle
 from nitro.envs.soccar.kernels.vec import (
-    add, dot, load, load_row, load_uniform, neg, pick, pick3, put3, scale, sub, where,
+    add, dot, load, load_row, load_uniform, neg, pick, pick3, put3, scale, store_row, sub, where,
 )
 from nitro.envs.soccar.vec import BOX_SUPPORT_TIE as _BOX_SUPPORT_TIE
 
@@ -788,6 +788,23 @@ def _store_applied(body_rows_ptr, row_index, column: tl.constexpr, value, on):
 
 
 @jit
+def compact_rows(body_rows_ptr, first_row, live, mask, NUM_ROWS: tl.constexpr, NUM_CARS: tl.constexpr,
+                 POINTS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    """Each lane's held rows of its env's NUM_ROWS `body_rows` (from ``first_row``; `row_held` of
+    ``mask``) moved, in their order, to the env's first rows (row k to the place of the rows held before
+    it, never after k, so each row is read before anything is written over it); returns how many each
+    lane holds. The rows no lane of the block holds are skipped."""
+    held = tl.zeros([BLOCK], tl.int32)
+    for k in range(NUM_ROWS):
+        on = live & row_held(mask, k, NUM_CARS, POINTS)
+        if tl.max(on.to(tl.int32), axis=0) > 0:
+            row = load_row(body_rows_ptr, first_row + k, on, BODY_ROW_WIDTH, BLOCK)
+            store_row(body_rows_ptr, first_row + held, row, on & (held != k), BODY_ROW_WIDTH, BLOCK)
+            held += on.to(tl.int32)
+    return held
+
+
+@jit
 def solve_bodies(
     body_rows_ptr, first_row, live, mask, bodies, tick_time,
     NUM_ROWS: tl.constexpr, NUM_BODIES: tl.constexpr, POINTS: tl.constexpr, ITERATIONS: tl.constexpr,
@@ -796,12 +813,15 @@ def solve_bodies(
     """`car_contacts.solve_bodies` for one env per lane: Bullet's sequential impulse over the env's
     NUM_ROWS rows of `body_rows` (from ``first_row``; ``mask`` marks the rows held, `row_held`), the split
     impulse first, then 10 iterations of the normal rows and the friction rows. ``bodies``: (vel,
-    ang_vel, ext_v, ext_w, inv_mass, inv_inertia), each a tuple over the NUM_BODIES bodies, BT. The
-    rows are runtime loops (the code is one row's, whatever the team size), each row read and set
-    up again where a sweep meets it, and skipped where no lane of the block holds it; the bodies'
-    deltas stay in registers, each row's applied impulses in the row (`APPLIED_AT`: read with it, a
-    select over the rows in registers cost a value per row per visit). Returns (dv, dw, push, turn),
-    each a tuple over the bodies."""
+    ang_vel, ext_v, ext_w, inv_mass, inv_inertia), each a tuple over the NUM_BODIES bodies, BT.
+
+    Each lane first moves its env's held rows, in order, to the front of its rows (`compact_rows`), so
+    that the sweeps walk as many rows as the lane of the block holding the most: the rows held by any
+    lane of a block of 32 envs are several times as many. The rows are runtime loops (the code is one
+    row's, whatever the team size), each row read and set up again where a sweep meets it; the
+    bodies' deltas stay in registers, each row's applied impulses in the row (`APPLIED_AT`: read with
+    it, a select over the rows in registers cost a value per row per visit). Returns (dv, dw, push,
+    turn), each a tuple over the bodies."""
     zero = tl.zeros([BLOCK], tl.float32)
     zero3 = (zero, zero, zero)
     velocity = ()
@@ -809,47 +829,46 @@ def solve_bodies(
         velocity = velocity + (zero3,)
     dv, dw, push, turn = velocity, velocity, velocity, velocity
     if tl.max((live & (mask != 0)).to(tl.int32), axis=0) > 0:
+        held = compact_rows(body_rows_ptr, first_row, live, mask, NUM_ROWS, NUM_BODIES - 1, POINTS, BLOCK)
+        most = tl.max(held, axis=0)
         for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
-            for k in range(NUM_ROWS):
-                on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
-                if tl.max(on.to(tl.int32), axis=0) > 0:
-                    a, b, row, push_rhs, _, _, applied = _row(
-                        body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK
-                    )
-                    moved, new = _impulse(
-                        (push, turn), a, b, row, push_rhs, applied[0], 0.0, 1e30, on & (push_rhs != 0),
-                        pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
-                    )  # fmt: skip
-                    push, turn = moved
-                    _store_applied(body_rows_ptr, first_row + k, 0, new, on)
-        for k in range(NUM_ROWS):  # the normal rows start from no impulse
-            on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
-            _store_applied(body_rows_ptr, first_row + k, 0, zero, on)
+            for k in range(most):
+                on = live & (k < held)
+                a, b, row, push_rhs, _, _, applied = _row(
+                    body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK
+                )
+                moved, new = _impulse(
+                    (push, turn), a, b, row, push_rhs, applied[0], 0.0, 1e30, on & (push_rhs != 0),
+                    pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
+                )  # fmt: skip
+                push, turn = moved
+                _store_applied(body_rows_ptr, first_row + k, 0, new, on)
+        for k in range(most):  # the normal rows start from no impulse
+            _store_applied(body_rows_ptr, first_row + k, 0, zero, live & (k < held))
         for sweep in range(ITERATIONS):  # every normal row, then every friction row
-            for k in range(NUM_ROWS):
-                on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
-                if tl.max(on.to(tl.int32), axis=0) > 0:
-                    a, b, row, _, _, _, applied = _row(
-                        body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK
-                    )
-                    moved, new = _impulse(
-                        (dv, dw), a, b, row, row[7], applied[0], 0.0, 1e30, on,
-                        pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
-                    )  # fmt: skip
-                    dv, dw = moved
-                    _store_applied(body_rows_ptr, first_row + k, 0, new, on)
-            for k in range(NUM_ROWS):
-                on = live & row_held(mask, k, NUM_BODIES - 1, POINTS)
-                if tl.max(on.to(tl.int32), axis=0) > 0:
-                    a, b, _, _, f_row, friction, applied = _row(
-                        body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK
-                    )
-                    held = applied[0]
-                    limit = friction * held
-                    moved, new = _impulse(
-                        (dv, dw), a, b, f_row, f_row[7], applied[1], -limit, limit,
-                        on & (held > 0), pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
-                    )  # fmt: skip
-                    dv, dw = moved
-                    _store_applied(body_rows_ptr, first_row + k, 1, new, on)
+            for k in range(most):
+                on = live & (k < held)
+                a, b, row, _, _, _, applied = _row(
+                    body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK
+                )
+                moved, new = _impulse(
+                    (dv, dw), a, b, row, row[7], applied[0], 0.0, 1e30, on,
+                    pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES), NUM_BODIES,
+                )  # fmt: skip
+                dv, dw = moved
+                _store_applied(body_rows_ptr, first_row + k, 0, new, on)
+            for k in range(most):
+                on = live & (k < held)
+                a, b, _, _, f_row, friction, applied = _row(
+                    body_rows_ptr, first_row + k, on, bodies, tick_time, NUM_BODIES, BLOCK
+                )
+                normal_applied = applied[0]
+                limit = friction * normal_applied
+                moved, new = _impulse(
+                    (dv, dw), a, b, f_row, f_row[7], applied[1], -limit, limit,
+                    on & (normal_applied > 0), pick(bodies[4], a, NUM_BODIES), pick(bodies[4], b, NUM_BODIES),
+                    NUM_BODIES,
+                )  # fmt: skip
+                dv, dw = moved
+                _store_applied(body_rows_ptr, first_row + k, 1, new, on)
     return dv, dw, push, turn

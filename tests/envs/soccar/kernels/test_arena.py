@@ -380,26 +380,33 @@ def test_fused_steps_replayed_as_cuda_graphs_equal_direct_launches():
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="millions of envs: on a GPU only")
-def test_a_batch_of_millions_steps_every_copy_of_a_game_alike():
-    """The game benchmark's largest batch (4,194,304 1v1 envs: the cars sorted, the car step's contact
-    points found pair by pair) holding 4,096 copies of the same 1,024 games (`random_game`, no car
+@pytest.mark.parametrize(("team_size", "copies"), [(1, 4096), (3, 3968)], ids=["1v1", "3v3"])
+def test_a_batch_of_millions_steps_every_copy_of_a_game_alike(team_size, copies):
+    """The game benchmark's largest batches (4,194,304 1v1 envs: the cars sorted, the car step's contact
+    points found pair by pair; 4,063,232 3v3 envs, whose solve rows between bodies pass 2^31 floats
+    from about 2M envs: `WIDE_OFFSETS`) holding copies of the same 1,024 games (`random_game`, no car
     demolished: a respawn spot is drawn per env index) with the same controls: after two 8-tick steps
     every copy equals the first, bit for bit, so no env far into the batch reads or writes another's
-    data."""
-    tile, copies = 1024, 4096
-    ball, cars, pads = random_game(tile, 2, seed=5)
+    data. The games' bodies meet (touches and bumps), so their rows between bodies are written and
+    solved in every copy."""
+    tile, num_cars = 1024, 2 * team_size
+    ball, cars, pads = random_game(tile, num_cars, seed=5)
     cars.is_demoed = torch.zeros_like(cars.is_demoed)
     cars.demo_respawn_timer = torch.zeros_like(cars.demo_respawn_timer)
-    arena = Arena(tile * copies, blue=1, orange=1, device=DEVICE, mode="fused", seed=1)
+    arena = Arena(tile * copies, blue=team_size, orange=team_size, device=DEVICE, mode="fused", seed=1)
     tiled = lambda tree_: tree.tree_map(lambda x: x.repeat(copies, *[1] * (x.dim() - 1)), tree_)  # noqa: E731
     state = dataclasses.replace(arena.state, ball=tiled(ball), cars=tiled(cars), pads=tiled(pads))
     g = torch.Generator(device=DEVICE).manual_seed(4)
+    touched = bumped = torch.zeros((), dtype=torch.bool, device=DEVICE)
     for _ in range(2):
-        controls = (torch.rand(tile, 2, 8, generator=g, device=DEVICE) * 2 - 1).repeat(copies, 1, 1)
-        events = ArenaEvents.none(tile * copies, 2, DEVICE)
+        controls = (torch.rand(tile, num_cars, 8, generator=g, device=DEVICE) * 2 - 1).repeat(copies, 1, 1)
+        events = ArenaEvents.none(tile * copies, num_cars, DEVICE)
         launch_step_ticks_(state, events, controls, arena.world, 8)
-    for name, x in zip(("state", "events"), (state, events)):
-        for leaf in tree.leaves(x):
+        touched = touched | events.ball_touch[:tile].any()
+        bumped = bumped | (events.bump[:tile] | events.demo[:tile]).any()
+    assert bool(touched) and bool(bumped), "the games' bodies met nothing"
+    for name in ("state", "events"):
+        for leaf in tree.leaves(state if name == "state" else events):
             copy = leaf.reshape(copies, tile, *leaf.shape[1:])
             assert torch.equal(copy, copy[:1].expand_as(copy)), f"a copy of the {name} differs from the first"
 
