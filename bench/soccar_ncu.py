@@ -39,7 +39,7 @@ STAGES = (
     "wheel_rays_kernel,pre_tick_kernel,car_step_kernel,ball_and_rules_kernel,car_events_kernel,collisions_kernel,"
     "car_pairs_kernel,body_solve_kernel,car_world_pairs_kernel,car_world_points_kernel"
 )
-LAUNCHES_PER_TICK = {"pre_tick_kernel": 2, "collisions_kernel": 2, "car_step_kernel": 2}  # two-pass; the others once
+LAUNCHES_PER_TICK = {"pre_tick_kernel": 2, "car_step_kernel": 2}  # two-pass; the others once
 SECTIONS = ("SourceCounters", "WarpStateStats", "Occupancy", "LaunchStats", "SpeedOfLight")
 REASONS = ("stall_long_sb", "stall_short_sb", "stall_lg", "stall_wait", "stall_no_inst", "stall_selected",
            "stall_not_selected", "stall_mio", "stall_math", "stall_drain", "stall_branch_resolving")  # fmt: skip

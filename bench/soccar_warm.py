@@ -39,9 +39,9 @@ def stage_kernels(cars: int) -> list[tuple[str, int]]:
     if not cars:
         return [("ball_and_rules_kernel", 0)]
     pairs = [("car_pairs_kernel", 0)] if cars > 1 else []
-    return [("wheel_rays_kernel", 0), ("pre_tick_kernel", 0), ("pre_tick_kernel", 1), ("collisions_kernel", 0),
+    return [("bodies_near_kernel", 0), ("wheel_rays_kernel", 0), ("pre_tick_kernel", 0), ("pre_tick_kernel", 1),
             *pairs,
-            ("collisions_kernel", 1), ("body_solve_kernel", 0), ("car_step_kernel", 0),
+            ("collisions_kernel", 0), ("body_solve_kernel", 0), ("car_step_kernel", 0),
             ("car_world_pairs_kernel", 0), ("car_world_points_kernel", 0), ("car_step_kernel", 1),
             ("car_step_kernel", 2), ("car_events_kernel", 0), ("ball_and_rules_kernel", 0)]  # fmt: skip
 

@@ -1,14 +1,15 @@
 """The fused step: the twin of `arena.py`'s `tick` / `fold_tick` / `step_ticks` in Triton, each tick
 its stage kernels in Arena::Step order (`tick`), one thread per lane:
 
+- `bodies_near_kernel`, one env per lane: the tick's bounds, which cars' wheel rays pass near another
+  body, and which envs' bodies may touch: it finishes the envs whose bodies are apart and lists the
+  others, which the stages of the contacts between bodies take alone;
 - `wheel_rays_kernel`, one wheel per lane: the wheels' rays against the arena;
 - `pre_tick_kernel`, one car per lane, in two passes: a demolished car's countdown and respawn,
   Car::_PreTickUpdate;
-- `collisions_kernel`, one env per lane, in two passes: the first finishes the envs whose bodies are
-  apart and lists the others, which the next three stages take alone;
-- `car_pairs_kernel`, one car pair per lane: the stand-in contacts between the cars, their solver
-  rows and the pair's bump parts (what the bump rule reads of the two cars);
-- `collisions_kernel`'s second pass: the car-ball contacts and their rows, then the contact
+- `car_pairs_kernel`, one car pair per lane: Bullet's box-box contacts between the cars that may meet,
+  their solver rows and the pair's bump parts (what the bump rule reads of the two cars);
+- `collisions_kernel`, one env per lane: the car-ball contacts and their rows, then the contact
   callbacks, car-ball hits and the chain of car-car bumps;
 - `body_solve_kernel`, one env per lane: the rows between bodies solved alone (the sequential impulse
   of `sequential_impulse.py`), each body's deltas into `body_solve`;
@@ -31,7 +32,7 @@ envs in `car_order`'s order (on large batches sorted by the arena each car meets
 run twice per tick: a first pass finishes the cars that cannot take their heavy path (the wheel rays
 against the other bodies; the body's contacts with the arena) and defers the others (`defer_lanes`)
 to a second pass that runs it (the car step's on small batches one car per program, `deferred_car`);
-so does `collisions_kernel` with the envs whose bodies may touch (`bodies_near`). The env kernels read
+the stages between bodies take the envs whose bodies may touch (`bodies_near_kernel`). The env kernels read
 and write only the car columns they use. Ball-only
 arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
 (One kernel with every car unrolled did not compile: Triton's coalesce pass grows with the number of
@@ -196,7 +197,7 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
     spare buffer (``car_spare_rows_ptr``), which the later stages then update in place: the buffers
     swap in ``args`` every tick (no copy; one extra buffer of the cars' rows). ``args["deferred_counts"]``:
     this tick's zeroed counts of the deferred cars and envs ([4, C]: the pre-tick's, the car step's, in
-    column 0 the envs `collisions_kernel` lists, and in column 0 the (car, triangle) pairs
+    column 0 the envs `bodies_near_kernel` lists, and in column 0 the (car, triangle) pairs
     `car_world_pairs_kernel` lists)."""
     if cars:
         # 2. a demolished car's countdown and respawn, the cars' pre-tick, whose wheel rays meet the
@@ -206,18 +207,20 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         args["car_spare_rows_ptr"] = start
         counts = args["deferred_counts"]  # this tick's, one row per two-pass stage
         rays = {**args, **args["wheel_rays"], "car_start_rows_ptr": start}  # (their own grid: `RAY_GRID_CELL`)
+        # the bounds at the tick-start transforms: which cars' rays pass near a body, which envs' bodies
+        # may touch (listed for stage 5 in `near_envs`, apart from the cars' lists), `bodies_near_kernel`
+        listed = {**args, "deferred_count_ptr": counts[2], "deferred_ptr": args["near_envs_ptr"]}
+        launch(bodies_near_kernel, envs, 1, {**listed, "car_start_rows_ptr": start}, block, maxnreg)
         launch(wheel_rays_kernel, envs, cars * 4, rays, block, maxnreg)  # the rays against the arena first
         for deferred in (False, True):
             launch(pre_tick_kernel, envs, cars, {**rays, "DEFERRED": deferred, "deferred_count_ptr": counts[0]},
                    block, maxnreg)  # fmt: skip
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps), then the
-        #    contacts between bodies solved alone (the arena rows start from their deltas): the envs
-        #    whose bodies are apart finished first, the others listed for the rest (`collisions_kernel`)
-        listed = {**args, "deferred_count_ptr": counts[2]}
-        launch(collisions_kernel, envs, 1, {**listed, "DEFERRED": False}, block, maxnreg)
+        #    contacts between bodies solved alone (the arena rows start from their deltas), in the
+        #    listed envs alone
         if cars > 1:
             launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, listed, block, maxnreg)
-        launch(collisions_kernel, envs, 1, {**listed, "DEFERRED": True}, block, maxnreg)
+        launch(collisions_kernel, envs, 1, listed, block, maxnreg)
         launch(body_solve_kernel, envs, 1, listed, block, maxnreg)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
         #    (the cars whose body touches nothing first, then the others: `car_step_kernel`; on large
@@ -522,7 +525,7 @@ def wheel_hits_of(wheel_hits_ptr, row):
 @stage_jit
 def pre_tick_kernel(
     wheel_hits_ptr, car_start_rows_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
-    deferred_ptr, deferred_count_ptr, tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
+    rays_near_ptr, deferred_ptr, deferred_count_ptr, tick_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, respawn_spawns_ptr,
     pos_ptr, vel_ptr, ang_vel_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
@@ -544,7 +547,8 @@ def pre_tick_kernel(
     cars' rows; the rays' walks of the arena, which `car_order` groups, are `wheel_rays_kernel`'s: measured
     on an H200 at 1M 1v1 envs, the first pass 1.08 ms per tick so, 1.49 in `car_order`'s order), and
     finishes those that are not demolished and whose wheel rays pass near no other car and no ball
-    (`vehicle.rays_near_bodies`: the rays meet the arena alone, their hits read from `wheel_hits_of`),
+    (`bodies_near_kernel`'s ``rays_near``: the rays meet the arena alone, their hits read from
+    `wheel_hits_of`),
     deferring the others to ``deferred`` (`defer_lanes`); the second (``DEFERRED``) runs those, with the
     countdown and respawn and the rays against the bodies. The bodies' casts, what their hits carry, a
     respawned car and the car a demolished one keeps take registers every lane pays for, and most cars
@@ -558,21 +562,22 @@ def pre_tick_kernel(
         car, info = load_car_and_hit_info(
             car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
         )
-        bodies = bodies_of(  # the wheels' other bodies: the cars' tick-start rows and the ball
-            car_start_rows_ptr, pos_ptr, vel_ptr, ang_vel_ptr, env, slot, live, hitbox_table_ptr, car_table_ptr,
-            f32(ball_radius), f32(ball_inv_mass), f32(ball_inv_inertia), NUM_CARS, BLOCK,
-        )  # fmt: skip
         frozen = car[28]
         params = load_car_params(car_table_ptr, slot)
         if DEFERRED:  # (a respawned car's rays start where it respawns: cast here)
+            bodies = bodies_of(  # the wheels' other bodies: the cars' tick-start rows and the ball
+                car_start_rows_ptr, pos_ptr, vel_ptr, ang_vel_ptr, env, slot, live, hitbox_table_ptr, car_table_ptr,
+                f32(ball_radius), f32(ball_inv_mass), f32(ball_inv_inertia), NUM_CARS, BLOCK,
+            )  # fmt: skip
             car, info = rules.update_demo(
                 car, info, hashed_seed, env, tick_count, respawn_spawns_ptr, tick_time, f32(car_spawn_boost_amount),
                 live, slot, (slot >= BLUE).to(tl.int32), BLOCK,
             )  # fmt: skip
             arena_hits = None
         else:  # the demolished cars, and those whose rays reach a body, wait for the second pass
-            near = rays_near_bodies(bodies, car[0], car[1], params[1], params[2], params[3], live, NUM_CARS, BLOCK)
-            waits = near | frozen
+            bodies = None  # (the rays meet the arena alone)
+            near = ((tl.load(rays_near_ptr + env, mask=live, other=0) >> slot) & 1) != 0
+            waits = live & near | frozen
             deferral = defer_lanes(deferred_count_ptr, slot, waits)
             live = live & ~waits
             arena_hits = wheel_hits_of(wheel_hits_ptr, row)
@@ -602,7 +607,7 @@ def collisions_kernel(
     body_rows_ptr, body_mask_ptr, hitbox_table_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs,
     ball_damping, ball_radius, ball_contact_gap, ball_hit_extra_force_scale, bump_cooldown_time,
     respawn_delay,
-    NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, DEFERRED: tl.constexpr,
+    NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 5's car-ball contacts and the contact callbacks, one env per lane, at the tick-start
     transforms: each car's contact with the ball (its solver row into `body_rows`), the car-ball hits
@@ -610,80 +615,66 @@ def collisions_kernel(
     and demolitions from `car_pairs_kernel`'s points and bump parts. The touches and attackers go to
     `car_tick`; which of the env's body rows hold a point, to `body_mask` (bit k for row k).
 
-    Two passes (`tick`): the first takes every env and finishes those whose bodies are apart
-    (`bodies_near`: no car within contact reach of the ball or of another car, so no contact, no
-    callback: an empty `body_mask`, and `car_tick` as the pre-tick left it, no touch, bumper or
-    demolisher), listing the others (`defer_lanes`,
-    slot 0) for `car_pairs_kernel`, the second pass (``DEFERRED``) and `body_solve_kernel`, which take
-    only the listed envs (`listed_envs`). Most envs' bodies are apart most of the time."""
+    It takes only the envs `bodies_near_kernel` lists (`listed_envs`): the others' bodies are apart (no
+    contact, no callback: an empty `body_mask`, and `car_tick` as the pre-tick left it, no touch, bumper
+    or demolisher)."""
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
-    if DEFERRED:
-        q = tl.program_id(0)
-        lane, live = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
-        if tl.max(live.to(tl.int32), axis=0) > 0:  # programs beyond the list's count do nothing
-            pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-            damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
-            velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-            tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
-            hit_infos = ()
-            touched = ()
-            states = ()
-            mask = tl.zeros([BLOCK], tl.int64)
-            for c in tl.static_range(NUM_CARS):
-                row = lane * NUM_CARS + c
-                state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
-                car_pos, car_vel, rot_mat = state[0], state[1], state[2]
-                hit_ticks = load_hit_ticks(car_ints_ptr, row, live, BLOCK)
-                info = load_hit_info(car_rows_ptr, hit_ticks, row, live, BLOCK)
-                frozen_at = car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT
-                is_frozen = tl.load(frozen_at, mask=live, other=0.0) != 0
-                is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
-                    pos, car_pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, c),
-                    f32(ball_contact_gap), f32(ball_radius), is_frozen,
-                )  # fmt: skip
-                body_row = car_contacts.body_row(
-                    normal, on_car, on_ball, depth, 1 + c, 0, CARBALL_FRICTION, CARBALL_RESTITUTION
-                )  # the car A, the ball B
-                store_row(body_rows_ptr, lane * rows + c, body_row, live & is_hit, BODY_ROW_WIDTH, BLOCK)
-                mask = mask | (is_hit.to(tl.int64) << c)
-                added, info = ball_hit.on_hit(
-                    is_hit, relative_pos_on_ball, pos, damped_vel, car_pos, car_vel, column(rot_mat, 0), info,
-                    tick_count, f32(ball_hit_extra_force_scale),
-                )  # fmt: skip
-                velocity_impulse_cache = add(velocity_impulse_cache, added)
-                hit_infos = hit_infos + (info,)
-                touched = touched + (is_hit,)
-                states = states + (state,)
-            contacts = ()
-            for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
-                contact = load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK)
-                contacts = contacts + (contact[1:],)
-                mask = mask | (contact[0].to(tl.int64) << (NUM_CARS + pair * PAIR_COUNT_BITS))  # `row_held`
-            tl.store(body_mask_ptr + lane, mask, mask=live)
-            states, bumped_by, demoed_by = car_bump.on_car_car_collision(
-                states, contacts, f32(bump_cooldown_time), f32(respawn_delay), NUM_CARS, CAR_CAR_POINTS
-            )
-            for c in tl.static_range(NUM_CARS):
-                row = lane * NUM_CARS + c
-                store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], BLOCK)
-                store_hit_info(car_rows_ptr, row, live, hit_infos[c], BLOCK)
-                store_hit_ticks(car_ints_ptr, row, live, hit_infos[c][4:], BLOCK)
-                callbacks = (
-                    touched[c].to(tl.float32), demoed_by[c].to(tl.float32), bumped_by[c].to(tl.float32)
-                )  # fmt: skip
-                store_columns(car_tick_ptr + TOUCHED_AT, row, callbacks, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
-            store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
-    else:
-        lane, live, _ = env_lanes(n, BLOCK)
-        near = bodies_near(
-            load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0)), car_rows_ptr, hitbox_table_ptr, lane, live,
-            f32(ball_radius), NUM_CARS, BLOCK,
-        )  # fmt: skip
-        deferral = defer_lanes(deferred_count_ptr, 0, near)
-        apart = live & ~near
-        tl.store(body_mask_ptr + lane, tl.zeros([BLOCK], tl.int64), mask=apart)  # (the callbacks: the pre-tick's)
-        store_deferred(deferred_ptr, lane, 0, deferral, n)
+    q = tl.program_id(0)
+    lane, live = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
+    if tl.max(live.to(tl.int32), axis=0) > 0:  # programs beyond the list's count do nothing
+        pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+        damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
+        velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+        tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
+        hit_infos = ()
+        touched = ()
+        states = ()
+        mask = tl.zeros([BLOCK], tl.int64)
+        for c in tl.static_range(NUM_CARS):
+            row = lane * NUM_CARS + c
+            state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
+            car_pos, car_vel, rot_mat = state[0], state[1], state[2]
+            hit_ticks = load_hit_ticks(car_ints_ptr, row, live, BLOCK)
+            info = load_hit_info(car_rows_ptr, hit_ticks, row, live, BLOCK)
+            frozen_at = car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT
+            is_frozen = tl.load(frozen_at, mask=live, other=0.0) != 0
+            is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
+                pos, car_pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, c),
+                f32(ball_contact_gap), f32(ball_radius), is_frozen,
+            )  # fmt: skip
+            body_row = car_contacts.body_row(
+                normal, on_car, on_ball, depth, 1 + c, 0, CARBALL_FRICTION, CARBALL_RESTITUTION
+            )  # the car A, the ball B
+            store_row(body_rows_ptr, lane * rows + c, body_row, live & is_hit, BODY_ROW_WIDTH, BLOCK)
+            mask = mask | (is_hit.to(tl.int64) << c)
+            added, info = ball_hit.on_hit(
+                is_hit, relative_pos_on_ball, pos, damped_vel, car_pos, car_vel, column(rot_mat, 0), info,
+                tick_count, f32(ball_hit_extra_force_scale),
+            )  # fmt: skip
+            velocity_impulse_cache = add(velocity_impulse_cache, added)
+            hit_infos = hit_infos + (info,)
+            touched = touched + (is_hit,)
+            states = states + (state,)
+        contacts = ()
+        for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
+            contact = load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK)
+            contacts = contacts + (contact[1:],)
+            mask = mask | (contact[0].to(tl.int64) << (NUM_CARS + pair * PAIR_COUNT_BITS))  # `row_held`
+        tl.store(body_mask_ptr + lane, mask, mask=live)
+        states, bumped_by, demoed_by = car_bump.on_car_car_collision(
+            states, contacts, f32(bump_cooldown_time), f32(respawn_delay), NUM_CARS, CAR_CAR_POINTS
+        )
+        for c in tl.static_range(NUM_CARS):
+            row = lane * NUM_CARS + c
+            store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], BLOCK)
+            store_hit_info(car_rows_ptr, row, live, hit_infos[c], BLOCK)
+            store_hit_ticks(car_ints_ptr, row, live, hit_infos[c][4:], BLOCK)
+            callbacks = (
+                touched[c].to(tl.float32), demoed_by[c].to(tl.float32), bumped_by[c].to(tl.float32)
+            )  # fmt: skip
+            store_columns(car_tick_ptr + TOUCHED_AT, row, callbacks, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
+        store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
 
 
 @jit
@@ -697,7 +688,8 @@ def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radiu
     it, the car's contact threshold for the gap), and each box of a pair meeting the other's bounding
     sphere grown by both thresholds (btBoxBoxDetector adds no point between boxes apart), `NEAR_SPARE`
     to spare. Where it is false `car_ball_contacts` and `car_car_contacts` find no point
-    (`collisions_kernel`'s first pass)."""
+    (`collisions_kernel`'s first pass). Returns (near, the pairs that may meet: bit `pair_index` of
+    each pair whose boxes pass both tests; `car_car_contacts` finds no point between the others)."""
     positions = ()
     reaches = ()
     ball_near = ()
@@ -733,6 +725,7 @@ def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radiu
         near = near | (ball_near[c] & sphere_meets_box(ball_pos, contact, center, rot_mat, neg(box), box))
         half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
         boxes = boxes + ((center, rot_mat, half, tl.sqrt(dot(half, half)), threshold * BT_TO_UU),)
+    pairs = tl.zeros([BLOCK], tl.int32)
     for a in tl.static_range(NUM_CARS):
         for b in tl.static_range(a):
             center_a, rot_a, half_a, radius_a, threshold_a = boxes[a]
@@ -740,8 +733,55 @@ def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radiu
             spare = threshold_a + threshold_b + NEAR_SPARE
             meets = sphere_meets_box(center_b, radius_b + spare, center_a, rot_a, neg(half_a), half_a)
             meets = meets & sphere_meets_box(center_a, radius_a + spare, center_b, rot_b, neg(half_b), half_b)
-            near = near | (pair_near[a * (a - 1) // 2 + b] & meets)
-    return near
+            meets = pair_near[a * (a - 1) // 2 + b] & meets
+            near = near | meets
+            pairs = pairs | (meets.to(tl.int32) << pair_index(b, a, NUM_CARS))
+    return near, pairs
+
+
+@stage_jit
+def bodies_near_kernel(
+    pos_ptr, car_start_rows_ptr, car_table_ptr, hitbox_table_ptr, rays_near_ptr, pairs_near_ptr, body_mask_ptr,
+    deferred_ptr, deferred_count_ptr, n, ball_radius, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """The tick's bounds, one env per lane, at the tick-start transforms (the pre-tick moves no car that
+    takes part in a contact: a car it respawns was demolished as the tick started, and Bullet skips it):
+    which cars' wheel rays pass near another car or the ball (`vehicle.rays_near_bodies`; bit c of
+    ``rays_near`` for car c: the pre-tick's first pass defers them), and whether the env's bodies may
+    touch (`bodies_near`). The envs whose bodies are apart get an empty `body_mask` (no contact, no
+    callback); the others are listed (`defer_lanes`, slot 0 of ``deferred``, the envs' own list) with
+    the pairs that may meet (``pairs_near``) for `car_pairs_kernel`, `collisions_kernel` and
+    `body_solve_kernel`, which take only them. Each car's rows are read once here, where each car's
+    lane of the pre-tick read every other car's."""
+    lane, live, env = env_lanes(n, BLOCK)
+    ball_pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+    rays = tl.zeros([BLOCK], tl.int32)
+    for c in tl.static_range(NUM_CARS):
+        bodies = bodies_of(
+            car_start_rows_ptr, pos_ptr, pos_ptr, pos_ptr, env, c, live, hitbox_table_ptr, car_table_ptr,
+            f32(ball_radius), 0.0, 0.0, NUM_CARS, BLOCK,
+        )  # fmt: skip (the ball's velocities and mass are not read)
+        v = load_columns(car_start_rows_ptr, env * NUM_CARS + c, live, CAR_WIDTH, 12, 16, BLOCK)
+        rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
+        _, wheel_connection, wheel_radius, suspension_rest_length, _, _ = load_car_params(car_table_ptr, c)
+        near = rays_near_bodies(
+            bodies, (v[0], v[1], v[2]), rot_mat, wheel_connection, wheel_radius, suspension_rest_length, live,
+            NUM_CARS, BLOCK,
+        )  # fmt: skip
+        rays = rays | (near.to(tl.int32) << c)
+    tl.store(rays_near_ptr + lane, rays, mask=live)
+    near, pairs = bodies_near(ball_pos, car_start_rows_ptr, hitbox_table_ptr, lane, live, f32(ball_radius),
+                              NUM_CARS, BLOCK)  # fmt: skip
+    deferral = defer_lanes(deferred_count_ptr, 0, near)
+    tl.store(body_mask_ptr + lane, tl.zeros([BLOCK], tl.int64), mask=live & ~near)
+    tl.store(pairs_near_ptr + lane, pairs, mask=near)
+    store_deferred(deferred_ptr, lane, 0, deferral, n)
+
+
+@jit
+def pair_index(a, b, NUM_CARS: tl.constexpr):
+    """The place of cars a < b's pair in `contacts.car_pairs` order (`pair_cars`' inverse)."""
+    return a * NUM_CARS - a * (a + 1) // 2 + (b - a - 1)
 
 
 PAIR_WIDTH = constexpr(16)
@@ -765,7 +805,7 @@ def pair_cars(pair, NUM_CARS: tl.constexpr):
     b = pair * 0
     for i in tl.static_range(NUM_CARS):
         for j in tl.static_range(i + 1, NUM_CARS):
-            at = pair == i * NUM_CARS - i * (i + 1) // 2 + (j - i - 1)
+            at = pair == pair_index(i, j, NUM_CARS)
             a = tl.where(at, i, a)
             b = tl.where(at, j, b)
     return a, b
@@ -773,7 +813,7 @@ def pair_cars(pair, NUM_CARS: tl.constexpr):
 
 @stage_jit
 def car_pairs_kernel(
-    car_rows_ptr, car_contact_id_ptr, car_tick_ptr, pair_contacts_ptr,
+    car_rows_ptr, car_contact_id_ptr, car_tick_ptr, pair_contacts_ptr, pairs_near_ptr,
     body_rows_ptr, hitbox_table_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, demo_mode,
     enable_team_demos, bump_force_scale, NUM_CARS: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
@@ -782,13 +822,20 @@ def car_pairs_kernel(
     each pair's box-box contacts (`car_car.car_car_contacts`, at the tick-start transforms; a frozen
     car takes no part): the points and both directions' bump parts (`car_bump.pair_bumps`: they read
     nothing the callbacks change) into `pair_contacts`, the held points' solver rows (car b A, car a B)
-    into `body_rows`."""
+    into `body_rows`. A pair whose boxes are apart (`collisions_kernel`'s ``pairs_near``) finds no point:
+    its `pair_contacts` row is zeros (no point added or held), and a program none of whose pairs may
+    meet writes only those."""
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     pair = tl.program_id(0) % pairs
     q = tl.program_id(0) // pairs
-    env, live = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
-    if tl.max(live.to(tl.int32), axis=0) > 0:  # programs beyond the list's count do nothing
+    env, listed = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
+    live = listed & (((tl.load(pairs_near_ptr + env, mask=listed, other=0) >> pair) & 1) != 0)
+    zeros = ()
+    for _ in tl.static_range(PAIR_WIDTH):
+        zeros = zeros + (tl.zeros([BLOCK], tl.float32),)
+    store_row(pair_contacts_ptr, env * pairs + pair, zeros, listed & ~live, PAIR_WIDTH, BLOCK)
+    if tl.max(live.to(tl.int32), axis=0) > 0:  # programs with no pair that may meet do no more
         a, b = pair_cars(pair, NUM_CARS)
         car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, BLOCK)
         car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, BLOCK)
@@ -1492,6 +1539,10 @@ def step_ticks_op(
         ),
         "body_rows_ptr": torch.empty(envs * body_rows_of(num_cars), BODY_ROW_WIDTH.value, device=controls.device),
         "body_mask_ptr": torch.empty(envs, dtype=torch.int64, device=controls.device),
+        # `bodies_near_kernel`'s bounds and its list of envs
+        "rays_near_ptr": torch.empty(envs, dtype=torch.int32, device=controls.device),
+        "pairs_near_ptr": torch.empty(envs, dtype=torch.int32, device=controls.device),
+        "near_envs_ptr": torch.empty(envs, dtype=torch.int32, device=controls.device),
         "body_solve_ptr": torch.empty(envs * (num_cars + 1), BODY_SOLVE_WIDTH.value, device=controls.device),
         **dict(zip(("ball_inv_mass_bt", "ball_inv_inertia_bt", "ball_gravity_bt"), ball_mass_props(TickParams(*params)))),
         "controls_ptr": controls,

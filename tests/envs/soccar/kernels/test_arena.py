@@ -149,12 +149,15 @@ def test_fused_ticks_with_wheels_on_bodies(monkeypatch):
 
 
 @triton.jit
-def _bodies_near_kernel(ball_pos_ptr, car_rows_ptr, hitbox_table_ptr, out_ptr, n, ball_radius,
+def _bodies_near_kernel(ball_pos_ptr, car_rows_ptr, hitbox_table_ptr, out_ptr, pairs_ptr, n, ball_radius,
                         NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
     lane, live, _ = arena_kernels.env_lanes(n, BLOCK)
     ball_pos = load(ball_pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-    near = arena_kernels.bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radius, NUM_CARS, BLOCK)
+    near, pairs = arena_kernels.bodies_near(
+        ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radius, NUM_CARS, BLOCK
+    )
     tl.store(out_ptr + lane, near.to(tl.int32), mask=live)
+    tl.store(pairs_ptr + lane, pairs, mask=live)
 
 
 def test_envs_whose_bodies_are_apart_meet_nothing():
@@ -164,7 +167,8 @@ def test_envs_whose_bodies_are_apart_meet_nothing():
     lengths of each other in random orientations, so that some touch, some nearly do and some are apart;
     in half the envs the ball within a UU or two of a corner of a car's box, the bound's tightest case.
     The bound is tight: fewer than 1.6 envs near for each env with contacts (by the cars' origins alone,
-    1.8)."""
+    1.8). So is its bound for each pair (`car_pairs_kernel` takes only those): every pair with points
+    between its cars may meet, fewer than 2 pairs for each pair with points."""
     envs, presets = 2048, ["octane", "plank", "breakout"]
     arena = Arena(envs, blue=2, orange=1, car=presets, device="cpu")
     g = torch.Generator().manual_seed(5)
@@ -183,16 +187,22 @@ def test_envs_whose_bodies_are_apart_meet_nothing():
     ball_pos = torch.where(torch.arange(envs)[:, None] % 2 == 0, by_corner, ball_pos)
     frozen = torch.zeros(envs, 3, dtype=torch.bool)
     touched = car_contacts.car_ball_contacts(ball_pos, cars, world.cars, frozen, world.params).touched.any(1)
-    pair_points = car_contacts.car_car_contacts(cars, world.cars, frozen).added.reshape(envs, -1).any(1)
+    each_pair = car_contacts.car_car_contacts(cars, world.cars, frozen).added.reshape(envs, 3, -1).any(2)
+    pair_points = each_pair.any(1)
     rows = torch.zeros(envs * 3, arena_kernels.CAR_WIDTH.value)
     rows[:, :3] = pos.reshape(-1, 3)
     rows[:, 3:12] = rot_mat.reshape(-1, 9)
     near = torch.zeros(envs, dtype=torch.int32, device=DEVICE)
+    pairs = torch.zeros(envs, dtype=torch.int32, device=DEVICE)
     _bodies_near_kernel[(triton.cdiv(envs, 32),)](
-        ball_pos.to(DEVICE), rows.to(DEVICE), hitbox_table(world.cars).to(DEVICE), near, envs,
+        ball_pos.to(DEVICE), rows.to(DEVICE), hitbox_table(world.cars).to(DEVICE), near, pairs, envs,
         float(world.params.ball_radius), NUM_CARS=3, BLOCK=32,
     )  # fmt: skip
     near = near.cpu() != 0
+    pairs_near = (pairs.cpu()[:, None] >> torch.arange(3)) & 1 != 0  # the pairs in `car_pairs` order
+    assert bool(pairs_near[each_pair].all()), f"{int((each_pair & ~pairs_near).sum())} pairs with points taken as apart"
+    assert int(each_pair.sum()) >= 64 and int(pairs_near.sum()) < 2 * int(each_pair.sum())
+    assert not bool((pairs_near.any(1) & ~near).any())
     met = touched | pair_points
     assert int(met.sum()) >= envs // 8 and int((~near).sum()) >= envs // 8  # contacts, and envs apart
     assert bool(near[met].all()), f"{int((met & ~near).sum())} envs with contacts taken as apart"
