@@ -832,7 +832,7 @@ def car_pairs_kernel(
     env, listed = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
     live = listed & (((tl.load(pairs_near_ptr + env, mask=listed, other=0) >> pair) & 1) != 0)
     zeros = ()
-    for _ in tl.static_range(PAIR_WIDTH):
+    for k in tl.static_range(PAIR_WIDTH):  # (not `_`: Triton 3.6 takes it for the branch's own `_`)
         zeros = zeros + (tl.zeros([BLOCK], tl.float32),)
     store_row(pair_contacts_ptr, env * pairs + pair, zeros, listed & ~live, PAIR_WIDTH, BLOCK)
     if tl.max(live.to(tl.int32), axis=0) > 0:  # programs with no pair that may meet do no more
