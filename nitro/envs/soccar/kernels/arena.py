@@ -708,42 +708,35 @@ def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radiu
         positions = positions + (pos,)
         reaches = reaches + (reach,)
     near = live != live
+    boxes = ()
     for c in tl.static_range(NUM_CARS):
-        box = car_box(car_rows_ptr, lane * NUM_CARS + c, ball_near[c], positions[c], hitbox_table_ptr, c, BLOCK)
-        hitbox = car_contacts.load_hitbox(hitbox_table_ptr, c)  # (inner, margin, offset, threshold), BT
-        contact = ball_radius + (hitbox[1] + hitbox[3]) * BT_TO_UU + NEAR_SPARE
-        inner = scale(hitbox[0], BT_TO_UU)
-        near = near | (ball_near[c] & sphere_meets_box(ball_pos, contact, box[0], box[1], neg(inner), inner))
+        wanted = ball_near[c]
+        for other in tl.static_range(NUM_CARS):
+            if other < c:
+                wanted = wanted | pair_near[c * (c - 1) // 2 + other]
+            elif other > c:
+                wanted = wanted | pair_near[other * (other - 1) // 2 + c]
+        v = load_columns(car_rows_ptr, lane * NUM_CARS + c, wanted, CAR_WIDTH, 12, 16, BLOCK)
+        rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
+        inner, margin, offset, threshold = car_contacts.load_hitbox(hitbox_table_ptr, c)
+        center = add(positions[c], scale(mat_vec(rot_mat, offset), BT_TO_UU))
+        contact = ball_radius + (margin + threshold) * BT_TO_UU + NEAR_SPARE
+        box = scale(inner, BT_TO_UU)
+        near = near | (ball_near[c] & sphere_meets_box(ball_pos, contact, center, rot_mat, neg(box), box))
+        half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
+        boxes = boxes + ((center, rot_mat, half, tl.sqrt(dot(half, half)), threshold * BT_TO_UU),)
     pairs = tl.zeros([BLOCK], tl.int32)
     for a in tl.static_range(NUM_CARS):
         for b in tl.static_range(a):
-            coarse = pair_near[a * (a - 1) // 2 + b]
-            # each pair's boxes loaded where it needs them, not every car's held at once (registers)
-            center_a, rot_a, half_a, radius_a, threshold_a = car_box(
-                car_rows_ptr, lane * NUM_CARS + a, coarse, positions[a], hitbox_table_ptr, a, BLOCK
-            )
-            center_b, rot_b, half_b, radius_b, threshold_b = car_box(
-                car_rows_ptr, lane * NUM_CARS + b, coarse, positions[b], hitbox_table_ptr, b, BLOCK
-            )
+            center_a, rot_a, half_a, radius_a, threshold_a = boxes[a]
+            center_b, rot_b, half_b, radius_b, threshold_b = boxes[b]
             spare = threshold_a + threshold_b + NEAR_SPARE
             meets = sphere_meets_box(center_b, radius_b + spare, center_a, rot_a, neg(half_a), half_a)
             meets = meets & sphere_meets_box(center_a, radius_a + spare, center_b, rot_b, neg(half_b), half_b)
-            meets = coarse & meets
+            meets = pair_near[a * (a - 1) // 2 + b] & meets
             near = near | meets
             pairs = pairs | (meets.to(tl.int32) << pair_index(b, a, NUM_CARS))
     return near, pairs
-
-
-@jit
-def car_box(car_rows_ptr, row, wanted, pos, hitbox_table_ptr, slot, BLOCK: tl.constexpr):
-    """Car row ``row``'s box where ``wanted`` (its rotation read only there), as `bodies_near` tests it
-    (UU): (centre, rotation, half extents with the margin, their length, contact threshold)."""
-    v = load_columns(car_rows_ptr, row, wanted, CAR_WIDTH, 12, 16, BLOCK)
-    rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
-    inner, margin, offset, threshold = car_contacts.load_hitbox(hitbox_table_ptr, slot)
-    center = add(pos, scale(mat_vec(rot_mat, offset), BT_TO_UU))
-    half = scale(add(inner, (margin, margin, margin)), BT_TO_UU)
-    return center, rot_mat, half, tl.sqrt(dot(half, half)), threshold * BT_TO_UU
 
 
 @stage_jit
