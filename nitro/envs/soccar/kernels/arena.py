@@ -688,7 +688,7 @@ def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radiu
     it, the car's contact threshold for the gap), and each box of a pair meeting the other's bounding
     sphere grown by both thresholds (btBoxBoxDetector adds no point between boxes apart), `NEAR_SPARE`
     to spare. Where it is false `car_ball_contacts` and `car_car_contacts` find no point
-    (`collisions_kernel`'s first pass). Returns (near, the pairs that may meet: bit `pair_index` of
+    (`bodies_near_kernel`). Returns (near, the pairs that may meet: bit `pair_index` of
     each pair whose boxes pass both tests; `car_car_contacts` finds no point between the others)."""
     positions = ()
     reaches = ()
@@ -757,10 +757,11 @@ def bodies_near_kernel(
     ball_pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     rays = tl.zeros([BLOCK], tl.int32)
     for c in tl.static_range(NUM_CARS):
+        # (`rays_near_bodies` reads the ball's position and radius alone: no velocities, no mass)
         bodies = bodies_of(
             car_start_rows_ptr, pos_ptr, pos_ptr, pos_ptr, env, c, live, hitbox_table_ptr, car_table_ptr,
             f32(ball_radius), 0.0, 0.0, NUM_CARS, BLOCK,
-        )  # fmt: skip (the ball's velocities and mass are not read)
+        )  # fmt: skip
         v = load_columns(car_start_rows_ptr, env * NUM_CARS + c, live, CAR_WIDTH, 12, 16, BLOCK)
         rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
         _, wheel_connection, wheel_radius, suspension_rest_length, _, _ = load_car_params(car_table_ptr, c)
@@ -822,7 +823,7 @@ def car_pairs_kernel(
     each pair's box-box contacts (`car_car.car_car_contacts`, at the tick-start transforms; a frozen
     car takes no part): the points and both directions' bump parts (`car_bump.pair_bumps`: they read
     nothing the callbacks change) into `pair_contacts`, the held points' solver rows (car b A, car a B)
-    into `body_rows`. A pair whose boxes are apart (`collisions_kernel`'s ``pairs_near``) finds no point:
+    into `body_rows`. A pair whose boxes are apart (`bodies_near_kernel`'s ``pairs_near``) finds no point:
     its `pair_contacts` row is zeros (no point added or held), and a program none of whose pairs may
     meet writes only those."""
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
