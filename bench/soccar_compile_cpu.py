@@ -42,7 +42,10 @@ def constexprs(kwargs: dict) -> dict:
 
 
 def captured_launches(blue: int, orange: int, block: int) -> list:
-    """Each stage kernel of one fused step of a ``blue``v``orange`` arena with its launch arguments."""
+    """Each stage kernel of one fused step of a ``blue``v``orange`` arena with its launch arguments, on
+    both of the car step's paths for its second pass (one car per program, as small batches run it; one
+    car per lane after `car_world_pairs_kernel` and `car_world_points_kernel`, as large batches do:
+    `CAR_PER_PROGRAM_UP_TO`)."""
     from nitro.envs.soccar import Arena, ArenaEvents
     from nitro.envs.soccar.kernels import arena as arena_kernels
 
@@ -59,17 +62,18 @@ def captured_launches(blue: int, orange: int, block: int) -> list:
 
             return launch
 
-    saved = arena_kernels.wrap_triton, arena_kernels.require_triton
+    saved = arena_kernels.wrap_triton, arena_kernels.require_triton, arena_kernels.CAR_PER_PROGRAM_UP_TO
     arena_kernels.wrap_triton, arena_kernels.require_triton = Catch, (lambda: None)
     try:
-        for kickoff_after_goal in (False, True):  # (the ball and rules kernel is compiled for each)
+        for kickoff_after_goal, up_to in ((False, saved[2]), (True, saved[2]), (False, 0)):
+            arena_kernels.CAR_PER_PROGRAM_UP_TO = up_to  # (0: the large batches' second pass)
             a = Arena(2, blue=blue, orange=orange, device="cpu", kickoff_after_goal=kickoff_after_goal)
             cars = blue + orange
             arena_kernels.launch_step_ticks_(
                 a.state, ArenaEvents.none(2, cars, "cpu"), torch.zeros(2, cars, 8), a.world, 8, block=block
             )
     finally:
-        arena_kernels.wrap_triton, arena_kernels.require_triton = saved
+        arena_kernels.wrap_triton, arena_kernels.require_triton, arena_kernels.CAR_PER_PROGRAM_UP_TO = saved
     return launches
 
 
