@@ -51,7 +51,8 @@ SHARES = {"game_checks": 0.40, "game_fused": 0.45, "game_eager": 0.15}
 DEFAULT_SIZES = (1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 21, 1 << 22)
 """The curve over 1k-1M envs, and the larger batches where 1v1 and 2v2 run fastest (measured on an H200:
 1v1 2.47e8 env-ticks/s at 1M, 2.83e8 at 2M, 3.01e8 at 4M). A size the fused kernels refuse (their
-32-bit offsets: 3v3 from 2M envs, `kernels/arena.check_offsets`) is recorded as an error with its reason."""
+32-bit offsets: 3v3 above about 4.07M envs, `kernels/arena.check_offsets`) is recorded as an error with
+its reason."""
 CONTROL_POOL = 8  # random control sets the timed calls cycle through
 BOUNDS = (3500.0, 4500.0)  # where the cars start, |x| and |y| (UU): clear of the walls
 

@@ -66,12 +66,19 @@ def load_box(hitbox_table_ptr, car):
 
 
 @jit
-def bounding_radius(hitbox):
-    """How far from the car's origin its box reaches, BT: the box's bounding sphere, margin included,
-    about its centre, and the centre's offset from the origin."""
-    inner, margin, offset, _ = hitbox
+def box_sphere_radius(hitbox):
+    """The radius of the car box's bounding sphere about the box's centre, margin included, BT."""
+    inner, margin, _, _ = hitbox
     extent = add(inner, (margin, margin, margin))
-    return tl.sqrt(dot(extent, extent)) + tl.sqrt(dot(offset, offset))
+    return tl.sqrt(dot(extent, extent))
+
+
+@jit
+def bounding_radius(hitbox):
+    """How far from the car's origin its box reaches, BT: the box's bounding sphere about its centre
+    (`box_sphere_radius`), and the centre's offset from the origin."""
+    offset = hitbox[2]
+    return box_sphere_radius(hitbox) + tl.sqrt(dot(offset, offset))
 
 
 @jit

@@ -23,7 +23,7 @@ import numpy as np
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
-from nitro.envs.soccar.kernels.car_contacts import bounding_radius, load_hitbox
+from nitro.envs.soccar.kernels.car_contacts import bounding_radius, box_sphere_radius, load_hitbox
 from nitro.envs.soccar.kernels.ray_cast import ray_cast as arena_ray_cast
 from nitro.envs.soccar.kernels.rigid_body import (
     INV_MASS,
@@ -268,9 +268,8 @@ def rays_near_bodies(
     for b in tl.static_range(NUM_CARS):
         other_car = tl.where(slot != b, live, False)  # (live & a scalar: int32 under the interpreter)
         hitbox = load_hitbox(hitbox_table_ptr, b)
-        inner, margin, offset, _ = hitbox
-        extent = add(inner, (margin, margin, margin))
-        radius = tl.sqrt(dot(extent, extent)) * BT_TO_UU + NEAR_SPARE
+        offset = hitbox[2]
+        radius = box_sphere_radius(hitbox) * BT_TO_UU + NEAR_SPARE
         # the box's centre lies within its offset of the car's origin: the car's rotation is read
         # only where the sphere about the origin, grown by the offset, meets the rays' box
         v = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 3, 4, BLOCK)
