@@ -756,7 +756,7 @@ def bodies_near_kernel(
     lane, live, env = env_lanes(n, BLOCK)
     ball_pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     rays = tl.zeros([BLOCK], tl.int32)
-    for c in tl.static_range(NUM_CARS):
+    for c in range(NUM_CARS):  # a runtime loop: one car's values live at a time (unrolled, 3v3 spilled)
         # (`rays_near_bodies` reads the ball's position and radius alone: no velocities, no mass)
         bodies = bodies_of(
             car_start_rows_ptr, pos_ptr, pos_ptr, pos_ptr, env, c, live, hitbox_table_ptr, car_table_ptr,
@@ -764,11 +764,9 @@ def bodies_near_kernel(
         )  # fmt: skip
         v = load_columns(car_start_rows_ptr, env * NUM_CARS + c, live, CAR_WIDTH, 12, 16, BLOCK)
         rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
-        _, wheel_connection, wheel_radius, suspension_rest_length, _, _ = load_car_params(car_table_ptr, c)
-        near = rays_near_bodies(
-            bodies, (v[0], v[1], v[2]), rot_mat, wheel_connection, wheel_radius, suspension_rest_length, live,
-            NUM_CARS, BLOCK,
-        )  # fmt: skip
+        params = load_car_params(car_table_ptr, c)
+        near = rays_near_bodies(bodies, (v[0], v[1], v[2]), rot_mat, params[1], params[2], params[3], live,
+                                NUM_CARS, BLOCK)  # fmt: skip
         rays = rays | (near.to(tl.int32) << c)
     tl.store(rays_near_ptr + lane, rays, mask=live)
     near, pairs = bodies_near(ball_pos, car_start_rows_ptr, hitbox_table_ptr, lane, live, f32(ball_radius),
