@@ -209,19 +209,19 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         rays = {**args, **args["wheel_rays"], "car_start_rows_ptr": start}  # (their own grid: `RAY_GRID_CELL`)
         # the bounds at the tick-start transforms: which cars' rays pass near a body, which envs' bodies
         # may touch (listed for stage 5 in `near_envs`, apart from the cars' lists), `bodies_near_kernel`
-        listed = {**args, "deferred_count_ptr": counts[2], "deferred_ptr": args["near_envs_ptr"]}
-        launch(bodies_near_kernel, envs, 1, {**listed, "car_start_rows_ptr": start}, block, maxnreg)
+        near_envs = {**args, "deferred_count_ptr": counts[2], "deferred_ptr": args["near_envs_ptr"]}
+        launch(bodies_near_kernel, envs, 1, {**near_envs, "car_start_rows_ptr": start}, block, maxnreg)
         launch(wheel_rays_kernel, envs, cars * 4, rays, block, maxnreg)  # the rays against the arena first
-        for deferred in (False, True):
+        for deferred in (False, True):  # (the second pass a list's: `LIST_PROGRAMS`)
             launch(pre_tick_kernel, envs, cars, {**rays, "DEFERRED": deferred, "deferred_count_ptr": counts[0]},
-                   block, maxnreg)  # fmt: skip
+                   block, maxnreg, listed=deferred)  # fmt: skip
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps), then the
         #    contacts between bodies solved alone (the arena rows start from their deltas), in the
         #    listed envs alone
         if cars > 1:
-            launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, listed, block, maxnreg)
-        launch(collisions_kernel, envs, 1, listed, block, maxnreg)
-        launch(body_solve_kernel, envs, 1, listed, block, maxnreg)
+            launch(car_pairs_kernel, envs, cars * (cars - 1) // 2, near_envs, block, maxnreg, listed=True)
+        launch(collisions_kernel, envs, 1, near_envs, block, maxnreg, listed=True)
+        launch(body_solve_kernel, envs, 1, near_envs, block, maxnreg, listed=True)
         # 5. each car body's contacts with the arena, solve and integration; 6. post-tick and finish
         #    (the cars whose body touches nothing first, then the others: `car_step_kernel`; on large
         #    batches their contact points found pair by pair first: `car_world_pairs_kernel`)
@@ -232,10 +232,10 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
                 pairs = {**args, "deferred_count_ptr": counts[1], "world_pair_total_ptr": counts[3]}
                 launch(car_world_pairs_kernel, envs, cars,
                        {**pairs, "programs": min(envs * cars, DEFERRED_PROGRAMS)}, block, maxnreg)  # fmt: skip
-                launch(car_world_points_kernel, args["world_pairs_capacity"], 1, pairs, block, maxnreg)
+                launch(car_world_points_kernel, args["world_pairs_capacity"], 1, pairs, block, maxnreg, listed=True)
             launch(car_step_kernel, envs, cars,
                    {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1], "CAR_PER_PROGRAM": one_car,
-                    **programs}, block, maxnreg)  # fmt: skip
+                    **programs}, block, maxnreg, listed=deferred)  # fmt: skip
         # 3. and 7. the pads; the cars' events of the tick
         launch(car_events_kernel, envs, 1, args, PADS_BLOCK, maxnreg)
     # 1. and 5. the ball's sleeping and step; 8. ball finish; 9. goals; 10.
@@ -261,16 +261,17 @@ def pass_name(name: str, deferred) -> str:
     return name + (" (deferred)" if deferred else "")
 
 
-def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int) -> None:
+def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int, listed: bool = False) -> None:
     """``kernel`` over ``envs`` envs, ``block`` per program, times ``per_env`` (each car slot for the car
-    kernels), its arguments picked by name from ``args``; or over ``args["programs"]`` programs where
-    given (a pass taking one car per program)."""
+    kernels), its arguments picked by name from ``args``: a list's pass (``listed``) over at most
+    `LIST_PROGRAMS` programs per slot, each taking its places in turn (`list_places`); or over
+    ``args["programs"]`` programs where given (a pass taking one car per program)."""
     name = pass_name(kernel.fn.__name__, args.get("DEFERRED"))
     maxnreg = maxnreg or REGISTER_CAPS.get(name, 0)
     cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
     cap |= {"enable_fp_fusion": False} if name in UNFUSED_PASSES else {}
     named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
-    programs = args.get("programs") or triton.cdiv(envs, block) * per_env
+    programs = args.get("programs") or min(triton.cdiv(envs, block), LIST_PROGRAMS if listed else envs) * per_env
     settle_cache_keys(kernel)  # the same cache key in every process
     wrap_triton(kernel)[(programs,)](**named, n=envs, BLOCK=block, num_warps=warps(block), **cap)
 
@@ -289,21 +290,21 @@ def flag(x):
 
 
 @jit
-def car_lanes(car_order_ptr, n, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0,
+def car_lanes(car_order_ptr, n, q, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, count=None, spread_programs=0,
               PER_CAR: tl.constexpr = 1):  # fmt: skip
-    """A car kernel's lanes: BLOCK envs' cars of one slot per program, so the slot's tables load once
-    for the block, the envs taken in `car_order`'s order ([C, n]: each slot's envs): (row = env * NUM_CARS
-    + slot, live, env int64, slot). With ``count`` (a pointer to one count per slot), the first count
-    envs of the slot's list (`defer_lanes`'), spread (`spread_lanes`): of the programs that take them,
-    program q's lanes take the list's places q, q + that many, q + twice as many, ... The first pass
-    lists its deferred cars in its own order, `car_order`'s, which groups the cars that meet the most of
-    the arena; spread, each warp of the second pass holds a few of those, and lasts as long as its
-    slowest car (measured on an H200, 1v1 in sorted order, the car step's second pass in list order /
-    spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576; docs/PERFORMANCE.md).
-    Without ``car_order_ptr`` (None), the envs in their own order. With ``PER_CAR`` lanes per car (no
-    count), BLOCK / PER_CAR cars per program, each in PER_CAR lanes side by side (`wheel_rays_kernel`)."""
+    """A car kernel's lanes at program place ``q`` (`list_places`): BLOCK envs' cars of one slot per
+    program, so the slot's tables load once for the block, the envs taken in `car_order`'s order ([C, n]:
+    each slot's envs): (row = env * NUM_CARS + slot, live, env int64, slot). With ``count`` (a pointer to
+    one count per slot), the first count envs of the slot's list (`defer_lanes`'), spread
+    (`spread_lanes`): of the places that take them, place q's lanes take the list's places q, q + that
+    many, q + twice as many, ... The first pass lists its deferred cars in its own order, `car_order`'s,
+    which groups the cars that meet the most of the arena; spread, each warp of the second pass holds a
+    few of those, and lasts as long as its slowest car (measured on an H200, 1v1 in sorted order, the car
+    step's second pass in list order / spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at
+    1,048,576; docs/PERFORMANCE.md). Without ``car_order_ptr`` (None), the envs in their own order. With
+    ``PER_CAR`` lanes per car (no count), BLOCK / PER_CAR cars per program, each in PER_CAR lanes side by
+    side (`wheel_rays_kernel`)."""
     slot = tl.program_id(0) % NUM_CARS
-    q = tl.program_id(0) // NUM_CARS
     if count is None:
         at = q * (BLOCK // PER_CAR) + tl.arange(0, BLOCK) // PER_CAR
         live = at < n
@@ -328,35 +329,62 @@ list's pack 32 to a warp, which costs the SMs fewer warps' worth of instructions
 step's 0.930 / 0.926 / 0.933 / 1.467."""
 
 
+LIST_PROGRAMS = 4096
+"""Programs per car slot (per pair: `car_pairs_kernel`) a list's pass launches at most (`tick`), each
+taking its places of the list in turn (`list_places`), as many as `DEFERRED_PROGRAMS`. A list holds a
+few % of a large batch's cars or envs; a grid of one program per BLOCK envs launched as many programs
+again with nothing to do (at 3v3 and 4,063,232 envs, 1.9M for the car pairs alone), each at a cost (an
+H200 ran 131,072 such programs in at most 0.085 ms, docs/PERFORMANCE.md)."""
+
+
+@jit
+def list_places(listed, n, spread_programs, PER: tl.constexpr, BLOCK: tl.constexpr, LISTED: tl.constexpr = True):
+    """The program places q (range(first, stop, step)) a program of a pass takes in turn, ``PER``
+    programs side by side (a car kernel's slots, `car_pairs_kernel`'s pairs): of a list's pass
+    (``LISTED``), those a list of ``listed`` entries of at most ``n`` spreads over (`list_stop`), each
+    program from its own, a launched grid's width apart (`LIST_PROGRAMS`); of any other pass, its own
+    alone."""
+    first = tl.program_id(0) // PER
+    if LISTED:
+        places = (first, list_stop(listed, n, spread_programs, BLOCK), tl.num_programs(0) // PER)
+    else:
+        places = (first, first + 1, 1)
+    return places
+
+
+@jit
+def list_stop(listed, n, spread_programs, BLOCK: tl.constexpr):
+    """How many places take a list of ``listed`` entries of at most ``n``: cdiv(listed, BLOCK), or more,
+    up to ``spread_programs`` (`SPREAD_PROGRAMS`)."""
+    fill = tl.minimum(listed, tl.minimum(tl.cdiv(n, BLOCK), spread_programs))
+    return tl.maximum(tl.cdiv(listed, BLOCK), fill)
+
+
 @jit
 def spread_lanes(listed, q, n, spread_programs, BLOCK: tl.constexpr):
-    """Program ``q``'s places in a list of ``listed`` entries of at most ``n`` (its pass launches
-    cdiv(n, BLOCK) programs), spread (`car_lanes`): of the programs that take them (cdiv(listed, BLOCK),
-    or more, up to ``spread_programs``: `SPREAD_PROGRAMS`), program q takes places q, q + that many, ...;
-    a program beyond them takes none. (places, live)"""
-    fill = tl.minimum(listed, tl.minimum(tl.cdiv(n, BLOCK), spread_programs))
-    programs = tl.maximum(tl.cdiv(listed, BLOCK), fill)
-    at = tl.arange(0, BLOCK) * programs + q
-    return at, at < tl.where(q < programs, listed, 0)
+    """Place ``q``'s entries in a list of ``listed`` entries of at most ``n`` (q below `list_stop`),
+    spread (`car_lanes`): place q takes entries q, q + as many as the places, ... (entries, live)"""
+    at = tl.arange(0, BLOCK) * list_stop(listed, n, spread_programs, BLOCK) + q
+    return at, at < listed
 
 
 @jit
 def listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK: tl.constexpr):
-    """Program ``q``'s envs of the list `collisions_kernel`'s first pass makes (slot 0 of `defer_lanes`'
-    lists), spread (`spread_lanes`): (env int64, live)."""
+    """Place ``q``'s envs of the list `bodies_near_kernel` makes (`spread_lanes`): (env int64, live)."""
     at, live = spread_lanes(tl.load(deferred_count_ptr), q, n, spread_programs, BLOCK)
     return tl.load(deferred_ptr + at, mask=live, other=0).to(tl.int64), live
 
 
 @jit
-def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS: tl.constexpr,
+def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS: tl.constexpr,
                BLOCK: tl.constexpr, DEFERRED: tl.constexpr):  # fmt: skip
-    """A two-pass car kernel's lanes (`car_lanes`): every car, in `car_order`'s order (without it, None,
-    the envs' own), on the first pass; the cars it deferred (`defer_lanes`) on the second (``DEFERRED``)."""
+    """A two-pass car kernel's lanes at place ``q`` (`car_lanes`): every car, in `car_order`'s order
+    (without it, None, the envs' own), on the first pass; the cars it deferred (`defer_lanes`) on the
+    second (``DEFERRED``)."""
     if DEFERRED:
-        lanes = car_lanes(deferred_ptr, n, NUM_CARS, BLOCK, deferred_count_ptr, spread_programs)
+        lanes = car_lanes(deferred_ptr, n, q, NUM_CARS, BLOCK, deferred_count_ptr, spread_programs)
     else:
-        lanes = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK)
+        lanes = car_lanes(car_order_ptr, n, q, NUM_CARS, BLOCK)
     return lanes
 
 
@@ -500,7 +528,7 @@ def wheel_rays_kernel(
     to each car's row of ``wheel_hits`` (`wheel_hits_of`: a car's 64 bytes written by its four lanes at
     once), which the pre-tick's first pass reads. A car's four rays, in four lanes of a kernel of few
     registers rather than one after another in the car's lane, wait on the grid together."""
-    row, live, _, slot = car_lanes(car_order_ptr, n, NUM_CARS, BLOCK, None, 0, 4)
+    row, live, _, slot = car_lanes(car_order_ptr, n, tl.program_id(0) // NUM_CARS, NUM_CARS, BLOCK, None, 0, 4)
     wheel = tl.arange(0, BLOCK) % 4
     v = load_columns(car_start_rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)
     pos, rot_mat = (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
@@ -553,11 +581,13 @@ def pre_tick_kernel(
     countdown and respawn and the rays against the bodies. The bodies' casts, what their hits carry, a
     respawned car and the car a demolished one keeps take registers every lane pays for, and most cars
     are far from the rest, and alive, most of the time."""
-    row, live, env, slot = pass_lanes(
-        None, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS, BLOCK, DEFERRED
-    )
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
-    if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
+    slot = tl.program_id(0) % NUM_CARS
+    first, stop, step = list_places(tl.load(deferred_count_ptr + slot), n, spread_programs, NUM_CARS, BLOCK, DEFERRED)
+    for q in range(first, stop, step):  # (the first pass: its own place alone)
+        row, live, env, slot = pass_lanes(
+            None, deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
+        )
         tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
         car, info = load_car_and_hit_info(
             car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
@@ -620,61 +650,62 @@ def collisions_kernel(
     or demolisher)."""
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
-    q = tl.program_id(0)
-    lane, live = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
-    if tl.max(live.to(tl.int32), axis=0) > 0:  # programs beyond the list's count do nothing
-        pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-        damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
-        velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
-        tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
-        hit_infos = ()
-        touched = ()
-        states = ()
-        mask = tl.zeros([BLOCK], tl.int64)
-        for c in tl.static_range(NUM_CARS):
-            row = lane * NUM_CARS + c
-            state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
-            car_pos, car_vel, rot_mat = state[0], state[1], state[2]
-            hit_ticks = load_hit_ticks(car_ints_ptr, row, live, BLOCK)
-            info = load_hit_info(car_rows_ptr, hit_ticks, row, live, BLOCK)
-            frozen_at = car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT
-            is_frozen = tl.load(frozen_at, mask=live, other=0.0) != 0
-            is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
-                pos, car_pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, c),
-                f32(ball_contact_gap), f32(ball_radius), is_frozen,
-            )  # fmt: skip
-            body_row = car_contacts.body_row(
-                normal, on_car, on_ball, depth, 1 + c, 0, CARBALL_FRICTION, CARBALL_RESTITUTION
-            )  # the car A, the ball B
-            store_row(body_rows_ptr, lane * rows + c, body_row, live & is_hit, BODY_ROW_WIDTH, BLOCK)
-            mask = mask | (is_hit.to(tl.int64) << c)
-            added, info = ball_hit.on_hit(
-                is_hit, relative_pos_on_ball, pos, damped_vel, car_pos, car_vel, column(rot_mat, 0), info,
-                tick_count, f32(ball_hit_extra_force_scale),
-            )  # fmt: skip
-            velocity_impulse_cache = add(velocity_impulse_cache, added)
-            hit_infos = hit_infos + (info,)
-            touched = touched + (is_hit,)
-            states = states + (state,)
-        contacts = ()
-        for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
-            contact = load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK)
-            contacts = contacts + (contact[1:],)
-            mask = mask | (contact[0].to(tl.int64) << (NUM_CARS + pair * PAIR_COUNT_BITS))  # `row_held`
-        tl.store(body_mask_ptr + lane, mask, mask=live)
-        states, bumped_by, demoed_by = car_bump.on_car_car_collision(
-            states, contacts, f32(bump_cooldown_time), f32(respawn_delay), NUM_CARS, CAR_CAR_POINTS
-        )
-        for c in tl.static_range(NUM_CARS):
-            row = lane * NUM_CARS + c
-            store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], BLOCK)
-            store_hit_info(car_rows_ptr, row, live, hit_infos[c], BLOCK)
-            store_hit_ticks(car_ints_ptr, row, live, hit_infos[c][4:], BLOCK)
-            callbacks = (
-                touched[c].to(tl.float32), demoed_by[c].to(tl.float32), bumped_by[c].to(tl.float32)
-            )  # fmt: skip
-            store_columns(car_tick_ptr + TOUCHED_AT, row, callbacks, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
-        store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
+    first, stop, step = list_places(tl.load(deferred_count_ptr), n, spread_programs, 1, BLOCK)
+    for q in range(first, stop, step):
+        lane, live = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
+        if tl.max(live.to(tl.int32), axis=0) > 0:  # (always: without it ptxas spills twice as much)
+            pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+            damped_vel = apply_damping(load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0)), f32(ball_damping))
+            velocity_impulse_cache = load(velocity_impulse_cache_ptr + lane * 3, live, (0.0, 0.0, 0.0))
+            tick_count = tl.load(tick_count_ptr + lane, mask=live, other=0)
+            hit_infos = ()
+            touched = ()
+            states = ()
+            mask = tl.zeros([BLOCK], tl.int64)
+            for c in tl.static_range(NUM_CARS):
+                row = lane * NUM_CARS + c
+                state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
+                car_pos, car_vel, rot_mat = state[0], state[1], state[2]
+                hit_ticks = load_hit_ticks(car_ints_ptr, row, live, BLOCK)
+                info = load_hit_info(car_rows_ptr, hit_ticks, row, live, BLOCK)
+                frozen_at = car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT
+                is_frozen = tl.load(frozen_at, mask=live, other=0.0) != 0
+                is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
+                    pos, car_pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, c),
+                    f32(ball_contact_gap), f32(ball_radius), is_frozen,
+                )  # fmt: skip
+                body_row = car_contacts.body_row(
+                    normal, on_car, on_ball, depth, 1 + c, 0, CARBALL_FRICTION, CARBALL_RESTITUTION
+                )  # the car A, the ball B
+                store_row(body_rows_ptr, lane * rows + c, body_row, live & is_hit, BODY_ROW_WIDTH, BLOCK)
+                mask = mask | (is_hit.to(tl.int64) << c)
+                added, info = ball_hit.on_hit(
+                    is_hit, relative_pos_on_ball, pos, damped_vel, car_pos, car_vel, column(rot_mat, 0), info,
+                    tick_count, f32(ball_hit_extra_force_scale),
+                )  # fmt: skip
+                velocity_impulse_cache = add(velocity_impulse_cache, added)
+                hit_infos = hit_infos + (info,)
+                touched = touched + (is_hit,)
+                states = states + (state,)
+            contacts = ()
+            for pair in tl.static_range(pairs):  # `car_pairs_kernel`'s points and bump parts
+                contact = load_pair_contacts(pair_contacts_ptr, lane * pairs + pair, live, BLOCK)
+                contacts = contacts + (contact[1:],)
+                mask = mask | (contact[0].to(tl.int64) << (NUM_CARS + pair * PAIR_COUNT_BITS))  # `row_held`
+            tl.store(body_mask_ptr + lane, mask, mask=live)
+            states, bumped_by, demoed_by = car_bump.on_car_car_collision(
+                states, contacts, f32(bump_cooldown_time), f32(respawn_delay), NUM_CARS, CAR_CAR_POINTS
+            )
+            for c in tl.static_range(NUM_CARS):
+                row = lane * NUM_CARS + c
+                store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], BLOCK)
+                store_hit_info(car_rows_ptr, row, live, hit_infos[c], BLOCK)
+                store_hit_ticks(car_ints_ptr, row, live, hit_infos[c][4:], BLOCK)
+                callbacks = (
+                    touched[c].to(tl.float32), demoed_by[c].to(tl.float32), bumped_by[c].to(tl.float32)
+                )  # fmt: skip
+                store_columns(car_tick_ptr + TOUCHED_AT, row, callbacks, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
+            store(velocity_impulse_cache_ptr + lane * 3, velocity_impulse_cache, mask=live)
 
 
 @jit
@@ -764,9 +795,13 @@ def bodies_near_kernel(
         )  # fmt: skip
         v = load_columns(car_start_rows_ptr, env * NUM_CARS + c, live, CAR_WIDTH, 12, 16, BLOCK)
         rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
-        params = load_car_params(car_table_ptr, c)
-        near = rays_near_bodies(bodies, (v[0], v[1], v[2]), rot_mat, params[1], params[2], params[3], live,
-                                NUM_CARS, BLOCK)  # fmt: skip
+        _inertia, wheel_connection, wheel_radius, suspension_rest_length, _scale, _deadzone = load_car_params(
+            car_table_ptr, c
+        )
+        near = rays_near_bodies(
+            bodies, (v[0], v[1], v[2]), rot_mat, wheel_connection, wheel_radius, suspension_rest_length, live,
+            NUM_CARS, BLOCK,
+        )  # fmt: skip
         rays = rays | (near.to(tl.int32) << c)
     tl.store(rays_near_ptr + lane, rays, mask=live)
     near, pairs = bodies_near(ball_pos, car_start_rows_ptr, hitbox_table_ptr, lane, live, f32(ball_radius),
@@ -827,51 +862,52 @@ def car_pairs_kernel(
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
     pair = tl.program_id(0) % pairs
-    q = tl.program_id(0) // pairs
-    env, listed = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
-    live = listed & (((tl.load(pairs_near_ptr + env, mask=listed, other=0) >> pair) & 1) != 0)
-    zeros = ()
-    for k in tl.static_range(PAIR_WIDTH):  # (not `_`: Triton 3.6 takes it for the branch's own `_`)
-        zeros = zeros + (tl.zeros([BLOCK], tl.float32),)
-    store_row(pair_contacts_ptr, env * pairs + pair, zeros, listed & ~live, PAIR_WIDTH, BLOCK)
-    if tl.max(live.to(tl.int32), axis=0) > 0:  # programs with no pair that may meet do no more
-        a, b = pair_cars(pair, NUM_CARS)
-        car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, BLOCK)
-        car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, BLOCK)
-        frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
-        frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
-        pos_a = scale(car_a[0], UU_TO_BT)
-        pos_b = scale(car_b[0], UU_TO_BT)
-        added, local_b, local_a, held, normal, on_b, on_a, depth = car_car.car_car_contacts(
-            pos_a, car_a[2], car_contacts.load_box(hitbox_table_ptr, a),
-            pos_b, car_b[2], car_contacts.load_box(hitbox_table_ptr, b),
-        )  # fmt: skip
-        both = (~frozen_a) & (~frozen_b)  # a demolished car's body is out of the world
-        held = tl.where(both, held, 0)
-        hit_ab, hit_ba = car_bump.pair_bumps(
-            car_a, car_b, (a < BLUE) == (b < BLUE), flag(demo_mode), flag(enable_team_demos),
-            f32(bump_force_scale),
-        )  # fmt: skip
-        flags = held << CAR_CAR_POINTS  # `PAIR_WIDTH`'s bit field
-        forward_a = ()
-        forward_b = ()
-        for point in tl.static_range(CAR_CAR_POINTS):
-            flags = flags | ((both & added[point]).to(tl.int32) << point)
-            # the forward coordinates as the reference's callbacks read them (UU)
-            forward_a = forward_a + (local_a[point][0] * BT_TO_UU,)
-            forward_b = forward_b + (local_b[point][0] * BT_TO_UU,)
-            row = car_contacts.body_row(
-                normal, sub(on_b[point], pos_b), sub(on_a[point], pos_a), depth[point], 1 + b, 1 + a,
-                CARCAR_FRICTION, CARCAR_RESTITUTION,
+    first, stop, step = list_places(tl.load(deferred_count_ptr), n, spread_programs, pairs, BLOCK)
+    for q in range(first, stop, step):
+        env, listed = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
+        live = listed & (((tl.load(pairs_near_ptr + env, mask=listed, other=0) >> pair) & 1) != 0)
+        zeros = ()
+        for k in tl.static_range(PAIR_WIDTH):  # (not `_`: Triton 3.6 takes it for the branch's own `_`)
+            zeros = zeros + (tl.zeros([BLOCK], tl.float32),)
+        store_row(pair_contacts_ptr, env * pairs + pair, zeros, listed & ~live, PAIR_WIDTH, BLOCK)
+        if tl.max(live.to(tl.int32), axis=0) > 0:  # programs with no pair that may meet do no more
+            a, b = pair_cars(pair, NUM_CARS)
+            car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, BLOCK)
+            car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, BLOCK)
+            frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
+            frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
+            pos_a = scale(car_a[0], UU_TO_BT)
+            pos_b = scale(car_b[0], UU_TO_BT)
+            added, local_b, local_a, held, normal, on_b, on_a, depth = car_car.car_car_contacts(
+                pos_a, car_a[2], car_contacts.load_box(hitbox_table_ptr, a),
+                pos_b, car_b[2], car_contacts.load_box(hitbox_table_ptr, b),
             )  # fmt: skip
-            at = env * rows + NUM_CARS + pair * CAR_CAR_POINTS + point
-            store_row(body_rows_ptr, at, row, live & (point < held), BODY_ROW_WIDTH, BLOCK)
-        for hit in tl.static_range(2):
-            approaching, is_demo, _ = (hit_ab, hit_ba)[hit]
-            flags = flags | (approaching.to(tl.int32) << (CAR_CAR_POINTS + 3 + 2 * hit))
-            flags = flags | (is_demo.to(tl.int32) << (CAR_CAR_POINTS + 4 + 2 * hit))
-        values = (flags.to(tl.float32),) + forward_a + forward_b + hit_ab[2] + hit_ba[2] + (flags * 0.0,)
-        store_row(pair_contacts_ptr, env * pairs + pair, values, live, PAIR_WIDTH, BLOCK)
+            both = (~frozen_a) & (~frozen_b)  # a demolished car's body is out of the world
+            held = tl.where(both, held, 0)
+            hit_ab, hit_ba = car_bump.pair_bumps(
+                car_a, car_b, (a < BLUE) == (b < BLUE), flag(demo_mode), flag(enable_team_demos),
+                f32(bump_force_scale),
+            )  # fmt: skip
+            flags = held << CAR_CAR_POINTS  # `PAIR_WIDTH`'s bit field
+            forward_a = ()
+            forward_b = ()
+            for point in tl.static_range(CAR_CAR_POINTS):
+                flags = flags | ((both & added[point]).to(tl.int32) << point)
+                # the forward coordinates as the reference's callbacks read them (UU)
+                forward_a = forward_a + (local_a[point][0] * BT_TO_UU,)
+                forward_b = forward_b + (local_b[point][0] * BT_TO_UU,)
+                row = car_contacts.body_row(
+                    normal, sub(on_b[point], pos_b), sub(on_a[point], pos_a), depth[point], 1 + b, 1 + a,
+                    CARCAR_FRICTION, CARCAR_RESTITUTION,
+                )  # fmt: skip
+                at = env * rows + NUM_CARS + pair * CAR_CAR_POINTS + point
+                store_row(body_rows_ptr, at, row, live & (point < held), BODY_ROW_WIDTH, BLOCK)
+            for hit in tl.static_range(2):
+                approaching, is_demo, _ = (hit_ab, hit_ba)[hit]
+                flags = flags | (approaching.to(tl.int32) << (CAR_CAR_POINTS + 3 + 2 * hit))
+                flags = flags | (is_demo.to(tl.int32) << (CAR_CAR_POINTS + 4 + 2 * hit))
+            values = (flags.to(tl.float32),) + forward_a + forward_b + hit_ab[2] + hit_ba[2] + (flags * 0.0,)
+            store_row(pair_contacts_ptr, env * pairs + pair, values, live, PAIR_WIDTH, BLOCK)
 
 
 @jit
@@ -907,8 +943,9 @@ def body_solve_kernel(
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     bodies: tl.constexpr = NUM_CARS + 1
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
-    lane, live = listed_envs(deferred_ptr, deferred_count_ptr, tl.program_id(0), n, spread_programs, BLOCK)
-    if tl.max(live.to(tl.int32), axis=0) > 0:  # programs beyond the list's count do nothing
+    first, stop, step = list_places(tl.load(deferred_count_ptr), n, spread_programs, 1, BLOCK)
+    for q in range(first, stop, step):
+        lane, live = listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK)
         vel = load(vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
         ang_vel = load(ang_vel_ptr + lane * 3, live, (0.0, 0.0, 0.0))
         awake = ~update_sleeping(vel, ang_vel)
@@ -1008,10 +1045,13 @@ def car_step_kernel(
             car_step(rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env,
                      slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, True, True)  # fmt: skip
     else:
-        row, live, env, slot = pass_lanes(
-            car_order_ptr, deferred_ptr, deferred_count_ptr, n, spread_programs, NUM_CARS, BLOCK, DEFERRED
-        )
-        if tl.max(live.to(tl.int32), axis=0) > 0:  # the second pass's programs beyond its count do nothing
+        slot = tl.program_id(0) % NUM_CARS
+        first, stop, step = list_places(tl.load(deferred_count_ptr + slot), n, spread_programs, NUM_CARS, BLOCK,
+                                        DEFERRED)  # fmt: skip
+        for q in range(first, stop, step):  # (the first pass: its own place alone)
+            row, live, env, slot = pass_lanes(
+                car_order_ptr, deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
+            )
             car_step(rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env,
                      slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, DEFERRED,
                      False)  # fmt: skip
@@ -1117,8 +1157,9 @@ def car_world_points_kernel(
     the pair's contact point (`car_contacts.world_point`: Bullet's GJK, separating axes where Bullet
     runs EPA, the normal smoothed at internal edges), into its row of ``world_points``."""
     listed = tl.minimum(tl.load(world_pair_total_ptr), n)
-    at, live = spread_lanes(listed, tl.program_id(0), n, spread_programs, BLOCK)
-    if tl.max(live.to(tl.int32), axis=0) > 0:
+    first, stop, step = list_places(listed, n, spread_programs, 1, BLOCK)
+    for q in range(first, stop, step):
+        at, live = spread_lanes(listed, q, n, spread_programs, BLOCK)
         row = tl.load(world_pairs_ptr + at * 2, mask=live, other=-1)
         live = live & (row >= 0)  # (a place taken but not filled: `list_near_triangles`)
         row = tl.where(live, row, 0)

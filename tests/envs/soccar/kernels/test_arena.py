@@ -211,23 +211,29 @@ def test_envs_whose_bodies_are_apart_meet_nothing():
 
 @triton.jit
 def _spread_lanes_kernel(out_ptr, listed, n, spread_programs, BLOCK: tl.constexpr):
-    at, live = arena_kernels.spread_lanes(listed, tl.program_id(0), n, spread_programs, BLOCK)
-    tl.store(out_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), tl.where(live, at, -1))
+    first, stop, step = arena_kernels.list_places(listed, n, spread_programs, 1, BLOCK)
+    for q in range(first, stop, step):
+        at, live = arena_kernels.spread_lanes(listed, q, n, spread_programs, BLOCK)
+        tl.store(out_ptr + q * BLOCK + tl.arange(0, BLOCK), tl.where(live, at, -1))
 
 
-@pytest.mark.parametrize("listed, n, spread_programs", [
-    (0, 100, 8), (5, 100, 8), (5, 100, 2), (40, 100, 8), (100, 100, 8), (70, 1000, 8), (300, 1000, 8), (7, 31, 64),
+@pytest.mark.parametrize("listed, n, spread_programs, launched", [
+    (0, 100, 8, 4), (5, 100, 8, 4), (5, 100, 2, 4), (40, 100, 8, 4), (100, 100, 8, 4), (70, 1000, 8, 32),
+    (300, 1000, 8, 32), (7, 31, 64, 1), (300, 1000, 8, 3), (1000, 1000, 2, 5), (5, 1000, 8, 2),
 ])  # fmt: skip
-def test_a_lists_pass_takes_each_entry_once(listed, n, spread_programs):
-    """`spread_lanes`: the cdiv(n, 32) programs of a list's pass take each of its ``listed`` places once,
-    over at least min(listed, spread_programs, programs) programs, at most 32 to a program."""
-    programs = triton.cdiv(n, 32)
-    out = torch.empty(programs * 32, dtype=torch.int32, device=DEVICE)
-    _spread_lanes_kernel[(programs,)](out, listed, n, spread_programs, BLOCK=32)
-    taken = out.cpu().reshape(programs, 32)
+def test_a_lists_pass_takes_each_entry_once(listed, n, spread_programs, launched):
+    """`list_places` and `spread_lanes`: the ``launched`` programs of a list's pass (at most cdiv(n, 32),
+    `LIST_PROGRAMS`), each taking its places in turn, take each of its ``listed`` entries once, over at
+    least min(listed, spread_programs, cdiv(n, 32)) places, at most 32 to a place, and every place they
+    take holds an entry."""
+    places = triton.cdiv(n, 32)
+    out = torch.full((places * 32,), -2, dtype=torch.int32, device=DEVICE)
+    _spread_lanes_kernel[(launched,)](out, listed, n, spread_programs, BLOCK=32)
+    taken = out.cpu().reshape(places, 32)
     assert sorted(taken[taken >= 0].tolist()) == list(range(listed))
     busy = int((taken >= 0).any(1).sum())
-    assert busy >= min(listed, spread_programs, programs) and busy >= triton.cdiv(listed, 32)
+    assert busy >= min(listed, spread_programs, places) and busy >= triton.cdiv(listed, 32)
+    assert int((taken > -2).any(1).sum()) == busy  # no place without an entry
 
 
 def test_wheel_rays_longer_than_their_grid_reaches_are_refused(monkeypatch):
