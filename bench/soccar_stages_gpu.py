@@ -108,24 +108,24 @@ def profile(size: str, envs: int, block: int, calls: int, meshes, one_pass: bool
     timings: list[tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
     every_car = torch.full((cars,), envs, dtype=torch.int32, device=arena.device)
 
-    def one_pass_launch(kernel, envs, per_env, args, *rest):
+    def one_pass_launch(kernel, envs, per_env, args, *rest, **options):
         """The two-pass car kernels in one pass, every car on the full path (the second pass over
         `car_order`'s full lists; the first pass left out)."""
         if kernel.fn.__name__ in CAR_PASSES:
             if not args["DEFERRED"]:
                 return
             args = {**args, "deferred_ptr": args["car_order_ptr"], "deferred_count_ptr": every_car}
-        plain(kernel, envs, per_env, args, *rest)
+        plain(kernel, envs, per_env, args, *rest, **options)
 
     base = one_pass_launch if one_pass else plain
     arena_kernels.launch = base
 
     deferred: dict[str, list] = {}  # each two-pass kernel's deferred cars, per tick (`kernels/arena.defer_lanes`)
 
-    def timed_launch(kernel, envs, per_env, args, *rest):
+    def timed_launch(kernel, envs, per_env, args, *rest, **options):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        base(kernel, envs, per_env, args, *rest)
+        base(kernel, envs, per_env, args, *rest, **options)
         end.record()
         one_of_one = one_pass and kernel.fn.__name__ in CAR_PASSES
         if one_of_one and not args["DEFERRED"]:
