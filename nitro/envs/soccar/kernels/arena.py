@@ -271,7 +271,8 @@ def launch(kernel, envs: int, per_env: int, args: dict, block: int, maxnreg: int
     cap = {"maxnreg": maxnreg} if maxnreg else {}  # eager launches only: torch.compile drops it
     cap |= {"enable_fp_fusion": False} if name in UNFUSED_PASSES else {}
     named = {name: args[name] for name in kernel.arg_names if name not in ("n", "BLOCK")}
-    programs = args.get("programs") or min(triton.cdiv(envs, block), LIST_PROGRAMS if listed else envs) * per_env
+    programs = triton.cdiv(envs, block)
+    programs = args.get("programs") or (min(programs, LIST_PROGRAMS) if listed else programs) * per_env
     settle_cache_keys(kernel)  # the same cache key in every process
     wrap_triton(kernel)[(programs,)](**named, n=envs, BLOCK=block, num_warps=warps(block), **cap)
 
@@ -873,7 +874,7 @@ def car_pairs_kernel(
     car takes no part): the points and both directions' bump parts (`car_bump.pair_bumps`: they read
     nothing the callbacks change) into `pair_contacts`, the held points' solver rows (car b A, car a B)
     into `body_rows`. A pair whose boxes are apart (`bodies_near_kernel`'s ``pairs_near``) finds no point:
-    its `pair_contacts` row is zeros (no point added or held), and a program none of whose pairs may
+    its `pair_contacts` row is zeros (no point added or held), and a place none of whose pairs may
     meet writes only those."""
     pairs: tl.constexpr = NUM_CARS * (NUM_CARS - 1) // 2
     rows: tl.constexpr = NUM_CARS + NUM_CARS * (NUM_CARS - 1) // 2 * CAR_CAR_POINTS  # `body_rows_of`
@@ -886,7 +887,7 @@ def car_pairs_kernel(
         for k in tl.static_range(PAIR_WIDTH):  # (not `_`: Triton 3.6 takes it for the branch's own `_`)
             zeros = zeros + (tl.zeros([BLOCK], tl.float32),)
         store_row(pair_contacts_ptr, env * pairs + pair, zeros, listed & ~live, PAIR_WIDTH, BLOCK)
-        if tl.max(live.to(tl.int32), axis=0) > 0:  # programs with no pair that may meet do no more
+        if tl.max(live.to(tl.int32), axis=0) > 0:  # places with no pair that may meet do no more
             a, b = pair_cars(pair, NUM_CARS)
             car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, BLOCK)
             car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, BLOCK)

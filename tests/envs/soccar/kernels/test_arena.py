@@ -421,8 +421,8 @@ def test_a_batch_of_millions_steps_every_copy_of_a_game_alike(team_size, copies)
         touched = touched | events.ball_touch[:tile].any()
         bumped = bumped | (events.bump[:tile] | events.demo[:tile]).any()
     assert bool(touched) and bool(bumped), "the games' bodies met nothing"
-    for name in ("state", "events"):
-        for leaf in tree.leaves(state if name == "state" else events):
+    for name, x in zip(("state", "events"), (state, events)):
+        for leaf in tree.leaves(x):
             copy = leaf.reshape(copies, tile, *leaf.shape[1:])
             assert torch.equal(copy, copy[:1].expand_as(copy)), f"a copy of the {name} differs from the first"
 
