@@ -176,13 +176,18 @@ PARAM_NAMES = tuple(f.name for f in dataclasses.fields(TickParams))
 
 CAR_TICK_WIDTH = constexpr(16)
 """Floats per car in `car_tick`, what one tick's stage kernels hand each other: the pre-tick's force
-(3) and torque (3), whether the body is frozen this tick (demolished at its start), the callbacks'
-touched, demoed_by and bumped_by (-1 none; the pre-tick writes these, the callbacks' second pass the
-ones that happen), six spare (rows a power of two wide)."""
+(3) and torque (3), whether the body is frozen this tick (demolished at its start), one spare, the
+car's test against the pad it may touch (`PAD_TESTS_AT`), the callbacks' touched, demoed_by and
+bumped_by (-1 none; the pre-tick writes these, the callbacks' second pass the ones that happen), two
+spare (rows a power of two wide)."""
 FORCE_AT = constexpr(0)
 TORQUE_AT = constexpr(3)
 FROZEN_AT = constexpr(6)
-TOUCHED_AT = constexpr(7)
+PAD_TESTS_AT = constexpr(8)
+"""Where the car's test against the one pad it may touch lies (`car_pad_tests`: the pad or -1, in its
+cylinder, in its box; the pre-tick writes none, the car step the pad a car touches), the callbacks'
+after it: the row's second 32 bytes, one memory sector, which `car_events_kernel` reads for every car."""
+TOUCHED_AT = constexpr(11)
 """Where the callbacks' touched, demoed_by and bumped_by start, side by side."""
 
 
@@ -492,11 +497,11 @@ def store_car_events(car_ints_ptr, row, live, events, BLOCK: tl.constexpr):
 
 @jit
 def store_car_tick(car_tick_ptr, row, live, force, torque, frozen, BLOCK: tl.constexpr):
-    """A car's `car_tick` row as the pre-tick leaves it: no touch, no attacker yet (the callbacks
-    write theirs)."""
+    """A car's `car_tick` row as the pre-tick leaves it: no pad touched, no touch, no attacker yet (the
+    car step writes the pad a car touches, the callbacks theirs)."""
     zero = force[0] * 0.0
-    values = force + torque + (frozen.to(tl.float32), zero, zero - 1.0, zero - 1.0)
-    store_row(car_tick_ptr, row, values + (zero, zero, zero, zero, zero, zero), live, CAR_TICK_WIDTH, BLOCK)
+    values = force + torque + (frozen.to(tl.float32), zero, zero - 1.0, zero, zero, zero, zero - 1.0, zero - 1.0)
+    store_row(car_tick_ptr, row, values + (zero, zero), live, CAR_TICK_WIDTH, BLOCK)
 
 
 @jit
@@ -1027,7 +1032,7 @@ def load_body_solve(body_solve_ptr, body_mask_ptr, env, body, live, NUM_CARS: tl
 def car_step_kernel(
     car_order_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
     deferred_ptr, deferred_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr,
-    world_pair_count_ptr, world_pair_slots_ptr, world_points_ptr,
+    world_pair_count_ptr, world_pair_slots_ptr, world_points_ptr, pad_table_ptr, pad_cells_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
     cell_start_ptr, cell_tris_ptr, ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z,
     n, spread_programs, tick_time, gravity_z, car_world_friction, car_world_restitution,
@@ -1051,7 +1056,7 @@ def car_step_kernel(
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
     rows = (car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr)
     tables = (car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr, world_pair_count_ptr,
-              world_pair_slots_ptr, world_points_ptr)  # fmt: skip
+              world_pair_slots_ptr, world_points_ptr, pad_table_ptr, pad_cells_ptr)  # fmt: skip
     arena = arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                      plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
     arena_grid = grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z)
@@ -1090,7 +1095,7 @@ def car_step(
     (`car_contacts.untouched`), and defers the others."""
     car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr, controls_ptr = rows
     car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr, world_pair_count_ptr, world_pair_slots_ptr, \
-        world_points_ptr = tables
+        world_points_ptr, pad_table_ptr, pad_cells_ptr = tables
     tick_time, gravity_z, car_world_friction, car_world_restitution = params
     start = load_body_solve(body_solve_ptr, body_mask_ptr, env, 1 + slot, live, NUM_CARS, BLOCK)
     moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
@@ -1129,6 +1134,14 @@ def car_step(
     car = car[:28] + (frozen,) + car[29:]
     car = car_kernels.physics_step(car, ext_v, ext_w, solved, tick_time)
     car = car[:28] + (demoed,) + car[29:]
+    # 7.'s test of the car against the pad it may touch (`car_events_kernel` walks the pads), its position,
+    # rotation, boost and demolished flag now as the tick leaves them: the table's reads wait out the rest.
+    # Written only where the car touches its pad (the pre-tick's row says none): a few cars a tick, whose
+    # 12 bytes cost their memory sector a read as well (a sector's partial write; 24M cars' a tick, written
+    # in the car order, took 1.5 ms of the 3v3 car step at 4M envs on an H200)
+    pad_tests = car_pad_tests(car, slot, pad_cells_ptr, pad_table_ptr, hitbox_table_ptr, live)
+    touches = live & ((pad_tests[1] != 0) | (pad_tests[2] != 0))
+    store(car_tick_ptr + row * CAR_TICK_WIDTH + PAD_TESTS_AT, pad_tests, mask=touches)
     car = car_kernels.post_tick_update(car, controls, tick_time)  # 6. cars' post-tick and finish
     car = car_kernels.finish_physics_tick(car)
     store_car_and_hit_info(
@@ -1300,20 +1313,22 @@ def ball_and_rules_kernel(
 @stage_jit
 def car_events_kernel(
     car_rows_ptr, car_ints_ptr, car_tick_ptr, game_ints_ptr, pad_is_active_ptr, pad_cooldown_ptr,
-    pad_prev_locked_car_id_ptr, pad_table_ptr, pad_cells_ptr, hitbox_table_ptr, n, tick_time, boost_pad_cooldown_big,
-    boost_pad_cooldown_small, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+    pad_prev_locked_car_id_ptr, pad_table_ptr, n, tick_time, boost_pad_cooldown_big, boost_pad_cooldown_small,
+    NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """Stages 3. and 7. and the cars' events, one env per lane, after `car_step_kernel`: each car's test
-    against the one pad it may touch (`car_pad_tests`), then each pad's cooldown, the car it is locked
-    to and the boost it gives (`update_pads`), the boost into the rows of the cars given some; then
-    each car's events so far in its `car_ints` row with this tick's callbacks (`car_tick`) and pickup
-    folded in (`fold_car_events`). A kernel apart from the ball's, whose registers would limit how
-    many envs wait on the pads' memory at once."""
+    """Stages 3. and 7. and the cars' events, one env per lane, after `car_step_kernel`: each pad's
+    cooldown, the car it is locked to and the boost it gives (`update_pads`), from each car's test
+    against the pad it touches, which the car step left in its `car_tick` row (`car_pad_tests`);
+    the boost into the rows of the cars given some; then each car's events so far in its `car_ints`
+    row with this tick's callbacks and pickup folded in (`fold_car_events`). A kernel apart from the
+    ball's, whose registers would limit how many envs wait on the pads' memory at once."""
     lane, live, env = env_lanes(n, BLOCK)
+    callbacks = ()
     cars_pad = ()
-    for c in tl.static_range(NUM_CARS):
-        cars_pad = cars_pad + (car_pad_tests(car_rows_ptr, lane * NUM_CARS + c, c, pad_cells_ptr, pad_table_ptr,
-                                             hitbox_table_ptr, live),)  # fmt: skip
+    for c in tl.static_range(NUM_CARS):  # each car's callbacks and pad test: one memory sector
+        v = load_columns(car_tick_ptr + PAD_TESTS_AT, lane * NUM_CARS + c, live, CAR_TICK_WIDTH, 6, 8, BLOCK)
+        cars_pad = cars_pad + ((v[0].to(tl.int32), v[1] != 0, v[2] != 0),)
+        callbacks = callbacks + ((v[3] != 0, v[4].to(tl.int32), v[5].to(tl.int32)),)
     busy_at = game_ints_ptr + lane * GAME_WIDTH + PADS_BUSY_AT
     given, pickup_pad, busy = update_pads(
         cars_pad, tl.load(busy_at, mask=live, other=0), env, n, live, pad_is_active_ptr, pad_cooldown_ptr,
@@ -1326,32 +1341,29 @@ def car_events_kernel(
         picked = live & (given[c] > 0)  # (few cars a tick: the others' boost is not read)
         boost_at = car_rows_ptr + row * CAR_WIDTH + BOOST_AT
         tl.store(boost_at, boost_pads.give_boost(tl.load(boost_at, mask=picked, other=0.0), given[c]), mask=picked)
-        callbacks = load_columns(car_tick_ptr + TOUCHED_AT, row, live, CAR_TICK_WIDTH, 3, 4, BLOCK)
+        touched, demoed_by, bumped_by = callbacks[c]
+        # the events row read and written where the tick adds one (few cars a tick: the others' stays)
+        happened = live & (touched | (demoed_by >= 0) | (bumped_by >= 0) | (pickup_pad[c] >= 0))
         events = fold_car_events(
-            load_car_events(car_ints_ptr, row, live, BLOCK), callbacks[0] != 0, callbacks[1].to(tl.int32),
-            callbacks[2].to(tl.int32), pickup_pad[c],
+            load_car_events(car_ints_ptr, row, happened, BLOCK), touched, demoed_by, bumped_by, pickup_pad[c]
         )  # fmt: skip
-        store_car_events(car_ints_ptr, row, live, events, BLOCK)
+        store_car_events(car_ints_ptr, row, happened, events, BLOCK)
 
 
 @jit
-def car_pad_tests(rows_ptr, row, slot, pad_cells_ptr, pad_table_ptr, hitbox_table_ptr, live):
-    """BoostPadGrid::CheckCollision's test of car row ``row`` (of car slot ``slot``) as its tick ends,
-    against the one pad it may touch (`boost_pads.car_pad_tests`): (that pad or -1, in its cylinder,
-    in its box). Only the position is read of a car near no pad (most cars): the rotation, boost and
-    demolished flag of the others."""
-    at = rows_ptr + row * CAR_WIDTH
-    pos = load(at, live, (0.0, 0.0, 0.0))
-    pad = boost_pads.pad_near(pad_cells_ptr, pos, live)
-    near = pad >= 0
-    rot_mat = (load(at + 3, near, (1.0, 0.0, 0.0)), load(at + 6, near, (0.0, 1.0, 0.0)), load(at + 9, near, (0.0, 0.0, 1.0)))
-    is_demoed = tl.load(at + DEMOED_AT, mask=near, other=0.0) != 0
-    boost = tl.load(at + BOOST_AT, mask=near, other=0.0)
+def car_pad_tests(car, slot, pad_cells_ptr, pad_table_ptr, hitbox_table_ptr, live):
+    """BoostPadGrid::CheckCollision's test of a car of slot ``slot`` as its tick ends (its tuple,
+    `load_car`'s) against the one pad it may touch (`boost_pads.car_pad_tests`), as `car_tick`'s floats
+    from `PAD_TESTS_AT`: (that pad or -1, in its cylinder, in its box)."""
+    pos, rot_mat, boost, is_demoed = car[0], car[1], car[16], car[28]
     inner, margin, offset, _ = car_contacts.load_hitbox(hitbox_table_ptr, slot)
     extent = add(inner, (margin, margin, margin))
     lo, hi = boost_pads.car_aabb(pos, rot_mat, sub(offset, extent), add(offset, extent))
-    tested = boost_pads.tested(pos, is_demoed, boost)
-    return boost_pads.car_pad_tests(pad, pad_table_ptr, pos, lo, hi, tested)
+    pad, in_cylinder, in_box = boost_pads.car_pad_tests(
+        boost_pads.pad_near(pad_cells_ptr, pos, live), pad_table_ptr, pos, lo, hi,
+        boost_pads.tested(pos, is_demoed, boost),
+    )  # fmt: skip
+    return pad.to(tl.float32), in_cylinder.to(tl.float32), in_box.to(tl.float32)
 
 
 @jit
@@ -1377,8 +1389,9 @@ def update_pads(
     for a in tl.static_range(PADS_AHEAD):
         ahead = ahead + (load_pad_state(pads, env, a, n, live & is_busy(busy, a, cars_pad, NUM_CARS)),)
     still_busy = busy * 0
+    big = big_pads(pad_table_ptr)
     for p in range(BOOST_PAD_COUNT):
-        is_big = boost_pads.load_pad(pad_table_ptr, p)[1]
+        is_big = ((big >> p) & 1) != 0
         was_active, old_cooldown, old_prev = ahead[0]
         later = ()
         for a in tl.static_range(1, PADS_AHEAD):
@@ -1404,6 +1417,16 @@ def update_pads(
         tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), prev, mask=live & changed)
         still_busy = still_busy | (pad_busy(is_active, cooldown, prev).to(tl.int64) << p)
     return given, pickup_pad, still_busy
+
+
+@jit
+def big_pads(pad_table_ptr):
+    """Which pads are big, bit p for pad p: read at once before the walk, where a read in each of its
+    turns would wait behind the pads' writes before it."""
+    big = tl.zeros([], tl.int64)
+    for p in tl.static_range(BOOST_PAD_COUNT):
+        big = big | (boost_pads.load_pad(pad_table_ptr, p)[1].to(tl.int64) << p)
+    return big
 
 
 @jit

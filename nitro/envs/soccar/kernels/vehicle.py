@@ -270,12 +270,12 @@ def rays_near_bodies(
         hitbox = load_hitbox(hitbox_table_ptr, b)
         offset = hitbox[2]
         radius = box_sphere_radius(hitbox) * BT_TO_UU + NEAR_SPARE
-        # the box's centre lies within its offset of the car's origin: the car's rotation is read
-        # only where the sphere about the origin, grown by the offset, meets the rays' box
-        v = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 3, 4, BLOCK)
+        # the box's centre lies within its offset of the car's origin: the sphere about the origin,
+        # grown by the offset, first (the row's 12 columns read at once: a read of the rotation where
+        # that sphere meets would wait on the first)
+        v = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 12, 16, BLOCK)
         reach = bounding_radius(hitbox) * BT_TO_UU + NEAR_SPARE
         maybe = other_car & sphere_meets_box((v[0], v[1], v[2]), reach, pos, rot_mat, lo, hi)
-        v = load_columns(rows_ptr, first_row + b, maybe, BODY_ROW, 12, 16, BLOCK)
         other_rot = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
         center = add((v[0], v[1], v[2]), scale(mat_vec(other_rot, offset), BT_TO_UU))
         near = near | (maybe & sphere_meets_box(center, radius, pos, rot_mat, lo, hi))
