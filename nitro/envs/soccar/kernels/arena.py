@@ -155,7 +155,6 @@ UU_TO_BT = constexpr(C.UU_TO_BT)
 BT_TO_UU = constexpr(C.BT_TO_UU)
 AT = car_kernels.AT.value
 BOOST_AT = constexpr(AT[PACKED.index("boost")])
-DEMOED_AT = constexpr(AT[PACKED.index("is_demoed")])
 ON_GROUND_AT = constexpr(AT[PACKED.index("is_on_ground")])
 SUPERSONIC_AT = constexpr(AT[PACKED.index("is_supersonic")])
 BUMP_AT = constexpr(AT[PACKED.index("car_contact_cooldown_timer")])

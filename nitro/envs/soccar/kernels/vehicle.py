@@ -271,8 +271,8 @@ def rays_near_bodies(
         offset = hitbox[2]
         radius = box_sphere_radius(hitbox) * BT_TO_UU + NEAR_SPARE
         # the box's centre lies within its offset of the car's origin: the sphere about the origin,
-        # grown by the offset, first (the row's 12 columns read at once: a read of the rotation where
-        # that sphere meets would wait on the first)
+        # grown by the offset, first; the row's 12 columns read at once (the rotation read after that
+        # test waited on the first read: 3.46 -> 2.55 ms per 3v3 tick at 4M envs on an H200)
         v = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 12, 16, BLOCK)
         reach = bounding_radius(hitbox) * BT_TO_UU + NEAR_SPARE
         maybe = other_car & sphere_meets_box((v[0], v[1], v[2]), reach, pos, rot_mat, lo, hi)
