@@ -788,8 +788,8 @@ def bodies_near_kernel(
     touch (`bodies_near`). The envs whose bodies are apart get an empty `body_mask` (no contact, no
     callback); the others are listed (`defer_lanes`, slot 0 of ``deferred``, the envs' own list) with
     the pairs that may meet (``pairs_near``) for `car_pairs_kernel`, `collisions_kernel` and
-    `body_solve_kernel`, which take only them. Each car's rows are read once here, where each car's
-    lane of the pre-tick read every other car's."""
+    `body_solve_kernel`, which take only them. The cars' rows are read here, one lane per env, where
+    each car's lane of the pre-tick read every other car's."""
     lane, live, env = env_lanes(n, BLOCK)
     ball_pos = load(pos_ptr + lane * 3, live, (0.0, 0.0, 0.0))
     rays = tl.zeros([BLOCK], tl.int32)
