@@ -55,11 +55,12 @@ except ImportError:  # pragma: no cover - exercised on CPU-only installs
         return lambda fn: fn
 
 
-UNSPECIALIZED = ("n", "ticks", "hashed_seed", "deferred_count_ptr")
+UNSPECIALIZED = ("n", "ticks", "hashed_seed", "deferred_count_ptr", "world_pairs_capacity")
 """Arguments the fused step's stage kernels are not specialized on (Triton would compile a kernel
 again when such an integer becomes 1 or stops being a multiple of 16, or such a pointer stops being
-16-byte aligned): one compile per team size, whatever the env count, seed or ticks per launch. None of
-the integers sizes a memory access; the pointer is a row of the two-pass car kernels' counts of
+16-byte aligned): one compile per team size, whatever the env count, seed or ticks per launch (the
+car-world pairs' room is 1 for a two-env arena, a multiple of 16 for large ones, `world_pair_buffers`).
+None of the integers sizes a memory access; the pointer is a row of the two-pass car kernels' counts of
 deferred cars (`kernels/arena.tick`), 4 bytes per car slot, read as a scalar."""
 
 

@@ -1373,35 +1373,43 @@ def update_pads(
     """3. and 7.: each pad's cooldown, the car it is locked to, the boost it gives (after the cars'
     finish). ``cars_pad``: each car's test against the one pad it may touch (`car_pad_tests`), which
     the walk compares with each pad's index (`boost_pads.check_collision`). ``busy``: the env's pads
-    that are not idle (`PADS_BUSY_AT`), the only ones read besides those a car may touch; an idle pad
-    no car touches stays as it is. Returns each car's boost given, each car's pad (-1 none) and the
-    pads busy after the tick."""
+    that are not idle (`PADS_BUSY_AT`). An idle pad no car touches stays as it is, so each lane walks
+    only its busy pads and those a car touches, in the pads' order (`pads_to_visit`, `next_pad`): a
+    block's walk lasts as many turns as its lane with the most. Returns each car's boost given, each
+    car's pad (-1 none) and the pads busy after the tick."""
     given = ()
     pickup_pad = ()
     for c in tl.static_range(NUM_CARS):
         given = given + (tl.zeros([BLOCK], dtype=tl.float32),)
         pickup_pad = pickup_pad + (tl.full([BLOCK], -1, tl.int32),)
-    # each pad's state is read `PADS_AHEAD` pads ahead of its turn, so the reads' latency passes
-    # while the pads before it are walked (a read cannot move above the stores before it on its own)
+    visit = tl.where(live, pads_to_visit(busy, cars_pad, NUM_CARS), 0)
+    turns = tl.max(popcount(visit), axis=0)
+    # each pad's state is read `PADS_AHEAD` turns ahead, so the reads' latency passes while the pads
+    # before it are walked (a read cannot move above the stores before it on its own)
     pads = (pad_is_active_ptr, pad_cooldown_ptr, pad_prev_locked_car_id_ptr)
     ahead = ()
     for a in tl.static_range(PADS_AHEAD):
-        ahead = ahead + (load_pad_state(pads, env, a, n, live & is_busy(busy, a, cars_pad, NUM_CARS)),)
+        q, visit = next_pad(visit)
+        ahead = ahead + ((q, load_pad_state(pads, env, q, n, q >= 0)),)
     still_busy = busy * 0
     big = big_pads(pad_table_ptr)
-    for p in range(BOOST_PAD_COUNT):
-        is_big = ((big >> p) & 1) != 0
-        was_active, old_cooldown, old_prev = ahead[0]
+    for _ in range(turns):
+        p, state = ahead[0]
+        was_active, old_cooldown, old_prev = state
+        q, visit = next_pad(visit)
         later = ()
         for a in tl.static_range(1, PADS_AHEAD):
             later = later + (ahead[a],)
-        upcoming = live & (p < BOOST_PAD_COUNT - PADS_AHEAD) & is_busy(busy, p + PADS_AHEAD, cars_pad, NUM_CARS)
-        ahead = later + (load_pad_state(pads, env, p + PADS_AHEAD, n, upcoming),)
+        ahead = later + ((q, load_pad_state(pads, env, q, n, q >= 0)),)
+        here = p >= 0
+        at = tl.where(here, p, 0)
+        is_big = ((big >> at) & 1) != 0
         is_active, cooldown = boost_pads.pre_tick_update(old_cooldown, tick_time)
         locked = boost_pads.check_collision(old_prev, p, cars_pad, NUM_CARS)
         is_active, cooldown, prev, pickup, amount = boost_pads.post_tick_update(
             is_active, cooldown, locked, is_big, boost_pad_cooldown_big, boost_pad_cooldown_small
         )
+        pickup = tl.where(here, pickup, 0)
         new_given = ()
         new_pad = ()
         for c in tl.static_range(NUM_CARS):
@@ -1409,13 +1417,43 @@ def update_pads(
             new_pad = new_pad + (tl.where(pickup == c + 1, p, pickup_pad[c]),)
         given = new_given
         pickup_pad = new_pad
-        # written where it changed: most pads of most envs stay active and unlocked
-        changed = (is_active != (was_active != 0)) | (cooldown != old_cooldown) | (prev != old_prev)
-        tl.store(pad_is_active_ptr + pad_at(env, p, n), is_active.to(tl.int8), mask=live & changed)
-        tl.store(pad_cooldown_ptr + pad_at(env, p, n), cooldown, mask=live & changed)
-        tl.store(pad_prev_locked_car_id_ptr + pad_at(env, p, n), prev, mask=live & changed)
-        still_busy = still_busy | (pad_busy(is_active, cooldown, prev).to(tl.int64) << p)
+        # written where it changed: a busy pad cooling down, or one a car touches
+        changed = here & ((is_active != (was_active != 0)) | (cooldown != old_cooldown) | (prev != old_prev))
+        tl.store(pad_is_active_ptr + pad_at(env, at, n), is_active.to(tl.int8), mask=changed)
+        tl.store(pad_cooldown_ptr + pad_at(env, at, n), cooldown, mask=changed)
+        tl.store(pad_prev_locked_car_id_ptr + pad_at(env, at, n), prev, mask=changed)
+        still_busy = still_busy | tl.where(here, pad_busy(is_active, cooldown, prev).to(tl.int64) << at, 0)
     return given, pickup_pad, still_busy
+
+
+@jit
+def pads_to_visit(busy, cars_pad, NUM_CARS: tl.constexpr):
+    """The pads the walk visits, bit p for pad p: the busy ones (`pad_busy`) and each one a car's test
+    meets (`car_pad_tests`; a pad a car only comes near stays idle)."""
+    visit = busy
+    for c in tl.static_range(NUM_CARS):
+        pad, in_cylinder, in_box = cars_pad[c]
+        touches = (pad >= 0) & (in_cylinder | in_box)
+        visit = visit | tl.where(touches, tl.full(pad.shape, 1, tl.int64) << tl.where(touches, pad, 0), 0)
+    return visit
+
+
+@jit
+def next_pad(visit):
+    """The lowest pad of ``visit`` (its bit's index; -1 where none is left) and ``visit`` without it.
+    The bit as a float32 is a power of two, exact, whose exponent is the index."""
+    low = visit & (-visit)
+    exponent = (low.to(tl.float32).to(tl.int32, bitcast=True) >> 23) - 127
+    return tl.where(visit != 0, exponent, -1), visit ^ low
+
+
+@jit
+def popcount(bits):
+    """The set bits of each lane's int64 ``bits`` (SWAR: pairs, nibbles, bytes, then their sum)."""
+    bits = bits - ((bits >> 1) & 0x5555555555555555)
+    bits = (bits & 0x3333333333333333) + ((bits >> 2) & 0x3333333333333333)
+    bits = (bits + (bits >> 4)) & 0x0F0F0F0F0F0F0F0F
+    return ((bits * 0x0101010101010101) >> 56).to(tl.int32)
 
 
 @jit
@@ -1433,16 +1471,6 @@ def pad_busy(is_active, cooldown, prev_locked_car_id):
     """A pad that is not idle (active, no cooldown, locked to no car): one whose next tick may change it
     though no car touches it."""
     return (is_active == 0) | (cooldown != 0) | (prev_locked_car_id != 0)
-
-
-@jit
-def is_busy(busy, p, cars_pad, NUM_CARS: tl.constexpr):
-    """Whether the walk reads pad ``p``'s state: busy (bit ``p`` of ``busy``, `pad_busy`) or the pad a car
-    may touch."""
-    read = ((busy >> p) & 1) != 0
-    for c in tl.static_range(NUM_CARS):
-        read = read | (cars_pad[c][0] == p)
-    return read
 
 
 @jit
@@ -1719,10 +1747,11 @@ def grid_kwargs(grid: list[float]) -> dict:
 
 ROWS_BLOCK = 128
 """Cars per program of `car_rows_kernel` (four warps, one car per thread)."""
-PADS_BLOCK = 128
-"""Envs per program of `car_events_kernel` (four warps, one env per thread)."""
-PADS_AHEAD = constexpr(8)
-"""How many pads ahead of its turn `update_pads` reads a pad's state."""
+PADS_BLOCK = 32
+"""Envs per program of `car_events_kernel` (one warp, one env per thread: the pads' walk lasts as
+many turns as the block's lane with the most pads to visit)."""
+PADS_AHEAD = constexpr(2)
+"""How many turns ahead of its own `update_pads` reads a pad's state."""
 
 
 BALL_NAMES = ("pos", "vel", "ang_vel", "velocity_impulse_cache", "tick_count_since_update")

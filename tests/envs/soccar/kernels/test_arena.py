@@ -329,9 +329,9 @@ def test_pads_are_read_in_place():
 
 
 def test_the_pads_walk_reads_the_busy_pads_and_those_the_cars_touch():
-    """The pads' walk reads a pad's state only where it is busy (`kernels/arena.pad_busy`: cooling
-    down, locked to a car, or inactive) or a car may touch it (`PADS_BUSY_AT`, found as a step starts
-    and kept tick by tick), and equals the reference tick where pads are of every kind: idle, cooling
+    """The pads' walk visits a pad only where it is busy (`kernels/arena.pad_busy`: cooling down,
+    locked to a car, or inactive) or a car touches it (`PADS_BUSY_AT`, found as a step starts and kept
+    tick by tick; `pads_to_visit`), and equals the reference tick where pads are of every kind: idle, cooling
     down past the step's end or ending within it, locked to either car, inactive with no cooldown
     left; the cars at rest on pads, some full of boost, two on one pad in some envs; two launches of
     three ticks."""
