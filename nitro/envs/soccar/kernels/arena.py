@@ -1681,11 +1681,10 @@ def step_ticks_op(
     rows = {**fields, "rows_ptr": args["car_rows_ptr"], "UNPACK": False}
     launch(car_rows_kernel, envs * num_cars, 1, rows, ROWS_BLOCK, 0)
     args["ticks"] = 1
-    if envs * num_cars > CAR_PER_PROGRAM_UP_TO:  # the car step's pairs (`car_world_pairs_kernel`)
-        args.update(world_pair_buffers(envs * num_cars, controls.device))
-    else:
-        none = torch.empty(1, device=controls.device)  # (not read)
-        args.update({f"{name}_ptr": none for name in ("world_pair_count", "world_pair_slots", "world_points")})
+    # the car step's pairs (`car_world_pairs_kernel`); small batches, which find none, pass a one-lane
+    # list that is never read, of the same types, so the kernels' cache keys do not depend on the size
+    lanes = envs * num_cars if envs * num_cars > CAR_PER_PROGRAM_UP_TO else 1
+    args.update(world_pair_buffers(lanes, controls.device))
     deferred_counts = torch.zeros(ticks, 4, num_cars, dtype=torch.int32, device=controls.device)
     for t in range(ticks):
         args["deferred_counts"] = deferred_counts[t]
