@@ -1897,8 +1897,8 @@ GAME_WIDTH = constexpr(8)
 `vec.load_row` reads them)."""
 PADS_BUSY_AT = constexpr(6)
 """Where a `game_ints` row keeps its env's busy pads, bit p for pad p (`pad_busy`): found from the pads'
-state as a step starts (`ints_rows_kernel`), then kept by the pads' walk (`update_pads`), which reads
-only the busy pads and those a car may touch. Derived, so not unpacked: most pads of most envs are
+state as a step starts (`ints_rows_kernel`), then kept by the pads' walk (`update_pads`), which visits
+only the busy pads and those a car touches. Derived, so not unpacked: most pads of most envs are
 idle on most ticks."""
 CAR_INTS_WIDTH = constexpr(8)
 """`car_ints`' columns: ball_hit_info_tick_count_when_hit, _when_extra_impulse_applied, the events'
