@@ -15,7 +15,8 @@ summarizes an exported page elsewhere (a machine without the GPU, with the same 
 Triton inlines every function, so an instruction's line is the innermost one (`kernels/vec.py`'s
 ``dot`` gathers the samples of all its calls); each sample is also given to its *region*: the last line
 before it, in code order, outside `vec.py` and Triton's own library. Writes OUT/soccar_ncu.json: per
-kernel, the samples by stall reason, by file and the top regions and lines.
+kernel, the samples by stall reason, by file and the top regions and lines, and the warp instructions
+it executed by region; and OUT/details.txt, the report's details page.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ STAGES = (
     "car_pairs_kernel,body_solve_kernel,car_world_pairs_kernel,car_world_points_kernel"
 )
 LAUNCHES_PER_TICK = {"pre_tick_kernel": 2, "car_step_kernel": 2}  # two-pass; the others once
-SECTIONS = ("SourceCounters", "WarpStateStats", "Occupancy", "LaunchStats", "SpeedOfLight")
+SECTIONS = ("SourceCounters", "WarpStateStats", "Occupancy", "LaunchStats", "SpeedOfLight", "ComputeWorkloadAnalysis")
 REASONS = ("stall_long_sb", "stall_short_sb", "stall_lg", "stall_wait", "stall_no_inst", "stall_selected",
            "stall_not_selected", "stall_mio", "stall_math", "stall_drain", "stall_branch_resolving")  # fmt: skip
 GENERIC = ("kernels/vec.py", "triton/language/")
@@ -73,6 +74,8 @@ def run_ncu(out: Path, size: str, envs: int, kernels: list[str], skip_ticks: int
     path = out / "source.csv.gz"
     with gzip.open(path, "wt") as f:
         f.write(page)
+    details = subprocess.run([ncu_binary(), "-i", f"{report}.ncu-rep", "--page", "details"], capture_output=True, text=True)
+    (out / "details.txt").write_text(details.stdout)
     return path
 
 
@@ -142,23 +145,27 @@ def summarize(launches: list[tuple[str, list[dict]]], folders: list[str]) -> lis
         sass = [" ".join(i["Source"].split()) for i in instructions]
         code = matching_cubin(name, sass, folders, nvdisasm)
         by_reason, by_file, by_line, by_region = Counter(), Counter(), Counter(), Counter()
+        executed = Counter()  # warp-level instructions executed, by region
         for k, i in enumerate(instructions):
             n = float(i.get("Warp Stall Sampling (All Samples)") or 0)
             line, region = (code[k][1], code[k][2]) if code else (f"+{k * 16:#x}", f"+{k * 16:#x}")
             by_line[line] += n
             by_region[region] += n
+            executed[region] += float(i.get("Instructions Executed") or 0)
             by_file[line.split(":")[0]] += n
             for reason in REASONS:
                 by_reason[reason] += float(i.get(reason) or 0)
         total = sum(by_line.values()) or 1.0
 
-        def shares(table: Counter, count: int) -> dict:
+        def shares(table: Counter, count: int, total: float = total) -> dict:
             return {where: round(n / total, 4) for where, n in table.most_common(count)}
 
         rows.append({
             "kernel": name, "instructions": len(instructions), "mapped_to_lines": bool(code), "samples": total,
             "by_reason": shares(by_reason, len(REASONS)), "by_file": shares(by_file, 20),
             "top_regions": shares(by_region, 40), "top_lines": shares(by_line, 40),
+            "instructions_executed": sum(executed.values()),
+            "executed_by_region": shares(executed, 40, sum(executed.values()) or 1.0),
         })  # fmt: skip
     return rows
 
@@ -182,6 +189,9 @@ def main() -> None:
         print(f"{row['kernel']} ({row['instructions']} instructions, {row['samples']:.0f} samples): "
               f"{dict(list(row['by_reason'].items())[:5])}", flush=True)  # fmt: skip
         for where, share in list(row["top_regions"].items())[:8]:
+            print(f"    {share:6.3f}  {where}")
+        print(f"  {row['instructions_executed']:.3g} warp instructions executed, by region:")
+        for where, share in list(row["executed_by_region"].items())[:8]:
             print(f"    {share:6.3f}  {where}")
 
 

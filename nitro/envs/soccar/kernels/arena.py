@@ -88,17 +88,21 @@ from nitro.envs.soccar.kernels.car import (
     SOLVER_DEFAULT_TIME_STEP,
     car_of_row,
     car_table,
+    load_car_columns,
     load_car_row,
     load_car_params,
     load_controls,
     car_rows_kernel,
     int8_view,
+    store_car_columns,
     store_car_row,
 )
 from nitro.envs.soccar.kernels.car_contacts import BODY_ROW_WIDTH, PAIR_COUNT_BITS
 from nitro.envs.soccar.kernels.rigid_body import INV_MASS, column, inv_inertia_world, mat_vec
 from nitro.envs.soccar.kernels.vec import (
     add,
+    chunked_at,
+    chunked_rows,
     dot,
     load,
     load_columns,
@@ -457,10 +461,11 @@ def env_lanes(n, BLOCK: tl.constexpr):
 
 @jit
 def load_car_and_hit_info(
-    rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK: tl.constexpr
+    rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, car_ints_ptr, row, live, NUM_CARS: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     """A car (`load_car`) and its ball hit info (`load_hit_info`), its row read once."""
-    v = load_car_row(rows_ptr, row, live, BLOCK)
+    v = load_car_row(rows_ptr, row, live, NUM_CARS, BLOCK)
     car = car_of_row(
         v, tl.load(car_contact_id_ptr + row, mask=live, other=0), tl.load(tick_count_since_update_ptr + row, mask=live, other=0)
     )
@@ -535,7 +540,7 @@ def wheel_rays_kernel(
     registers rather than one after another in the car's lane, wait on the grid together."""
     row, live, _, slot = car_lanes(car_order_ptr, n, tl.program_id(0) // NUM_CARS, NUM_CARS, BLOCK, None, 0, 4)
     wheel = tl.arange(0, BLOCK) % 4
-    v = load_columns(car_start_rows_ptr, row, live, CAR_WIDTH, 12, 16, BLOCK)
+    v = load_car_columns(car_start_rows_ptr, row, live, 0, 12, NUM_CARS, BLOCK)
     pos, rot_mat = (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
     _, wheel_connection, wheel_radius, suspension_rest_length, _, _ = load_car_params(car_table_ptr, slot)
     start = hard_point_of(pos, rot_mat, pick_vec(wheel_connection, wheel))
@@ -596,7 +601,7 @@ def pre_tick_kernel(
         if tl.max(live.to(tl.int32), axis=0) > 0:  # (always; with it the 3v3 first pass took 12.58 ms, not 12.98)
             tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
             car, info = load_car_and_hit_info(
-                car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
+                car_start_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, NUM_CARS, BLOCK
             )
             frozen = car[28]
             params = load_car_params(car_table_ptr, slot)
@@ -628,7 +633,7 @@ def pre_tick_kernel(
                 DEFERRED, arena_hits,
             )  # fmt: skip
             store_car_and_hit_info(
-                car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
+                car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, NUM_CARS, BLOCK
             )
             store_hit_ticks(car_ints_ptr, row, live, info[4:], BLOCK)
             store_car_tick(car_tick_ptr, row, live, force, torque, frozen, BLOCK)
@@ -670,10 +675,10 @@ def collisions_kernel(
             mask = tl.zeros([BLOCK], tl.int64)
             for c in tl.static_range(NUM_CARS):
                 row = lane * NUM_CARS + c
-                state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, BLOCK)
+                state = load_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, NUM_CARS, BLOCK)
                 car_pos, car_vel, rot_mat = state[0], state[1], state[2]
                 hit_ticks = load_hit_ticks(car_ints_ptr, row, live, BLOCK)
-                info = load_hit_info(car_rows_ptr, hit_ticks, row, live, BLOCK)
+                info = load_hit_info(car_rows_ptr, hit_ticks, row, live, NUM_CARS, BLOCK)
                 frozen_at = car_tick_ptr + row * CAR_TICK_WIDTH + FROZEN_AT
                 is_frozen = tl.load(frozen_at, mask=live, other=0.0) != 0
                 is_hit, relative_pos_on_ball, normal, on_car, on_ball, depth = car_contacts.car_ball_contacts(
@@ -704,8 +709,8 @@ def collisions_kernel(
             )
             for c in tl.static_range(NUM_CARS):
                 row = lane * NUM_CARS + c
-                store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], BLOCK)
-                store_hit_info(car_rows_ptr, row, live, hit_infos[c], BLOCK)
+                store_bump_state(car_rows_ptr, car_contact_id_ptr, row, live, states[c], NUM_CARS, BLOCK)
+                store_hit_info(car_rows_ptr, row, live, hit_infos[c], NUM_CARS, BLOCK)
                 store_hit_ticks(car_ints_ptr, row, live, hit_infos[c][4:], BLOCK)
                 callbacks = (
                     touched[c].to(tl.float32), demoed_by[c].to(tl.float32), bumped_by[c].to(tl.float32)
@@ -732,7 +737,7 @@ def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radiu
     ball_near = ()
     pair_near = ()
     for c in tl.static_range(NUM_CARS):
-        v = load_columns(car_rows_ptr, lane * NUM_CARS + c, live, CAR_WIDTH, 3, 4, BLOCK)
+        v = load_car_columns(car_rows_ptr, lane * NUM_CARS + c, live, 0, 3, NUM_CARS, BLOCK)
         pos = (v[0], v[1], v[2])
         hitbox = car_contacts.load_hitbox(hitbox_table_ptr, c)
         reach = (car_contacts.bounding_radius(hitbox) + hitbox[3] + 0.01) * BT_TO_UU
@@ -753,7 +758,7 @@ def bodies_near(ball_pos, car_rows_ptr, hitbox_table_ptr, lane, live, ball_radiu
                 wanted = wanted | pair_near[c * (c - 1) // 2 + other]
             elif other > c:
                 wanted = wanted | pair_near[other * (other - 1) // 2 + c]
-        v = load_columns(car_rows_ptr, lane * NUM_CARS + c, wanted, CAR_WIDTH, 12, 16, BLOCK)
+        v = load_car_columns(car_rows_ptr, lane * NUM_CARS + c, wanted, 0, 12, NUM_CARS, BLOCK)
         rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
         inner, margin, offset, threshold = car_contacts.load_hitbox(hitbox_table_ptr, c)
         center = add(positions[c], scale(mat_vec(rot_mat, offset), BT_TO_UU))
@@ -822,7 +827,7 @@ def car_rays_near(car_start_rows_ptr, pos_ptr, car_table_ptr, hitbox_table_ptr, 
         car_start_rows_ptr, pos_ptr, pos_ptr, pos_ptr, env, c, live, hitbox_table_ptr, car_table_ptr,
         f32(ball_radius), 0.0, 0.0, NUM_CARS, BLOCK,
     )  # fmt: skip
-    v = load_columns(car_start_rows_ptr, env * NUM_CARS + c, live, CAR_WIDTH, 12, 16, BLOCK)
+    v = load_car_columns(car_start_rows_ptr, env * NUM_CARS + c, live, 0, 12, NUM_CARS, BLOCK)
     rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
     _inertia, wheel_connection, wheel_radius, suspension_rest_length, _scale, _deadzone = load_car_params(
         car_table_ptr, c
@@ -893,8 +898,8 @@ def car_pairs_kernel(
         store_row(pair_contacts_ptr, env * pairs + pair, zeros, listed & ~live, PAIR_WIDTH, BLOCK)
         if tl.max(live.to(tl.int32), axis=0) > 0:  # places with no pair that may meet do no more
             a, b = pair_cars(pair, NUM_CARS)
-            car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, BLOCK)
-            car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, BLOCK)
+            car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, NUM_CARS, BLOCK)
+            car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, NUM_CARS, BLOCK)
             frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
             frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
             pos_a = scale(car_a[0], UU_TO_BT)
@@ -981,7 +986,7 @@ def body_solve_kernel(
         inv_inertias = ((inertia, zero, zero, zero, inertia, zero, zero, zero, inertia),)
         for c in tl.static_range(NUM_CARS):
             row = lane * NUM_CARS + c
-            car = load_body(car_rows_ptr, row, live, BLOCK)
+            car = load_body(car_rows_ptr, row, live, NUM_CARS, BLOCK)
             force, torque = load_car_tick(car_tick_ptr, row, live, BLOCK)[:2]
             ext_v, ext_w = car_kernels.external_impulses(
                 car, force, torque, load_car_params(car_table_ptr, c)[0], tick_time, f32(gravity_z)
@@ -1005,9 +1010,9 @@ def body_solve_kernel(
 
 
 @jit
-def load_body(rows_ptr, row, live, BLOCK: tl.constexpr):
+def load_body(rows_ptr, row, live, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
     """A car's (pos, rot_mat, vel, ang_vel) from its packed row (`kernels/car.pack_cars`' first columns)."""
-    v = load_columns(rows_ptr, row, live, CAR_WIDTH, 18, 32, BLOCK)
+    v = load_car_columns(rows_ptr, row, live, 0, 18, NUM_CARS, BLOCK)
     return (
         (v[0], v[1], v[2]),
         ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])),
@@ -1097,7 +1102,7 @@ def car_step(
         world_points_ptr, pad_table_ptr, pad_cells_ptr = tables
     tick_time, gravity_z, car_world_friction, car_world_restitution = params
     start = load_body_solve(body_solve_ptr, body_mask_ptr, env, 1 + slot, live, NUM_CARS, BLOCK)
-    moving = load_body(car_rows_ptr, row, live, BLOCK)  # the rest of the car is read after the solve
+    moving = load_body(car_rows_ptr, row, live, NUM_CARS, BLOCK)  # the rest of the car is read after the solve
     pos, rot_mat, vel, ang_vel = moving
     force, torque, frozen = load_car_tick(car_tick_ptr, row, live, BLOCK)
     ext_v, ext_w = car_kernels.external_impulses(
@@ -1126,7 +1131,7 @@ def car_step(
         solved = car_contacts.untouched(start)
     # the whole car only now: its other fields are not held in registers through the contacts and solve
     car, info = load_car_and_hit_info(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, BLOCK
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, live, NUM_CARS, BLOCK
     )
     controls = load_controls(controls_ptr, row, live, BLOCK)
     demoed = car[28]  # demolished during the step: simulated to its end, then skipped
@@ -1144,7 +1149,7 @@ def car_step(
     car = car_kernels.post_tick_update(car, controls, tick_time)  # 6. cars' post-tick and finish
     car = car_kernels.finish_physics_tick(car)
     store_car_and_hit_info(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, BLOCK
+        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, NUM_CARS, BLOCK
     )
     if not DEFERRED:
         store_deferred(deferred_ptr, env, slot, deferral, n)
@@ -1167,7 +1172,7 @@ def car_world_pairs_kernel(
                      plane_offsets_ptr, cell_start_ptr, cell_tris_ptr)  # fmt: skip
     for k in range(tl.program_id(0), deferred_total(deferred_count_ptr, NUM_CARS), tl.num_programs(0)):
         row, live, env, slot = deferred_car(deferred_ptr, deferred_count_ptr, k, n, NUM_CARS, BLOCK)
-        pos, rot_mat, _, _ = load_body(car_rows_ptr, row, live, BLOCK)
+        pos, rot_mat, _, _ = load_body(car_rows_ptr, row, live, NUM_CARS, BLOCK)
         car_contacts.list_near_triangles(
             pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, slot), live, row, arena,
             grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), world_pair_count_ptr, world_pairs_ptr,
@@ -1192,7 +1197,7 @@ def car_world_points_kernel(
         row = tl.load(world_pairs_ptr + at * 2, mask=live, other=-1)
         live = live & (row >= 0)  # (a place taken but not filled: `list_near_triangles`)
         row = tl.where(live, row, 0)
-        pos, rot_mat, _, _ = load_body(car_rows_ptr, row, live, BLOCK)
+        pos, rot_mat, _, _ = load_body(car_rows_ptr, row, live, NUM_CARS, BLOCK)
         point = car_contacts.world_point(
             pos, rot_mat, car_contacts.load_hitbox(hitbox_table_ptr, row % NUM_CARS),
             tl.load(world_pairs_ptr + at * 2 + 1, mask=live, other=0), live,
@@ -1338,7 +1343,7 @@ def car_events_kernel(
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
         picked = live & (given[c] > 0)  # (few cars a tick: the others' boost is not read)
-        boost_at = car_rows_ptr + row * CAR_WIDTH + BOOST_AT
+        boost_at = chunked_at(car_rows_ptr, row, CAR_WIDTH, NUM_CARS, BOOST_AT)
         tl.store(boost_at, boost_pads.give_boost(tl.load(boost_at, mask=picked, other=0.0), given[c]), mask=picked)
         touched, demoed_by, bumped_by = callbacks[c]
         # the events row read and written where the tick adds one (few cars a tick: the others' stays)
@@ -1487,7 +1492,7 @@ def kickoff_cars(
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
         car, _ = load_car_and_hit_info(
-            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, kickoff, BLOCK
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, row, kickoff, NUM_CARS, BLOCK
         )
         fresh, fresh_info = rules.spawned_car(
             car, kickoff_spawns_ptr,
@@ -1495,7 +1500,7 @@ def kickoff_cars(
             car_spawn_boost_amount, kickoff, BLOCK,
         )  # fmt: skip
         store_car_and_hit_info(
-            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, kickoff, fresh, fresh_info, BLOCK
+            car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, kickoff, fresh, fresh_info, NUM_CARS, BLOCK
         )
         store_hit_ticks(car_ints_ptr, row, kickoff, fresh_info[4:], BLOCK)
     for p in range(BOOST_PAD_COUNT):
@@ -1529,42 +1534,42 @@ def fold_car_events(events, touched, demoed_by, bumped_by, pickup_pad):
 
 
 @jit
-def load_hit_info(rows_ptr, hit_ticks, row, live, BLOCK: tl.constexpr):
+def load_hit_info(rows_ptr, hit_ticks, row, live, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
     """A car's ball hit info: its ``ball_hit_info_*`` floats from the car's packed row (after `load_car`'s
     fields, `HIT_INFO_AT`) and its two tick counts (`load_hit_ticks`)."""
-    v = load_columns(rows_ptr + HIT_INFO_AT, row, live, CAR_WIDTH, HIT_INFO_FLOATS, 16, BLOCK)
+    v = load_car_columns(rows_ptr, row, live, HIT_INFO_AT, HIT_INFO_FLOATS, NUM_CARS, BLOCK)
     return v[0] != 0, (v[1], v[2], v[3]), (v[4], v[5], v[6]), (v[7], v[8], v[9]), hit_ticks[0], hit_ticks[1]
 
 
 @jit
-def store_hit_info(rows_ptr, row, live, info, BLOCK: tl.constexpr):
+def store_hit_info(rows_ptr, row, live, info, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
     """`load_hit_info`'s floats back into the car's row (its tick counts go with `store_hit_ticks`)."""
     values = (info[0].to(tl.float32),) + info[1] + info[2] + info[3]
-    store_columns(rows_ptr + HIT_INFO_AT, row, values, live, CAR_WIDTH, HIT_INFO_FLOATS, 16, BLOCK)
+    store_car_columns(rows_ptr, row, values, live, HIT_INFO_AT, HIT_INFO_FLOATS, NUM_CARS, BLOCK)
 
 
 @jit
-def load_bump_state(rows_ptr, car_contact_id_ptr, row, live, BLOCK: tl.constexpr):
+def load_bump_state(rows_ptr, car_contact_id_ptr, row, live, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
     """`kernels/car_bump`'s bump state of car row ``row``: (pos, vel, rot_mat, is_on_ground, is_supersonic,
     car_contact_id, car_contact_cooldown_timer, is_demoed, demo_respawn_timer, velocity_impulse_cache),
     read as the columns it needs."""
-    v = load_columns(rows_ptr, row, live, CAR_WIDTH, 15, 16, BLOCK)  # pos, rot_mat, vel
-    at = rows_ptr + row * CAR_WIDTH
-    bump = load_columns(rows_ptr + BUMP_AT, row, live, CAR_WIDTH, 3, 4, BLOCK)  # cooldown, is_demoed, timer
-    cache = load_columns(rows_ptr + IMPULSE_CACHE_AT, row, live, CAR_WIDTH, 3, 4, BLOCK)
+    v = load_car_columns(rows_ptr, row, live, 0, 15, NUM_CARS, BLOCK)  # pos, rot_mat, vel
+    bump = load_car_columns(rows_ptr, row, live, BUMP_AT, 3, NUM_CARS, BLOCK)  # cooldown, is_demoed, timer
+    cache = load_car_columns(rows_ptr, row, live, IMPULSE_CACHE_AT, 3, NUM_CARS, BLOCK)
     return (
         (v[0], v[1], v[2]), (v[12], v[13], v[14]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11])),
-        tl.load(at + ON_GROUND_AT, mask=live, other=0.0) != 0, tl.load(at + SUPERSONIC_AT, mask=live, other=0.0) != 0,
+        tl.load(chunked_at(rows_ptr, row, CAR_WIDTH, NUM_CARS, ON_GROUND_AT), mask=live, other=0.0) != 0,
+        tl.load(chunked_at(rows_ptr, row, CAR_WIDTH, NUM_CARS, SUPERSONIC_AT), mask=live, other=0.0) != 0,
         tl.load(car_contact_id_ptr + row, mask=live, other=0), bump[0], bump[1] != 0, bump[2], cache,
     )  # fmt: skip
 
 
 @jit
-def store_bump_state(rows_ptr, car_contact_id_ptr, row, live, state, BLOCK: tl.constexpr):
+def store_bump_state(rows_ptr, car_contact_id_ptr, row, live, state, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
     """The bump state's fields the callbacks write back into the car's row and contact id."""
     tl.store(car_contact_id_ptr + row, state[5], mask=live)
-    store_columns(rows_ptr + BUMP_AT, row, (state[6], state[7].to(tl.float32), state[8]), live, CAR_WIDTH, 3, 4, BLOCK)
-    store_columns(rows_ptr + IMPULSE_CACHE_AT, row, state[9], live, CAR_WIDTH, 3, 4, BLOCK)
+    store_car_columns(rows_ptr, row, (state[6], state[7].to(tl.float32), state[8]), live, BUMP_AT, 3, NUM_CARS, BLOCK)
+    store_car_columns(rows_ptr, row, state[9], live, IMPULSE_CACHE_AT, 3, NUM_CARS, BLOCK)
 
 
 @jit
@@ -1582,7 +1587,8 @@ def hit_info_of(v, hit_ticks):
 
 @jit
 def store_car_and_hit_info(
-    rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, car, info, BLOCK: tl.constexpr
+    rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, car, info, NUM_CARS: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     """`kernels/car.store_car` with the ball hit info's floats in the same row."""
     f = (
@@ -1593,7 +1599,7 @@ def store_car_and_hit_info(
     values = ()
     for k in tl.static_range(CAR_WIDTH):
         values = values + (f[k].to(tl.float32),)
-    store_car_row(rows_ptr, row, values, live, BLOCK)
+    store_car_row(rows_ptr, row, values, live, NUM_CARS, BLOCK)
     tl.store(car_contact_id_ptr + row, car[26], mask=live)
     tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
 
@@ -1636,8 +1642,8 @@ def step_ticks_op(
         **{f"{name}_ptr": x for name, x in zip(PAD_NAMES, pads)},
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
         # the cars' packed rows (`car_rows_kernel`), and `tick`'s second buffer of them
-        "car_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
-        "car_spare_rows_ptr": torch.empty(envs * num_cars, CAR_WIDTH.value, device=controls.device),
+        "car_rows_ptr": torch.empty(chunked_rows(envs, num_cars), CAR_WIDTH.value, device=controls.device),
+        "car_spare_rows_ptr": torch.empty(chunked_rows(envs, num_cars), CAR_WIDTH.value, device=controls.device),
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
         "wheel_hits_ptr": torch.empty(envs * num_cars, 4, ARENA_HIT_WIDTH.value, device=controls.device),
         "deferred_ptr": torch.empty(num_cars, envs, dtype=torch.int32, device=controls.device),  # `defer_lanes`
@@ -1678,7 +1684,8 @@ def step_ticks_op(
         launch(ball_and_rules_kernel, envs, 1, {**args, "ticks": ticks}, block, maxnreg)
         return
     fields = {f"{name}_ptr": x for name, x in zip(PACKED, car_fields)}
-    rows = {**fields, "rows_ptr": args["car_rows_ptr"], "UNPACK": False}
+    rows = {**fields, "rows_ptr": args["car_rows_ptr"], "UNPACK": False, "NUM_CARS": num_cars,
+            "programs": triton.cdiv(chunked_rows(envs, num_cars), ROWS_BLOCK)}  # (lanes in the rows' order)
     launch(car_rows_kernel, envs * num_cars, 1, rows, ROWS_BLOCK, 0)
     args["ticks"] = 1
     # the car step's pairs (`car_world_pairs_kernel`); small batches, which find none, pass a one-lane

@@ -36,7 +36,8 @@ from nitro.envs.soccar.kernels.rigid_body import (
 )
 from nitro.envs.soccar.kernels.rigid_body import external_impulses as external_impulses_of
 from nitro.envs.soccar.kernels.vec import (
-    add, atan2, cross, dot, load_columns, load_row, neg, scale, store_columns, sub, where,
+    ENVS_PER_GROUP, add, atan2, chunk_rows, cross, dot, load_chunked, load_row, neg, scale, store_chunked, sub,
+    unchunk_rows, where,
 )  # fmt: skip
 from nitro.envs.soccar.kernels.vehicle import (
     BODY_DEMOED_AT,
@@ -783,13 +784,10 @@ AT = constexpr(tuple(sum(_WIDTHS[:i]) for i in range(len(PACKED))))
 PACKED_FLOATS = constexpr(sum(_WIDTHS))
 CAR_WIDTH = PACKED_FLOATS
 """Floats per car row: the packed fields back to back (88)."""
-CAR_TILE = constexpr(128)
-"""The power of two a car row is read and written through (`load_car_row`; the columns beyond the row's
-masked off, so they cost no memory traffic)."""
 CAR_TUPLE_FLOATS = constexpr(sum(_WIDTHS[: PACKED.index("extra_pushback") + 1]))
 """The packed floats of `load_car`'s tuple; the ball hit info's follow them in the row (the game rules'
 kernels read and write those: `kernels/arena.load_hit_info`)."""
-assert PACKED_FLOATS.value <= CAR_TILE.value
+assert CAR_WIDTH.value % 4 == 0  # (whole 16-byte chunks: `vec.chunked_at`)
 # the wheel rays read the other cars' rows and the car table as `kernels/vehicle.py` lays them out
 assert PACKED[:4] == ("pos", "rot_mat", "vel", "ang_vel") and AT.value[:5] == (0, 3, 12, 15, 18)
 assert (CAR_WIDTH.value, AT.value[PACKED.index("is_demoed")]) == (BODY_ROW.value, BODY_DEMOED_AT.value)
@@ -797,39 +795,57 @@ assert CAR_TABLE_WIDTH.value == BODY_TABLE_WIDTH.value
 
 
 def pack_cars(cars: CarState) -> torch.Tensor:
-    """The cars' `PACKED` fields as [N * C, CAR_WIDTH] float32 rows, contiguous (`load_car`'s input)."""
+    """The cars' `PACKED` fields as one float32 row per car (row env * C + car), chunked (`vec.chunked_at`:
+    `load_car`'s input)."""
     rows = cars.pos.shape[0] * cars.pos.shape[1]
     parts = [getattr(cars, name).reshape(rows, width).to(torch.float32) for name, width in zip(PACKED, _WIDTHS)]
-    return torch.cat(parts, 1)
+    return chunk_rows(torch.cat(parts, 1), cars.pos.shape[1])
 
 
 def unpack_cars_(rows: torch.Tensor, cars: CarState) -> None:
     """`pack_cars`' inverse, in place: the rows written back into the cars' own tensors."""
+    rows = unchunk_rows(rows, cars.pos.shape[0], cars.pos.shape[1])
     for name, at, width in zip(PACKED, AT.value, _WIDTHS):
         field = getattr(cars, name)
         field.copy_(rows[:, at : at + width].reshape(field.shape))
 
 
 @jit
-def load_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, BLOCK: tl.constexpr):
+def load_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, NUM_CARS: tl.constexpr,
+             BLOCK: tl.constexpr):  # fmt: skip
     """Car ``row`` (= env * C + car) as the kernel's car tuple, in `CarState.FIELDS` order: its packed
     row (`pack_cars`, one memory operation) and its two integer fields."""
-    v = load_car_row(rows_ptr, row, live, BLOCK)
+    v = load_car_row(rows_ptr, row, live, NUM_CARS, BLOCK)
     return car_of_row(
         v, tl.load(car_contact_id_ptr + row, mask=live, other=0), tl.load(tick_count_since_update_ptr + row, mask=live, other=0)
     )
 
 
 @jit
-def load_car_row(rows_ptr, row, live, BLOCK: tl.constexpr):
+def load_car_row(rows_ptr, row, live, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
     """Car row ``row``'s `CAR_WIDTH` floats (0 where not live)."""
-    return load_columns(rows_ptr, row, live, CAR_WIDTH, CAR_WIDTH, CAR_TILE, BLOCK)
+    return load_car_columns(rows_ptr, row, live, 0, CAR_WIDTH, NUM_CARS, BLOCK)
 
 
 @jit
-def store_car_row(rows_ptr, row, values, live, BLOCK: tl.constexpr):
+def store_car_row(rows_ptr, row, values, live, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
     """`load_car_row`'s inverse."""
-    store_columns(rows_ptr, row, values, live, CAR_WIDTH, CAR_WIDTH, CAR_TILE, BLOCK)
+    store_car_columns(rows_ptr, row, values, live, 0, CAR_WIDTH, NUM_CARS, BLOCK)
+
+
+@jit
+def load_car_columns(rows_ptr, row, live, FIRST: tl.constexpr, COUNT: tl.constexpr, NUM_CARS: tl.constexpr,
+                     BLOCK: tl.constexpr):  # fmt: skip
+    """Columns FIRST to FIRST + COUNT - 1 of car row ``row`` = env * NUM_CARS + car (`pack_cars`' chunked
+    rows)."""
+    return load_chunked(rows_ptr, row, live, CAR_WIDTH, NUM_CARS, FIRST, COUNT, BLOCK)
+
+
+@jit
+def store_car_columns(rows_ptr, row, values, live, FIRST: tl.constexpr, COUNT: tl.constexpr, NUM_CARS: tl.constexpr,
+                      BLOCK: tl.constexpr):  # fmt: skip
+    """`load_car_columns`' inverse."""
+    store_chunked(rows_ptr, row, values, live, CAR_WIDTH, NUM_CARS, FIRST, COUNT, BLOCK)
 
 
 @jit
@@ -847,7 +863,8 @@ def car_of_row(v, car_contact_id, tick_count_since_update):
 
 
 @jit
-def store_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, car, BLOCK: tl.constexpr):
+def store_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, car, NUM_CARS: tl.constexpr,
+              BLOCK: tl.constexpr):  # fmt: skip
     """`load_car`'s inverse."""
     f = (
         car[0] + car[1][0] + car[1][1] + car[1][2] + car[2] + car[3] + (car[4],) + car[5] + (car[6], car[7], car[8])
@@ -860,7 +877,7 @@ def store_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, li
             values = values + (f[k].to(tl.float32),)
         else:
             values = values + (f[0].to(tl.float32) * 0.0,)  # the ball hit info's floats
-    store_car_row(rows_ptr, row, values, live, BLOCK)
+    store_car_row(rows_ptr, row, values, live, NUM_CARS, BLOCK)
     tl.store(car_contact_id_ptr + row, car[26], mask=live)
     tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
 
@@ -952,14 +969,18 @@ def car_rows_kernel(
     velocity_impulse_cache_ptr, engine_force_ptr, brake_ptr, steer_angle_ptr, lat_friction_ptr,
     long_friction_ptr, extra_pushback_ptr, ball_hit_info_is_valid_ptr, ball_hit_info_relative_pos_on_ball_ptr,
     ball_hit_info_ball_pos_ptr, ball_hit_info_extra_hit_vel_ptr,
-    n, UNPACK: tl.constexpr, BLOCK: tl.constexpr,
+    n, NUM_CARS: tl.constexpr, UNPACK: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """`pack_cars` on the device, one car per lane: each `PACKED` field's columns read from its own
     contiguous [N * C, width] array (bools as int8 views, `int8_view`), its car row written whole (`store_car_row`); with ``UNPACK``,
     `unpack_cars_`: each row read whole, its columns written to the fields' arrays in their own types.
     (Rows written column by column from the fields, as `torch.cat` does, cost a memory sector per narrow
-    column.)"""
-    row = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    column.) Lanes take the rows in their chunked order (`vec.chunked_at`): 32 lanes car slot k of 32
+    neighbouring envs, ``chunked_rows(N, C)`` lanes in all; ``n`` = N * C."""
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    group = lane // ENVS_PER_GROUP
+    env = (group // NUM_CARS) * ENVS_PER_GROUP + (lane - group * ENVS_PER_GROUP)
+    row = env * NUM_CARS + (group - (group // NUM_CARS) * NUM_CARS)
     live = row < n
     fields = (
         pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr,
@@ -974,7 +995,7 @@ def car_rows_kernel(
         ball_hit_info_extra_hit_vel_ptr,
     )  # fmt: skip
     if UNPACK:
-        v = load_car_row(rows_ptr, row, live, BLOCK)
+        v = load_car_row(rows_ptr, row, live, NUM_CARS, BLOCK)
         for j in tl.static_range(CAR_WIDTH):
             field = fields[FIELD_OF[j]]
             tl.store(field + row.to(tl.int64) * WIDTH_OF[j] + COLUMN_OF[j], v[j].to(field.dtype.element_ty), mask=live)
@@ -983,4 +1004,4 @@ def car_rows_kernel(
         for j in tl.static_range(CAR_WIDTH):
             at = row.to(tl.int64) * WIDTH_OF[j] + COLUMN_OF[j]
             values = values + (tl.load(fields[FIELD_OF[j]] + at, mask=live, other=0).to(tl.float32),)
-        store_car_row(rows_ptr, row, values, live, BLOCK)
+        store_car_row(rows_ptr, row, values, live, NUM_CARS, BLOCK)

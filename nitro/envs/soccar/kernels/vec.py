@@ -4,6 +4,8 @@ component by component."""
 
 from __future__ import annotations
 
+import torch
+
 from nitro.envs.soccar.kernels import constexpr, jit, tl
 
 
@@ -226,3 +228,89 @@ shared memory, which for a whole car row (88 columns) costs more registers and t
 memory operations (measured on an H200: the 1v0 pre-tick 1.86 -> 1.12 ms per tick at 1M envs, its stack
 1,376 -> 136 B per thread). Narrower rows stay one tile: more memory operations cost Triton's compile
 time, and the env kernels that read parts of several cars' rows ran slower in pieces."""
+
+
+# --- Chunked rows: a [envs * PER, W] array (row env * PER + k) stored in groups of row k of 32 neighbouring
+# envs, each group's 16-byte chunks side by side ---
+# (Rows read one per lane, 16 bytes at a time, touch half of a 32-byte memory sector per lane and
+# access: the lanes of a warp that take row k of 32 neighbouring envs read chunk j of their rows as 512
+# bytes in a row, whole sectors. Lanes that take scattered rows read them as before: 16 bytes per lane
+# and access.)
+ENVS_PER_GROUP = constexpr(32)
+"""Envs per group of a chunked array (`chunked_at`): a warp's lanes."""
+CHUNK = constexpr(4)
+"""Floats per chunk: 16 bytes, one lane's widest memory access."""
+
+
+@jit
+def chunked_at(ptr, row, W: tl.constexpr, PER: tl.constexpr, COLUMN: tl.constexpr):
+    """Where column COLUMN of row ``row`` (= env * PER + k) of a chunked [envs * PER, W] float array lies
+    (W a multiple of `CHUNK`): group (env // 32) * PER + k of 32 rows, W * 32 floats, holds chunk j
+    (columns 4j to 4j + 3) of its rows side by side at j * 128 + (env % 32) * 4."""
+    env = row // PER
+    group = env // ENVS_PER_GROUP
+    chunk = COLUMN // CHUNK  # (and COLUMN - chunk * CHUNK its place in the chunk)
+    at = (group * PER + (row - env * PER)) * (ENVS_PER_GROUP * W) + (env - group * ENVS_PER_GROUP) * CHUNK
+    return ptr + at + (chunk * (ENVS_PER_GROUP * CHUNK) + (COLUMN - chunk * CHUNK))
+
+
+@jit
+def load_chunked(ptr, row, live, W: tl.constexpr, PER: tl.constexpr, FIRST: tl.constexpr, COUNT: tl.constexpr,
+                 BLOCK: tl.constexpr):  # fmt: skip
+    """Columns FIRST to FIRST + COUNT - 1 of row ``row`` of a chunked [envs * PER, W] array per lane, as
+    a tuple of COUNT values (0 where not live): the chunks that hold them, one memory operation each."""
+    base = chunked_at(ptr, row, W, PER, 0)
+    out = ()
+    for j in tl.static_range(FIRST // CHUNK, (FIRST + COUNT + CHUNK - 1) // CHUNK):
+        at = tl.arange(0, CHUNK)
+        tile = tl.load(base[:, None] + (j * ENVS_PER_GROUP * CHUNK) + at[None, :], mask=live[:, None], other=0)
+        values = columns(tile, CHUNK, BLOCK)
+        for k in tl.static_range(CHUNK):
+            if j * CHUNK + k >= FIRST and j * CHUNK + k < FIRST + COUNT:
+                out = out + (values[k],)
+    return out
+
+
+@jit
+def store_chunked(ptr, row, values, live, W: tl.constexpr, PER: tl.constexpr, FIRST: tl.constexpr,
+                  COUNT: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    """`load_chunked`'s inverse: COUNT per-lane values into columns FIRST on of row ``row`` (the other
+    columns of a chunk it shares masked off)."""
+    base = chunked_at(ptr, row, W, PER, 0)
+    for j in tl.static_range(FIRST // CHUNK, (FIRST + COUNT + CHUNK - 1) // CHUNK):
+        at = tl.arange(0, CHUNK)
+        part = ()
+        for k in tl.static_range(CHUNK):
+            if j * CHUNK + k >= FIRST and j * CHUNK + k < FIRST + COUNT:
+                part = part + (values[j * CHUNK + k - FIRST],)
+            else:
+                part = part + (values[0] * 0,)
+        mask = live[:, None]
+        if j * CHUNK < FIRST:
+            mask = mask & (at + j * CHUNK >= FIRST)[None, :]
+        if (j + 1) * CHUNK > FIRST + COUNT:
+            mask = mask & (at + j * CHUNK < FIRST + COUNT)[None, :]
+        tl.store(base[:, None] + (j * ENVS_PER_GROUP * CHUNK) + at[None, :], tile_of(part, CHUNK, BLOCK), mask=mask)
+
+
+def chunk_rows(rows: torch.Tensor, per: int) -> torch.Tensor:
+    """A [envs * per, W] float tensor (row env * per + k) as a chunked array (`chunked_at`):
+    [chunked_rows(envs, per), W], the rows of envs past the last zero."""
+    envs, width = rows.shape[0] // per, rows.shape[1]
+    groups = -(-envs // ENVS_PER_GROUP.value)
+    padded = torch.zeros(groups * ENVS_PER_GROUP.value, per, width, dtype=rows.dtype, device=rows.device)
+    padded[:envs] = rows.reshape(envs, per, width)
+    by_chunk = padded.reshape(groups, ENVS_PER_GROUP.value, per, width // CHUNK.value, CHUNK.value)
+    return by_chunk.permute(0, 2, 3, 1, 4).contiguous().reshape(-1, width)
+
+
+def unchunk_rows(chunked: torch.Tensor, envs: int, per: int) -> torch.Tensor:
+    """`chunk_rows`' inverse: the rows of the first ``envs`` envs, [envs * per, W]."""
+    width = chunked.shape[1]
+    by_chunk = chunked.reshape(-1, per, width // CHUNK.value, ENVS_PER_GROUP.value, CHUNK.value)
+    return by_chunk.permute(0, 3, 1, 2, 4).reshape(-1, width)[: envs * per]
+
+
+def chunked_rows(envs: int, per: int) -> int:
+    """Rows a chunked array of ``per`` rows for each of ``envs`` envs takes: whole groups."""
+    return -(-envs // ENVS_PER_GROUP.value) * ENVS_PER_GROUP.value * per

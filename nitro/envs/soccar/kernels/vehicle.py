@@ -39,7 +39,7 @@ from nitro.envs.soccar.kernels.rigid_body import (
 )
 from nitro.envs.soccar.kernels.subsimplex_convex_cast import normalized, ray_cast_convex
 from nitro.envs.soccar.kernels.vec import (
-    add, cross, dot, load_columns, load_uniform, neg, scale, store_row, sub, where,
+    add, chunked_at, cross, dot, load_chunked, load_columns, load_uniform, neg, scale, store_row, sub, where,
 )  # fmt: skip
 
 FRICTION_SCALE = constexpr(C.CAR_MASS_BT / 3.0)
@@ -54,8 +54,8 @@ SOLVER_ERP = constexpr(C.SOLVER_ERP)
 BT_TO_UU = constexpr(C.BT_TO_UU)
 UU_TO_BT = constexpr(C.UU_TO_BT)
 BODY_ROW = constexpr(88)
-"""Floats per car row of ``bodies`` (`kernels/car.CAR_WIDTH`): pos, rot_mat (rows), vel and ang_vel are its
-first 18 floats, is_demoed its float `BODY_DEMOED_AT` (`kernels/car.py` asserts this layout)."""
+"""Floats per car row of ``bodies`` (`kernels/car.CAR_WIDTH`, chunked: `vec.chunked_at`): pos, rot_mat (rows),
+vel and ang_vel are its first 18 floats, is_demoed its float `BODY_DEMOED_AT` (`kernels/car.py` asserts this layout)."""
 BODY_DEMOED_AT = constexpr(48)
 BODY_TABLE_WIDTH = constexpr(28)
 """Floats per car slot of the car table (`kernels/car.CAR_TABLE_WIDTH`), its first 3 the inverse local
@@ -273,7 +273,7 @@ def rays_near_bodies(
         # the box's centre lies within its offset of the car's origin: the sphere about the origin,
         # grown by the offset, first; the row's 12 columns read at once (the rotation read after that
         # test waited on the first read: 3.46 -> 2.55 ms per 3v3 tick at 4M envs on an H200)
-        v = load_columns(rows_ptr, first_row + b, other_car, BODY_ROW, 12, 16, BLOCK)
+        v = load_chunked(rows_ptr, first_row + b, other_car, BODY_ROW, NUM_CARS, 0, 12, BLOCK)
         reach = bounding_radius(hitbox) * BT_TO_UU + NEAR_SPARE
         maybe = other_car & sphere_meets_box((v[0], v[1], v[2]), reach, pos, rot_mat, lo, hi)
         other_rot = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
@@ -315,8 +315,10 @@ def ray_cast_bodies(bodies, start, end, live, NUM_CARS: tl.constexpr, BLOCK: tl.
         other = tl.minimum(b, NUM_CARS - 1)  # a car slot (the ball's pass reads one it does not use)
         is_other_car = (b < NUM_CARS) & (b != slot)
         row = first_row + other
-        v = load_columns(rows_ptr, row, live & is_other_car, BODY_ROW, 18, 32, BLOCK)
-        demoed = tl.load(rows_ptr + row * BODY_ROW + BODY_DEMOED_AT, mask=live & is_other_car, other=0.0) != 0
+        v = load_chunked(rows_ptr, row, live & is_other_car, BODY_ROW, NUM_CARS, 0, 18, BLOCK)
+        demoed = tl.load(
+            chunked_at(rows_ptr, row, BODY_ROW, NUM_CARS, BODY_DEMOED_AT), mask=live & is_other_car, other=0.0
+        ) != 0
         inner, margin, offset, _ = load_hitbox(hitbox_table_ptr, other)
         rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
         body = where_ground(

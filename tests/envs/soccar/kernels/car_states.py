@@ -150,7 +150,7 @@ def car_memory(cars: CarState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor
 
 def cars_from_memory(rows: torch.Tensor, car_contact_id: torch.Tensor, tick_count_since_update: torch.Tensor) -> CarState:
     """`car_memory`'s inverse: CarState [n, 1, ...] on the CPU."""
-    cars = CarState.fresh(len(rows), 1, torch.device("cpu"))
+    cars = CarState.fresh(len(car_contact_id), 1, torch.device("cpu"))
     unpack_cars_(rows.cpu(), cars)
     cars.car_contact_id.copy_(car_contact_id.cpu().reshape(-1, 1))
     cars.tick_count_since_update.copy_(tick_count_since_update.cpu().reshape(-1, 1))

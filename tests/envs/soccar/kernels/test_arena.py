@@ -21,7 +21,7 @@ from nitro.envs.soccar.kernels import car_contacts as car_contacts_kernels
 from nitro.envs.soccar.kernels import constexpr
 from nitro.envs.soccar.kernels.arena import launch_step_ticks_
 from nitro.envs.soccar.kernels.car_contacts import hitbox_table
-from nitro.envs.soccar.kernels.vec import load
+from nitro.envs.soccar.kernels.vec import chunk_rows, load
 from nitro.envs.soccar.state import ArenaEvents, CarState
 from tests.envs.soccar.kernels.car_states import assert_cars_close, sample_cars, wheels_on_bodies
 from tests.envs.soccar.kernels.game_states import random_game
@@ -195,7 +195,7 @@ def test_envs_whose_bodies_are_apart_meet_nothing():
     near = torch.zeros(envs, dtype=torch.int32, device=DEVICE)
     pairs = torch.zeros(envs, dtype=torch.int32, device=DEVICE)
     _bodies_near_kernel[(triton.cdiv(envs, 32),)](
-        ball_pos.to(DEVICE), rows.to(DEVICE), hitbox_table(world.cars).to(DEVICE), near, pairs, envs,
+        ball_pos.to(DEVICE), chunk_rows(rows, 3).to(DEVICE), hitbox_table(world.cars).to(DEVICE), near, pairs, envs,
         float(world.params.ball_radius), NUM_CARS=3, BLOCK=32,
     )  # fmt: skip
     near = near.cpu() != 0

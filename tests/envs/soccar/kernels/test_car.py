@@ -88,7 +88,7 @@ def update_stages_kernel(
 ):
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
-    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, 1, BLOCK)
     wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, WHEEL_BUFFERS), lane, live)
     throttle, steer, pitch, yaw, roll, jump, boost_pressed, handbrake = load_controls(controls_ptr, lane, live, BLOCK)
     inv_inertia_local, _, _, _, _, dodge_deadzone = load_car_params(car_table_ptr, 0)
@@ -259,6 +259,7 @@ def tick_stages_kernel(
     out_ticks_ptr,
     force_out_ptr,
     n,
+    rows_apart,
     tick_time,
     gravity_z,
     jump_immediate_force,
@@ -290,7 +291,7 @@ def tick_stages_kernel(
 ):
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
-    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, 1, BLOCK)
     controls = load_controls(controls_ptr, lane, live, BLOCK)
     car_params = load_car_params(car_table_ptr, 0)
     arena = (tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr)
@@ -307,7 +308,7 @@ def tick_stages_kernel(
         boost_used_per_second, boost_accel_ground, boost_accel_air, unlimited_flips,
         unlimited_double_jumps, flip_z_damp_factor, live, arena, grid, bodies, 1, NUM_PLANES, BLOCK,
     )  # fmt: skip
-    store_car(out_rows_ptr, out_contact_id_ptr, out_ticks_ptr, lane, live, pre, BLOCK)  # output 0
+    store_car(out_rows_ptr, out_contact_id_ptr, out_ticks_ptr, lane, live, pre, 1, BLOCK)  # output 0
     store_outputs(force_out_ptr, lane, force + torque, 6, live)
     force = (tl.load(force_ptr + lane * 3, mask=live), tl.load(force_ptr + lane * 3 + 1, mask=live))
     force = force + (tl.load(force_ptr + lane * 3 + 2, mask=live),)
@@ -316,11 +317,11 @@ def tick_stages_kernel(
     ext_v, ext_w = twin.external_impulses(car, force, torque, car_params[0], tick_time, gravity_z)
     zero = (force[0] * 0.0, force[0] * 0.0, force[0] * 0.0)
     stepped = twin.physics_step(car, ext_v, ext_w, (zero, zero, zero, zero, live & False, zero), tick_time)
-    store_car(out_rows_ptr + n * CAR_WIDTH, out_contact_id_ptr + n, out_ticks_ptr + n, lane, live, stepped, BLOCK)
+    store_car(out_rows_ptr + rows_apart, out_contact_id_ptr + n, out_ticks_ptr + n, lane, live, stepped, 1, BLOCK)
     posted = twin.post_tick_update(car, controls, tick_time)
-    store_car(out_rows_ptr + 2 * n * CAR_WIDTH, out_contact_id_ptr + 2 * n, out_ticks_ptr + 2 * n, lane, live, posted, BLOCK)
+    store_car(out_rows_ptr + 2 * rows_apart, out_contact_id_ptr + 2 * n, out_ticks_ptr + 2 * n, lane, live, posted, 1, BLOCK)
     finished = twin.finish_physics_tick(car)
-    store_car(out_rows_ptr + 3 * n * CAR_WIDTH, out_contact_id_ptr + 3 * n, out_ticks_ptr + 3 * n, lane, live, finished, BLOCK)
+    store_car(out_rows_ptr + 3 * rows_apart, out_contact_id_ptr + 3 * n, out_ticks_ptr + 3 * n, lane, live, finished, 1, BLOCK)
 
 
 def test_tick_stages(mesh):
@@ -350,7 +351,7 @@ def test_tick_stages(mesh):
         *memory, sample.controls.reshape(n, 8).to(DEVICE), force.reshape(n, 3).to(DEVICE),
         torque.reshape(n, 3).to(DEVICE), sample.tick_count.to(DEVICE), car_table(world.cars).to(DEVICE),
         **bodies_args(cars, ball, sample.arena.world), out_rows_ptr=outs[0], out_contact_id_ptr=outs[1],
-        out_ticks_ptr=outs[2], force_out_ptr=forces_out, n=n,
+        out_ticks_ptr=outs[2], force_out_ptr=forces_out, n=n, rows_apart=memory[0].numel(),
         **{name: float(getattr(params, name)) for name in (
             "tick_time", "gravity_z", "jump_immediate_force", "jump_accel", "boost_accel_ground",
             "boost_accel_air", "boost_used_per_second", "unlimited_flips", "unlimited_double_jumps",
@@ -389,6 +390,7 @@ def test_pack_and_unpack_kernels_twin_pack_cars():
     bit, on cars whose every packed field holds its own random values (the kernels' field order is
     `PACKED`'s: a field out of place lands in another's columns); the integer fields stay as they were."""
     from nitro.envs.soccar.kernels.car import PACKED, car_rows_kernel, int8_view, pack_cars, unpack_cars_
+    from nitro.envs.soccar.kernels.vec import chunked_rows, unchunk_rows
     from nitro.envs.soccar.state import CarState
     from tests.envs.soccar.kernels.game_states import random_game
     from tests.envs.soccar.kernels.twins import programs
@@ -406,16 +408,17 @@ def test_pack_and_unpack_kernels_twin_pack_cars():
         return cars
 
     cars = scrambled(random_game(n, num_cars, seed=2)[1])
-    rows = torch.full((n * num_cars, CAR_WIDTH.value), float("nan"), device=DEVICE)
-    names = {f"{name}_ptr": x for name, x in zip(PACKED, (int8_view(getattr(cars, name)) for name in PACKED))}
     rows_n = n * num_cars
-    car_rows_kernel[programs(rows_n)](rows, **names, n=rows_n, UNPACK=False, BLOCK=32)
-    assert torch.equal(rows, pack_cars(cars))
+    rows = torch.full((chunked_rows(n, num_cars), CAR_WIDTH.value), float("nan"), device=DEVICE)
+    names = {f"{name}_ptr": x for name, x in zip(PACKED, (int8_view(getattr(cars, name)) for name in PACKED))}
+    lanes = programs(chunked_rows(n, num_cars))  # (in the rows' chunked order)
+    car_rows_kernel[lanes](rows, **names, n=rows_n, NUM_CARS=num_cars, UNPACK=False, BLOCK=32)
+    assert torch.equal(unchunk_rows(rows, n, num_cars), unchunk_rows(pack_cars(cars), n, num_cars))
 
     other = scrambled(random_game(n, num_cars, seed=3)[1])
     expected = dataclasses.replace(other, **{name: getattr(other, name).clone() for name in CarState.FIELDS})
     unpack_cars_(rows, expected)
     names = {f"{name}_ptr": x for name, x in zip(PACKED, (int8_view(getattr(other, name)) for name in PACKED))}
-    car_rows_kernel[programs(rows_n)](rows, **names, n=rows_n, UNPACK=True, BLOCK=32)
+    car_rows_kernel[lanes](rows, **names, n=rows_n, NUM_CARS=num_cars, UNPACK=True, BLOCK=32)
     for name in CarState.FIELDS:
         assert torch.equal(getattr(other, name), getattr(expected, name)), name

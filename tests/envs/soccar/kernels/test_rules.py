@@ -66,13 +66,13 @@ def demo_kernel(
     tick = tl.load(tick_ptr + lane, mask=live, other=0)
     for c in tl.static_range(NUM_CARS):
         row = lane * NUM_CARS + c
-        car = load_car(rows_ptr, contact_id_ptr, ticks_since_ptr, row, live, BLOCK)
-        info = load_hit_info(rows_ptr, load_row(ints_ptr, row, live, 2, BLOCK), row, live, BLOCK)
+        car = load_car(rows_ptr, contact_id_ptr, ticks_since_ptr, row, live, NUM_CARS, BLOCK)
+        info = load_hit_info(rows_ptr, load_row(ints_ptr, row, live, 2, BLOCK), row, live, NUM_CARS, BLOCK)
         car, info = twin.update_demo(
             car, info, hashed_seed, lane.to(tl.int64), tick, respawn_ptr, tick_time, boost, live, c, 1 if c >= BLUE else 0,
             BLOCK,
         )
-        store_car_and_hit_info(rows_ptr, contact_id_ptr, ticks_since_ptr, row, live, car, info, BLOCK)
+        store_car_and_hit_info(rows_ptr, contact_id_ptr, ticks_since_ptr, row, live, car, info, NUM_CARS, BLOCK)
         store_row(ints_ptr, row, (info[4], info[5]), live, 2, BLOCK)
 
 

@@ -24,7 +24,7 @@ from nitro.envs.soccar.kernels.car import (
     load_car_params,
 )
 from nitro.envs.soccar.kernels.rigid_body import column, inv_inertia_world
-from nitro.envs.soccar.kernels.vec import load_columns
+from nitro.envs.soccar.kernels.vec import load_chunked
 from nitro.envs.soccar.rigid_body import angle_to_rot_mat
 from nitro.envs.soccar.state import CarState
 from tests.envs.soccar.kernels.car_states import (
@@ -117,7 +117,7 @@ def vehicle_stages_kernel(
 ):
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
-    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, 1, BLOCK)
     wheels = load_wheels(field_ptrs(wheels_ptr, wheels_offsets_ptr, n, WHEEL_BUFFERS), lane, live)
     bodies = twin.bodies_of(  # one car per env: the ball alone
         bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, lane, 0, live, hitbox_table_ptr, car_table_ptr,
@@ -221,7 +221,7 @@ def arena_hits_kernel(
     reading their hits from ``wheel_hits`` (`kernels/arena.wheel_rays_kernel`'s, one env per car)."""
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
-    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, 1, BLOCK)
     inv_inertia_local, wheel_connection, wheel_radius, rest, _, _ = load_car_params(car_table_ptr, 0)
     pos, rot_mat, vel, ang_vel = car[0], car[1], car[2], car[3]
     hard_point, _ = twin.update_wheel_transforms(pos, rot_mat, car[37], wheel_connection)
@@ -341,7 +341,7 @@ def wheels_on_bodies_kernel(
     arena, the env's other cars and its ball."""
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n
-    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, BLOCK)
+    car = load_car(car_rows_ptr, car_contact_id_ptr, car_ticks_ptr, lane, live, 1, BLOCK)
     inv_inertia_local, wheel_connection, wheel_radius, rest, _, _ = load_car_params(car_table_ptr, 0)
     bodies = twin.bodies_of(
         bodies_rows_ptr, ball_pos_ptr, ball_vel_ptr, ball_ang_vel_ptr, lane // NUM_CARS, lane % NUM_CARS, live,
@@ -420,7 +420,7 @@ def rays_near_bodies_kernel(
     env = (tl.program_id(0) // NUM_CARS) * BLOCK + tl.arange(0, BLOCK)
     live = env < n
     row = env * NUM_CARS + slot
-    v = load_columns(bodies_rows_ptr, row, live, twin.BODY_ROW, 12, 16, BLOCK)
+    v = load_chunked(bodies_rows_ptr, row, live, twin.BODY_ROW, NUM_CARS, 0, 12, BLOCK)
     pos, rot_mat = (v[0], v[1], v[2]), ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
     _, wheel_connection, wheel_radius, rest, _, _ = load_car_params(car_table_ptr, slot)
     bodies = twin.bodies_of(
