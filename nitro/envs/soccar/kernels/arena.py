@@ -898,10 +898,12 @@ def car_pairs_kernel(
         store_row(pair_contacts_ptr, env * pairs + pair, zeros, listed & ~live, PAIR_WIDTH, BLOCK)
         if tl.max(live.to(tl.int32), axis=0) > 0:  # places with no pair that may meet do no more
             a, b = pair_cars(pair, NUM_CARS)
-            car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, NUM_CARS, BLOCK)
-            car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, NUM_CARS, BLOCK)
+            # (the `car_tick` reads first: after the rows', Triton 3.6's TTGIR passes fail on 1v1, "operand
+            # does not dominate this use")
             frozen_a = load_car_tick(car_tick_ptr, env * NUM_CARS + a, live, BLOCK)[2]
             frozen_b = load_car_tick(car_tick_ptr, env * NUM_CARS + b, live, BLOCK)[2]
+            car_a = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + a, live, NUM_CARS, BLOCK)
+            car_b = load_bump_state(car_rows_ptr, car_contact_id_ptr, env * NUM_CARS + b, live, NUM_CARS, BLOCK)
             pos_a = scale(car_a[0], UU_TO_BT)
             pos_b = scale(car_b[0], UU_TO_BT)
             added, local_b, local_a, held, normal, on_b, on_a, depth = car_car.car_car_contacts(

@@ -247,6 +247,7 @@ def chunked_at(ptr, row, W: tl.constexpr, PER: tl.constexpr, COLUMN: tl.constexp
     """Where column COLUMN of row ``row`` (= env * PER + k) of a chunked [envs * PER, W] float array lies
     (W a multiple of `CHUNK`): group (env // 32) * PER + k of 32 rows, W * 32 floats, holds chunk j
     (columns 4j to 4j + 3) of its rows side by side at j * 128 + (env % 32) * 4."""
+    row = row.to(tl.int32)  # (the array's offsets fit 32 bits: `kernels/arena.check_offsets`)
     env = row // PER
     group = env // ENVS_PER_GROUP
     chunk = COLUMN // CHUNK  # (and COLUMN - chunk * CHUNK its place in the chunk)
