@@ -1078,7 +1078,7 @@ def car_step_kernel(
                                         DEFERRED)  # fmt: skip
         for q in range(first, stop, step):  # (the first pass: its own place alone)
             row, live, env, slot = pass_lanes(
-                car_order_ptr, deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
+                None, deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
             )
             car_step(rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env,
                      slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, DEFERRED,
