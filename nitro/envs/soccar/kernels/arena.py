@@ -28,7 +28,8 @@ travel between the kernels as their packed rows (`kernels/car.pack_cars`' layout
 both ways), `car_tick` (forces, frozen flags, callback results), `pair_contacts`, `body_rows`,
 `body_mask` and `body_solve`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block), its lanes'
-envs in `car_order`'s order (on large batches sorted by the arena each car meets). The two car kernels
+envs in their own order (the wheel rays' in `car_order`'s: on large batches sorted by the arena each car
+meets). The two car kernels
 run twice per tick: a first pass finishes the cars that cannot take their heavy path (the wheel rays
 against the other bodies; the body's contacts with the arena) and defers the others (`defer_lanes`)
 to a second pass that runs it (the car step's on small batches one car per program, `deferred_car`);
@@ -306,11 +307,11 @@ def car_lanes(car_order_ptr, n, q, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr, 
     each slot's envs): (row = env * NUM_CARS + slot, live, env int64, slot). With ``count`` (a pointer to
     one count per slot), the first count envs of the slot's list (`defer_lanes`'), spread
     (`spread_lanes`): of the places that take them, place q's lanes take the list's places q, q + that
-    many, q + twice as many, ... The first pass lists its deferred cars in its own order, `car_order`'s,
-    which groups the cars that meet the most of the arena; spread, each warp of the second pass holds a
-    few of those, and lasts as long as its slowest car (measured on an H200, 1v1 in sorted order, the car
-    step's second pass in list order / spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at
-    1,048,576; docs/PERFORMANCE.md). Without ``car_order_ptr`` (None), the envs in their own order. With
+    many, q + twice as many, ... The first pass lists its deferred cars in its own order; spread, each
+    warp of the second pass holds a few of those that lay together, and lasts as long as its slowest car
+    (measured on an H200, 1v1, when the first pass took `car_order`'s sorted order, the car step's second
+    pass in list order / spread: 0.74 / 0.52 ms per tick at 262,144 envs, 1.06 / 0.92 at 1,048,576;
+    docs/PERFORMANCE.md). Without ``car_order_ptr`` (None), the envs in their own order. With
     ``PER_CAR`` lanes per car (no count), BLOCK / PER_CAR cars per program, each in PER_CAR lanes side by
     side (`wheel_rays_kernel`)."""
     slot = tl.program_id(0) % NUM_CARS
@@ -385,15 +386,15 @@ def listed_envs(deferred_ptr, deferred_count_ptr, q, n, spread_programs, BLOCK: 
 
 
 @jit
-def pass_lanes(car_order_ptr, deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS: tl.constexpr,
-               BLOCK: tl.constexpr, DEFERRED: tl.constexpr):  # fmt: skip
-    """A two-pass car kernel's lanes at place ``q`` (`car_lanes`): every car, in `car_order`'s order
-    (without it, None, the envs' own), on the first pass; the cars it deferred (`defer_lanes`) on the
-    second (``DEFERRED``)."""
+def pass_lanes(deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr,
+               DEFERRED: tl.constexpr):  # fmt: skip
+    """A two-pass car kernel's lanes at place ``q`` (`car_lanes`): every car, in the envs' own order, on
+    the first pass (a warp's lanes read and write whole memory sectors of the chunked car rows,
+    `vec.chunked_at`); the cars it deferred (`defer_lanes`) on the second (``DEFERRED``)."""
     if DEFERRED:
         lanes = car_lanes(deferred_ptr, n, q, NUM_CARS, BLOCK, deferred_count_ptr, spread_programs)
     else:
-        lanes = car_lanes(car_order_ptr, n, q, NUM_CARS, BLOCK)
+        lanes = car_lanes(None, n, q, NUM_CARS, BLOCK)
     return lanes
 
 
@@ -596,7 +597,7 @@ def pre_tick_kernel(
     first, stop, step = list_places(tl.load(deferred_count_ptr + slot), n, spread_programs, NUM_CARS, BLOCK, DEFERRED)
     for q in range(first, stop, step):  # (the first pass: its own place alone)
         row, live, env, slot = pass_lanes(
-            None, deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
+            deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
         )
         if tl.max(live.to(tl.int32), axis=0) > 0:  # (always; with it the 3v3 first pass took 12.58 ms, not 12.98)
             tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
@@ -1036,7 +1037,7 @@ def load_body_solve(body_solve_ptr, body_mask_ptr, env, body, live, NUM_CARS: tl
 
 @stage_jit
 def car_step_kernel(
-    car_order_ptr, car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
+    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, car_ints_ptr, car_tick_ptr,
     deferred_ptr, deferred_count_ptr, controls_ptr, car_table_ptr, hitbox_table_ptr, body_solve_ptr, body_mask_ptr,
     world_pair_count_ptr, world_pair_slots_ptr, world_points_ptr, pad_table_ptr, pad_cells_ptr,
     tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr, plane_offsets_ptr,
@@ -1078,7 +1079,7 @@ def car_step_kernel(
                                         DEFERRED)  # fmt: skip
         for q in range(first, stop, step):  # (the first pass: its own place alone)
             row, live, env, slot = pass_lanes(
-                None, deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
+                deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
             )
             car_step(rows, tables, arena, arena_grid, params, deferred_ptr, deferred_count_ptr, n, row, live, env,
                      slot, NUM_CARS, NUM_PLANES, PLANE_BASE, MAX_ANGLE, EDGE_DISTANCE, ITERATIONS, BLOCK, DEFERRED,
@@ -1873,7 +1874,10 @@ def launch_step_ticks_(
 SORT_FROM_LANES = {"cuda": 1 << 20, "cpu": 8}
 """`car_order` sorts the cars when there are at least this many (env, car) lanes; below it, env order.
 Sorting groups the cars at the walls, so fewer warps run their long loops, but it scatters the rest,
-whose warps then read the rows of envs far apart. Measured on an H200 (docs/PERFORMANCE.md), the
+whose warps then read the rows of envs far apart. (It orders the wheel rays alone now: with the rows
+chunked, `vec.chunked_at`, the car step's first pass in env order took 1.86 ms per 1v0 tick at 8M envs
+against 3.98 sorted, docs/PERFORMANCE.md. The figures below are from before, when it ordered the car
+step too.) Measured on an H200 (docs/PERFORMANCE.md), the
 benchmark's 1v1 games, ms per tick sorted / in env order over ticks 24-64, 64-104 and 104-144: 65,536 envs
 2.27 / 1.74, 2.56 / 2.09, 0.99 / 0.87 (the last from kernel device times, the others with host
 launches); 131,072 envs 1.53 / 1.21, 1.46 / 1.44, 1.48 / 1.52; 262,144 envs 2.32 / 2.13, 2.28 / 2.17,
@@ -1884,8 +1888,8 @@ lanes, so the tests run the sorted order."""
 
 
 def car_order(cars: CarState, mesh: ArenaMesh) -> torch.Tensor:
-    """Each car slot's envs, [C, N] int32: the order the wheel rays and the car step take their lanes in
-    (`car_lanes`; the pre-tick takes the envs' own).
+    """Each car slot's envs, [C, N] int32: the order the wheel rays take their lanes in (`car_lanes`; the
+    pre-tick and the car step take the envs' own).
     With enough cars (`SORT_FROM_LANES`), sorted by how much of the arena each car meets: the triangles
     listed in the grid cell of the car's centre, then whether it is in the air, so the cars of a warp
     run the same loops and branches (a warp runs as long as its longest lane). Cars move a few cells
