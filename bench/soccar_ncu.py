@@ -74,7 +74,9 @@ def run_ncu(out: Path, size: str, envs: int, kernels: list[str], skip_ticks: int
     path = out / "source.csv.gz"
     with gzip.open(path, "wt") as f:
         f.write(page)
-    details = subprocess.run([ncu_binary(), "-i", f"{report}.ncu-rep", "--page", "details"], capture_output=True, text=True)
+    details = subprocess.run(
+        [ncu_binary(), "-i", f"{report}.ncu-rep", "--page", "details"], capture_output=True, text=True, check=True
+    )
     (out / "details.txt").write_text(details.stdout)
     return path
 
