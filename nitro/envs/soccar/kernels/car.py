@@ -36,7 +36,7 @@ from nitro.envs.soccar.kernels.rigid_body import (
 )
 from nitro.envs.soccar.kernels.rigid_body import external_impulses as external_impulses_of
 from nitro.envs.soccar.kernels.vec import (
-    ENVS_PER_GROUP, add, atan2, chunk_rows, cross, dot, load_chunked, load_row, neg, scale, store_chunked, sub,
+    CHUNK, add, atan2, chunk_rows, chunked_row, cross, dot, load_chunked, load_row, neg, scale, store_chunked, sub,
     unchunk_rows, where,
 )  # fmt: skip
 from nitro.envs.soccar.kernels.vehicle import (
@@ -787,7 +787,7 @@ CAR_WIDTH = PACKED_FLOATS
 CAR_TUPLE_FLOATS = constexpr(sum(_WIDTHS[: PACKED.index("extra_pushback") + 1]))
 """The packed floats of `load_car`'s tuple; the ball hit info's follow them in the row (the game rules'
 kernels read and write those: `kernels/arena.load_hit_info`)."""
-assert CAR_WIDTH.value % 4 == 0  # (whole 16-byte chunks: `vec.chunked_at`)
+assert CAR_WIDTH.value % CHUNK.value == 0  # (whole 16-byte chunks: `vec.chunked_at`)
 # the wheel rays read the other cars' rows and the car table as `kernels/vehicle.py` lays them out
 assert PACKED[:4] == ("pos", "rot_mat", "vel", "ang_vel") and AT.value[:5] == (0, 3, 12, 15, 18)
 assert (CAR_WIDTH.value, AT.value[PACKED.index("is_demoed")]) == (BODY_ROW.value, BODY_DEMOED_AT.value)
@@ -977,10 +977,7 @@ def car_rows_kernel(
     (Rows written column by column from the fields, as `torch.cat` does, cost a memory sector per narrow
     column.) Lanes take the rows in their chunked order (`vec.chunked_at`): 32 lanes car slot k of 32
     neighbouring envs, ``chunked_rows(N, C)`` lanes in all; ``n`` = N * C."""
-    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    group = lane // ENVS_PER_GROUP
-    env = (group // NUM_CARS) * ENVS_PER_GROUP + (lane - group * ENVS_PER_GROUP)
-    row = env * NUM_CARS + (group - (group // NUM_CARS) * NUM_CARS)
+    row = chunked_row(tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), NUM_CARS)
     live = row < n
     fields = (
         pos_ptr, rot_mat_ptr, vel_ptr, ang_vel_ptr, is_on_ground_ptr, wheels_with_contact_ptr,

@@ -256,6 +256,15 @@ def chunked_at(ptr, row, W: tl.constexpr, PER: tl.constexpr, COLUMN: tl.constexp
 
 
 @jit
+def chunked_row(place, PER: tl.constexpr):
+    """The row (env * PER + k) at place ``place`` of a chunked array's order: `chunked_at`'s groups in
+    turn, 32 places each, so that 32 neighbouring places take row k of 32 neighbouring envs."""
+    group = place // ENVS_PER_GROUP
+    env = (group // PER) * ENVS_PER_GROUP + (place - group * ENVS_PER_GROUP)
+    return env * PER + (group - (group // PER) * PER)
+
+
+@jit
 def load_chunked(ptr, row, live, W: tl.constexpr, PER: tl.constexpr, FIRST: tl.constexpr, COUNT: tl.constexpr,
                  BLOCK: tl.constexpr):  # fmt: skip
     """Columns FIRST to FIRST + COUNT - 1 of row ``row`` of a chunked [envs * PER, W] array per lane, as
