@@ -79,7 +79,9 @@ def settle_cache_keys(kernel) -> None:
     asking for its ``cache_key``), so a kernel's key depended on which keys the process happened to
     compute first: a kernel compiled in one process (a warm-up, a compile on another machine) missed
     the cache in the next. Callees first, every key holds all of its constants, whatever the order.
-    Under the interpreter there are no keys."""
+    Triton orders a key's constants by name, then by their module's address in memory: two modules'
+    constants of one name and different values would key the kernel apart from process to process,
+    so that raises here. Under the interpreter there are no keys."""
     if id(kernel) in _SETTLED or not isinstance(kernel, triton.runtime.jit.JITFunction):
         return  # (checked on every launch: a set lookup, no key computed)
     order: list = []
@@ -100,6 +102,15 @@ def settle_cache_keys(kernel) -> None:
     for fn in order:
         fn.cache_key  # noqa: B018 - computed for its side effect, callees first
         _SETTLED.add(id(fn))
+    values: dict[str, set[str]] = {}
+    for (name, _), (value, _) in kernel.used_global_vals.items():
+        values.setdefault(name, set()).add(repr(value))
+    clashes = {name: sorted(v) for name, v in values.items() if len(v) > 1}
+    if clashes:
+        raise RuntimeError(
+            f"{kernel.__name__} reads same-named global constants of different values from different modules "
+            f"({clashes}), which keys it differently in each process; give them one value or different names"
+        )
 
 
 _SETTLED: set[int] = set()

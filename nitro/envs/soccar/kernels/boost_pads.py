@@ -23,7 +23,7 @@ from nitro.envs.soccar.kernels.vec import load, load_uniform
 from nitro.envs.soccar.state import BoostPadConfig
 
 _f32 = np.float32
-UU_TO_BT = constexpr(float(_f32(C.UU_TO_BT)))
+UU_TO_BT_F32 = constexpr(C.UU_TO_BT_F32)
 
 
 def _bt(uu: float) -> float:
@@ -144,7 +144,7 @@ def car_aabb(pos, rot_mat, local_min, local_max):
     for i in tl.static_range(3):
         row = rot_mat[i]
         center = center + (
-            pos[i] * UU_TO_BT + ((row[0] * local_center[0] + row[1] * local_center[1]) + row[2] * local_center[2]),
+            pos[i] * UU_TO_BT_F32 + ((row[0] * local_center[0] + row[1] * local_center[1]) + row[2] * local_center[2]),
         )
         extent = extent + (
             (tl.abs(row[0]) * local_half[0] + tl.abs(row[1]) * local_half[1]) + tl.abs(row[2]) * local_half[2],
@@ -159,8 +159,8 @@ def check_collide(pad_pos, is_big, car_pos, car_min, car_max):
     """BoostPad::_CheckCollide of one car, both of its tests (BT): (its origin in the pad's cylinder,
     its AABB against the pad's box), the second for the car the pad was locked to on the previous
     tick."""
-    pad_bt = (pad_pos[0] * UU_TO_BT, pad_pos[1] * UU_TO_BT, pad_pos[2] * UU_TO_BT)
-    car_bt = (car_pos[0] * UU_TO_BT, car_pos[1] * UU_TO_BT, car_pos[2] * UU_TO_BT)
+    pad_bt = (pad_pos[0] * UU_TO_BT_F32, pad_pos[1] * UU_TO_BT_F32, pad_pos[2] * UU_TO_BT_F32)
+    car_bt = (car_pos[0] * UU_TO_BT_F32, car_pos[1] * UU_TO_BT_F32, car_pos[2] * UU_TO_BT_F32)
     dx = car_bt[0] - pad_bt[0]
     dy = car_bt[1] - pad_bt[1]
     rad_sq = tl.where(is_big, CYL_RAD_SQ_BIG, CYL_RAD_SQ_SMALL)

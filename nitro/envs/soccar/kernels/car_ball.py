@@ -20,7 +20,7 @@ from nitro.envs.soccar.kernels.vec import add, dot, load, scale, store, sub, whe
 from nitro.envs.soccar.mutators import SPHERE_AABB_EXTRA, TickParams, ball_breaking_threshold, ball_radius_bt
 
 CAR_BALL_BLOCK = 32
-UU_TO_BT = tl.constexpr(C.UU_TO_BT_F32) if tl is not None else C.UU_TO_BT_F32
+UU_TO_BT_F32 = tl.constexpr(C.UU_TO_BT_F32) if tl is not None else C.UU_TO_BT_F32
 
 
 @jit
@@ -121,7 +121,7 @@ def car_ball_contacts_kernel(
     env = lane // num_cars
     slot = lane % num_cars
     ball_pos = load(ball_pos_ptr + env * 3, live, (0.0, 0.0, 0.0))
-    center = scale(ball_pos, UU_TO_BT)
+    center = scale(ball_pos, UU_TO_BT_F32)
     ball_axes = (
         (tl.load(ball_rot_ptr + env * 9, mask=live, other=1.0), tl.load(ball_rot_ptr + env * 9 + 3, mask=live, other=0.0), tl.load(ball_rot_ptr + env * 9 + 6, mask=live, other=0.0)),
         (tl.load(ball_rot_ptr + env * 9 + 1, mask=live, other=0.0), tl.load(ball_rot_ptr + env * 9 + 4, mask=live, other=1.0), tl.load(ball_rot_ptr + env * 9 + 7, mask=live, other=0.0)),

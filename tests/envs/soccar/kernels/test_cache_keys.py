@@ -8,10 +8,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("triton")
+
+from nitro.envs.soccar.kernels import settle_cache_keys  # noqa: E402
 
 PROGRAM = """
 import sys
@@ -35,3 +38,17 @@ def test_stage_kernel_keys_do_not_depend_on_what_was_keyed_before():
     (Triton 3.6 merges a callee's constants only when the callee was keyed first)."""
     keys = {first: key_after(first) for first in ("none", "car_rows_kernel", "ball_and_rules_kernel")}
     assert len(set(keys.values())) == 1, keys
+
+
+@pytest.mark.parametrize("size", [(1, 0), (1, 1), (3, 3)])
+def test_every_stage_kernel_settles(size):
+    """Every stage kernel of a fused step settles its key: among others, none reads two modules' global
+    constants of one name and different values (the car step read `UU_TO_BT` as 0.02 from one module and
+    as its float32 from another, and Triton's order of the two followed the modules' addresses in memory,
+    so the car step's key differed between processes and machines)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "bench"))
+    from soccar_compile_cpu import captured_launches
+
+    for kernel, _ in captured_launches(*size, block=32):
+        settle_cache_keys(kernel)  # (raises on a clash)
+        assert kernel.cache_key
