@@ -84,8 +84,10 @@ from nitro.envs.soccar.kernels import car as car_kernels
 from nitro.envs.soccar.kernels.arena_mesh import ARENA_NAMES, arena_tensors, grid, grid_args
 from nitro.envs.soccar.kernels.ball import apply_damping, finish_physics_tick, physics_step, update_sleeping
 from nitro.envs.soccar.kernels.car import (
+    CAR_STEP_CHUNKS,
     CAR_WIDTH,
     PACKED,
+    PRE_TICK_CHUNKS,
     SOLVER_DEFAULT_TIME_STEP,
     car_of_row,
     car_table,
@@ -95,6 +97,7 @@ from nitro.envs.soccar.kernels.car import (
     load_controls,
     car_rows_kernel,
     int8_view,
+    store_car_chunks,
     store_car_columns,
     store_car_row,
 )
@@ -204,7 +207,8 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
 
     The pre-tick stage reads the cars' rows as the tick starts (``car_rows_ptr``) and writes them to the
     spare buffer (``car_spare_rows_ptr``), which the later stages then update in place: the buffers
-    swap in ``args`` every tick (no copy; one extra buffer of the cars' rows). ``args["deferred_counts"]``:
+    swap in ``args`` every tick (no copy; one extra buffer of the cars' rows). With one car per env the
+    two are one buffer, which the pre-tick too updates in place. ``args["deferred_counts"]``:
     this tick's zeroed counts of the deferred cars and envs ([4, C]: the pre-tick's, the car step's, in
     column 0 the envs `bodies_near_kernel` lists, and in column 0 the (car, triangle) pairs
     `car_world_pairs_kernel` lists)."""
@@ -580,7 +584,9 @@ def pre_tick_kernel(
     go to `car_tick`, beside whether Bullet skips its body this tick (demolished at the tick's start).
     The cars' rows as the tick starts are read from ``car_start_rows`` (the car's own, and the other
     cars' for its wheel rays, `vehicle.Bodies`), the updated ones written to ``car_rows``: two buffers,
-    because each lane writes the row another lane's wheels read (`tick` swaps them every tick).
+    because each lane writes the row another lane's wheels read (`tick` swaps them every tick). With one
+    car per env they are one buffer, and the first pass writes only the chunks of its row it changes
+    (`car.PRE_TICK_WRITES`); the pre-tick changes neither integer field nor the ball hit info.
 
     Two passes (`tick`): the first takes every car, in the envs' own order (its warps read neighbouring
     cars' rows; the rays' walks of the arena, which `car_order` groups, are `wheel_rays_kernel`'s: measured
@@ -633,10 +639,16 @@ def pre_tick_kernel(
                 grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), bodies, NUM_CARS, NUM_PLANES, BLOCK, DEFERRED,
                 DEFERRED, arena_hits,
             )  # fmt: skip
-            store_car_and_hit_info(
-                car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, NUM_CARS, BLOCK
-            )
-            store_hit_ticks(car_ints_ptr, row, live, info[4:], BLOCK)
+            if DEFERRED:  # (the countdown and respawn change every field)
+                store_car_and_hit_info(
+                    car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, NUM_CARS,
+                    BLOCK,
+                )  # fmt: skip
+                store_hit_ticks(car_ints_ptr, row, live, info[4:], BLOCK)
+            elif NUM_CARS == 1:  # the row in place (`tick`): the chunks the pre-tick changes alone
+                store_car_chunks(car_rows_ptr, row, car_row_values(car, info), live, PRE_TICK_CHUNKS, NUM_CARS, BLOCK)
+            else:  # the row whole, into the other buffer (its integer fields and hit ticks are as they were)
+                store_car_row(car_rows_ptr, row, car_row_values(car, info), live, NUM_CARS, BLOCK)
             store_car_tick(car_tick_ptr, row, live, force, torque, frozen, BLOCK)
             if not DEFERRED:
                 store_deferred(deferred_ptr, env, slot, deferral, n)
@@ -1151,9 +1163,9 @@ def car_step(
     store(car_tick_ptr + row * CAR_TICK_WIDTH + PAD_TESTS_AT, pad_tests, mask=touches)
     car = car_kernels.post_tick_update(car, controls, tick_time)  # 6. cars' post-tick and finish
     car = car_kernels.finish_physics_tick(car)
-    store_car_and_hit_info(
-        car_rows_ptr, car_contact_id_ptr, car_tick_count_since_update_ptr, row, live, car, info, NUM_CARS, BLOCK
-    )
+    # only the row's chunks the step changes (`CAR_STEP_WRITES`): the others' loads fall away
+    store_car_chunks(car_rows_ptr, row, car_row_values(car, info), live, CAR_STEP_CHUNKS, NUM_CARS, BLOCK)
+    tl.store(car_tick_count_since_update_ptr + row, car[31], mask=live)
     if not DEFERRED:
         store_deferred(deferred_ptr, env, slot, deferral, n)
 
@@ -1594,6 +1606,15 @@ def store_car_and_hit_info(
     BLOCK: tl.constexpr,
 ):
     """`kernels/car.store_car` with the ball hit info's floats in the same row."""
+    store_car_row(rows_ptr, row, car_row_values(car, info), live, NUM_CARS, BLOCK)
+    tl.store(car_contact_id_ptr + row, car[26], mask=live)
+    tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
+
+
+@jit
+def car_row_values(car, info):
+    """A car tuple and its ball hit info as its row's `CAR_WIDTH` floats (`load_car_and_hit_info`'s inverse
+    but for the two integer fields)."""
     f = (
         car[0] + car[1][0] + car[1][1] + car[1][2] + car[2] + car[3] + (car[4],) + car[5] + (car[6], car[7], car[8])
         + car[9] + car[10:25] + car[25] + car[27:30] + car[30] + car[32:34] + car[34] + car[35:38] + car[38]
@@ -1602,9 +1623,7 @@ def store_car_and_hit_info(
     values = ()
     for k in tl.static_range(CAR_WIDTH):
         values = values + (f[k].to(tl.float32),)
-    store_car_row(rows_ptr, row, values, live, NUM_CARS, BLOCK)
-    tl.store(car_contact_id_ptr + row, car[26], mask=live)
-    tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
+    return values
 
 
 @triton_op("nitro::soccar_step_ticks_", mutates_args={"ball", "game", "car_fields", "cars", "pads"})
@@ -1639,14 +1658,16 @@ def step_ticks_op(
     register cap per thread (trading spills for occupancy; eager launches only, as torch.compile does
     not pass it through to Triton)."""
     envs, num_cars = ball[0].shape[0], controls.shape[1]
+    car_rows = torch.empty(chunked_rows(envs, num_cars), CAR_WIDTH.value, device=controls.device)
     args = {
         **{f"{name}_ptr": x for name, x in zip(BALL_NAMES + GAME_NAMES, ball + game)},
         **{f"car_{name}_ptr": x for name, x in zip(CAR_NAMES, cars)},
         **{f"{name}_ptr": x for name, x in zip(PAD_NAMES, pads)},
         **{f"{name}_ptr": x for name, x in zip(TABLE_NAMES + ARENA_NAMES, tables + arena)},
         # the cars' packed rows (`car_rows_kernel`), and `tick`'s second buffer of them
-        "car_rows_ptr": torch.empty(chunked_rows(envs, num_cars), CAR_WIDTH.value, device=controls.device),
-        "car_spare_rows_ptr": torch.empty(chunked_rows(envs, num_cars), CAR_WIDTH.value, device=controls.device),
+        "car_rows_ptr": car_rows,
+        # (one car per env: one buffer, its rows updated in place, as no other car's wheels read them)
+        "car_spare_rows_ptr": torch.empty_like(car_rows) if num_cars > 1 else car_rows,
         "car_tick_ptr": torch.empty(envs * num_cars, CAR_TICK_WIDTH.value, device=controls.device),
         "wheel_hits_ptr": torch.empty(envs * num_cars, 4, ARENA_HIT_WIDTH.value, device=controls.device),
         "deferred_ptr": torch.empty(num_cars, envs, dtype=torch.int32, device=controls.device),  # `defer_lanes`

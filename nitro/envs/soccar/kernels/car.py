@@ -36,8 +36,8 @@ from nitro.envs.soccar.kernels.rigid_body import (
 )
 from nitro.envs.soccar.kernels.rigid_body import external_impulses as external_impulses_of
 from nitro.envs.soccar.kernels.vec import (
-    CHUNK, add, atan2, chunk_rows, chunked_row, cross, dot, load_chunked, load_row, neg, scale, store_chunked, sub,
-    unchunk_rows, where,
+    CHUNK, add, atan2, chunk_rows, chunked_row, cross, dot, load_chunked, load_row, neg, scale, store_chunked, store_chunks,
+    sub, unchunk_rows, where,
 )  # fmt: skip
 from nitro.envs.soccar.kernels.vehicle import (
     BODY_DEMOED_AT,
@@ -794,6 +794,35 @@ assert (CAR_WIDTH.value, AT.value[PACKED.index("is_demoed")]) == (BODY_ROW.value
 assert CAR_TABLE_WIDTH.value == BODY_TABLE_WIDTH.value
 
 
+def chunks_of(names: tuple[str, ...]) -> int:
+    """The bit mask of the car row's chunks (`vec.CHUNK` columns each, `vec.store_chunks`) that hold the
+    `PACKED` fields ``names``."""
+    mask = 0
+    for name in names:
+        at = AT.value[PACKED.index(name)]
+        for column in range(at, at + _WIDTHS[PACKED.index(name)]):
+            mask |= 1 << (column // CHUNK.value)
+    return mask
+
+
+CAR_STEP_WRITES = ("pos", "rot_mat", "vel", "ang_vel", "has_world_contact", "world_contact_normal", "is_supersonic",
+                   "supersonic_time", "car_contact_cooldown_timer", "last_controls", "velocity_impulse_cache")  # fmt: skip
+"""The packed fields the car step changes (`physics_step`, `post_tick_update`, `finish_physics_tick`; the
+third integer one, tick_count_since_update, has its own array): `kernels/arena.car_step` writes only
+their chunks of each row (12 of 22), and loads only the chunks it reads, about half a row less each way."""
+CAR_STEP_CHUNKS = constexpr(chunks_of(CAR_STEP_WRITES))
+PRE_TICK_WRITES = ("vel", "ang_vel", "is_on_ground", "wheels_with_contact", "has_jumped", "has_double_jumped",
+                   "has_flipped", "flip_rel_torque", "jump_time", "flip_time", "is_flipping", "is_jumping", "air_time",
+                   "air_time_since_jump", "boost", "boosting_time", "handbrake_val", "is_auto_flipping",
+                   "auto_flip_timer", "auto_flip_torque_scale", "has_world_contact", "is_boosting",
+                   "time_since_boosted", "engine_force", "brake", "steer_angle", "lat_friction", "long_friction",
+                   "extra_pushback")  # fmt: skip
+"""The packed fields Car::_PreTickUpdate changes (`pre_tick_update`; a demolished car's countdown and
+respawn, `rules.update_demo`, change the rest): where a car's row is updated in place, the pre-tick's
+first pass writes only their chunks (14 of 22; `kernels/arena.pre_tick_kernel`)."""
+PRE_TICK_CHUNKS = constexpr(chunks_of(PRE_TICK_WRITES))
+
+
 def pack_cars(cars: CarState) -> torch.Tensor:
     """The cars' `PACKED` fields as one float32 row per car (row env * C + car), chunked (`vec.chunked_at`:
     `load_car`'s input)."""
@@ -839,6 +868,12 @@ def load_car_columns(rows_ptr, row, live, FIRST: tl.constexpr, COUNT: tl.constex
     """Columns FIRST to FIRST + COUNT - 1 of car row ``row`` = env * NUM_CARS + car (`pack_cars`' chunked
     rows)."""
     return load_chunked(rows_ptr, row, live, CAR_WIDTH, NUM_CARS, FIRST, COUNT, BLOCK)
+
+
+@jit
+def store_car_chunks(rows_ptr, row, values, live, CHUNKS: tl.constexpr, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
+    """The chunks CHUNKS (`chunks_of`) of car row ``row`` from its `CAR_WIDTH` values; the others kept."""
+    store_chunks(rows_ptr, row, values, live, CAR_WIDTH, NUM_CARS, CHUNKS, BLOCK)
 
 
 @jit

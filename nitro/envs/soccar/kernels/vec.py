@@ -303,6 +303,23 @@ def store_chunked(ptr, row, values, live, W: tl.constexpr, PER: tl.constexpr, FI
         tl.store(base[:, None] + (j * ENVS_PER_GROUP * CHUNK) + at[None, :], tile_of(part, CHUNK, BLOCK), mask=mask)
 
 
+@jit
+def store_chunks(ptr, row, values, live, W: tl.constexpr, PER: tl.constexpr, CHUNKS: tl.constexpr,
+                 BLOCK: tl.constexpr):  # fmt: skip
+    """The chunks of row ``row`` of a chunked [envs * PER, W] array whose bits are set in CHUNKS (bit j:
+    columns 4j to 4j + 3) from the whole row's W per-lane values, one memory operation each; the row's
+    other chunks are left as they are (and values only they would take need not be loaded)."""
+    base = chunked_at(ptr, row, W, PER, 0)
+    for j in tl.static_range(W // CHUNK):
+        if (CHUNKS >> j) & 1:
+            part = ()
+            for k in tl.static_range(CHUNK):
+                part = part + (values[j * CHUNK + k],)
+            at = tl.arange(0, CHUNK)
+            tl.store(base[:, None] + (j * ENVS_PER_GROUP * CHUNK) + at[None, :], tile_of(part, CHUNK, BLOCK),
+                     mask=live[:, None])  # fmt: skip
+
+
 def chunk_rows(rows: torch.Tensor, per: int) -> torch.Tensor:
     """A [envs * per, W] float tensor (row env * per + k) as a chunked array (`chunked_at`):
     [chunked_rows(envs, per), W], the rows of envs past the last zero."""
