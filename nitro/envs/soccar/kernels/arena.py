@@ -223,7 +223,7 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         # the bounds at the tick-start transforms: which cars' rays pass near a body, which envs' bodies
         # may touch (listed for stage 5 in `near_envs`, apart from the cars' lists), `bodies_near_kernel`
         near_envs = {**args, "deferred_count_ptr": counts[2], "deferred_ptr": args["near_envs_ptr"]}
-        launch(bodies_near_kernel, envs, 1, {**near_envs, "car_start_rows_ptr": start}, block, maxnreg)
+        launch(bodies_near_kernel, envs, 1, {**near_envs, "car_start_rows_ptr": start}, NEAR_BLOCK, maxnreg)
         launch(wheel_rays_kernel, envs, cars * 4, rays, block, maxnreg)  # the rays against the arena first
         for deferred in (False, True):  # (the second pass a list's: `LIST_PROGRAMS`)
             launch(pre_tick_kernel, envs, cars, {**rays, "DEFERRED": deferred, "deferred_count_ptr": counts[0]},
@@ -1777,6 +1777,10 @@ def grid_kwargs(grid: list[float]) -> dict:
 
 ROWS_BLOCK = 128
 """Cars per program of `car_rows_kernel` (four warps, one car per thread)."""
+NEAR_BLOCK = 128
+"""Envs per program of `bodies_near_kernel` (four warps, one env per thread): one-warp programs cap an SM
+at 32 warps (its limit of programs), which left the bounds' reads waiting (1v0 at 16,777,216 envs on
+an H200: 0.75 ms per tick at 32 envs per program, 0.35 at 128; the wheel rays, at 128, went 1.30 -> 1.41)."""
 PADS_BLOCK = 32
 """Envs per program of `car_events_kernel` (one warp, one env per thread: the pads' walk lasts as
 many turns as the block's lane with the most pads to visit)."""
@@ -1892,20 +1896,15 @@ def launch_step_ticks_(
                 x.copy_(y.t())
 
 
-SORT_FROM_LANES = {"cuda": 1 << 20, "cpu": 8}
+SORT_FROM_LANES = {"cuda": float("inf"), "cpu": 8}
 """`car_order` sorts the cars when there are at least this many (env, car) lanes; below it, env order.
-Sorting groups the cars at the walls, so fewer warps run their long loops, but it scatters the rest,
-whose warps then read the rows of envs far apart. (It orders the wheel rays alone now: with the rows
-chunked, `vec.chunked_at`, the car step's first pass in env order took 1.86 ms per 1v0 tick at 8M envs
-against 3.98 sorted, docs/PERFORMANCE.md. The figures below are from before, when it ordered the car
-step too.) Measured on an H200 (docs/PERFORMANCE.md), the
-benchmark's 1v1 games, ms per tick sorted / in env order over ticks 24-64, 64-104 and 104-144: 65,536 envs
-2.27 / 1.74, 2.56 / 2.09, 0.99 / 0.87 (the last from kernel device times, the others with host
-launches); 131,072 envs 1.53 / 1.21, 1.46 / 1.44, 1.48 / 1.52; 262,144 envs 2.32 / 2.13, 2.28 / 2.17,
-2.17 / 2.16; 1,048,576 envs 5.95 / 5.81, 6.00 / 6.15, 6.00 / 6.38 (before the wheel rays' own kernel; with
-it, at 1M envs the device time of ticks 104-144, sorted / in env order: the rays 0.26 / 0.71 ms, the car
-step 0.94 / 1.01, all kernels 4.50 / 4.82). On the CPU (Triton's interpreter, the twin tests) from 8
-lanes, so the tests run the sorted order."""
+Sorting groups the cars at the walls, so fewer warps of `wheel_rays_kernel`, the one kernel that takes
+the order, run their long walks; the sort and its gathers are kernels of their own, once per step.
+Measured on an H200 since the rows were chunked (docs/PERFORMANCE.md), ms per tick sorted / in env
+order: 1v1 games at 1,048,576 envs 2.906 / 2.836; at 4,194,304 8.336 / 8.323 (the rays 0.78 / 1.08, the
+sort's kernels the rest); 1v0 at 16,777,216 16.198 / 15.827 (the rays 1.34 / 1.31). No size gained, so
+GPUs keep the envs' order (`bench/soccar_stages_gpu.py --car-order sorted` measures the other). On the
+CPU (Triton's interpreter, the twin tests) from 8 lanes, so the tests run the sorted order."""
 
 
 def car_order(cars: CarState, mesh: ArenaMesh) -> torch.Tensor:

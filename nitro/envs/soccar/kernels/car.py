@@ -800,8 +800,8 @@ def chunks_of(names: tuple[str, ...]) -> int:
     mask = 0
     for name in names:
         at = AT.value[PACKED.index(name)]
-        for column in range(at, at + _WIDTHS[PACKED.index(name)]):
-            mask |= 1 << (column // CHUNK.value)
+        for k in range(at, at + _WIDTHS[PACKED.index(name)]):
+            mask |= 1 << (k // CHUNK.value)
     return mask
 
 

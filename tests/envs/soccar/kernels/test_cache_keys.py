@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("triton")
 
-from nitro.envs.soccar.kernels import settle_cache_keys  # noqa: E402
+from nitro.envs.soccar.kernels import settle_cache_keys
 
 PROGRAM = """
 import sys

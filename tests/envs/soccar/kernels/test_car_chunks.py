@@ -42,12 +42,16 @@ def test_the_car_step_changes_only_the_fields_it_writes():
     g = torch.Generator().manual_seed(3)
     cars = random_cars(g)
     params = TickParams.from_mutators(MutatorConfig(), 1 / 120)
-    v = lambda scale: torch.randn(N, 1, 3, generator=g) * scale  # noqa: E731
+    v = lambda scale: torch.randn(N, 1, 3, generator=g) * scale
     solved = BodySolve(v(50), v(1), v(5), v(0.1), torch.rand(N, 1, generator=g) < 0.5, v(1))
     controls = CarControls.from_tensor(torch.rand(N, 1, 8, generator=g) * 2 - 1)
     stepped = reference.physics_step(cars, v(30), v(0.5), solved, params)
     stepped = reference.finish_physics_tick(reference.post_tick_update(stepped, controls, params))
-    changed = {f.name for f in dataclasses.fields(CarState) if not torch.equal(getattr(cars, f.name), getattr(stepped, f.name))}
+    changed = {
+        f.name
+        for f in dataclasses.fields(CarState)
+        if not torch.equal(getattr(cars, f.name), getattr(stepped, f.name))
+    }
     assert changed - {"tick_count_since_update"} == set(CAR_STEP_WRITES)  # (the counter has its own array)
 
 
