@@ -537,8 +537,8 @@ def wheel_rays_kernel(
     dim_x, dim_y, dim_z, n, NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 2's wheel rays against the arena (btVehicleRL::rayCast's cast), one wheel per lane, before
-    `pre_tick_kernel`: each program takes BLOCK / 4 cars of one car slot, in `car_order`'s order (the cars
-    at the walls together: a warp walks as many triangles as its longest lane), each car's four wheels
+    `pre_tick_kernel`: each program takes BLOCK / 4 cars of one car slot, in `car_order`'s order (sorted,
+    the cars at the walls together, as a warp walks as many triangles as its longest lane), each car's four wheels
     in four lanes side by side, from the cars' rows as the tick starts (``car_start_rows``); the hits go
     to each car's row of ``wheel_hits`` (`wheel_hits_of`: a car's 64 bytes written by its four lanes at
     once), which the pre-tick's first pass reads. A car's four rays, in four lanes of a kernel of few
