@@ -36,8 +36,8 @@ from nitro.envs.soccar.kernels.rigid_body import (
 )
 from nitro.envs.soccar.kernels.rigid_body import external_impulses as external_impulses_of
 from nitro.envs.soccar.kernels.vec import (
-    CHUNK, add, atan2, chunk_rows, chunked_row, cross, dot, load_chunked, load_row, neg, scale, store_chunked, store_chunks,
-    sub, unchunk_rows, where,
+    CHUNK, add, atan2, chunk_rows, chunked_row, cross, dot, load_chunked, load_row, neg, scale, store_chunked,
+    store_chunks, sub, unchunk_rows, where,
 )  # fmt: skip
 from nitro.envs.soccar.kernels.vehicle import (
     BODY_DEMOED_AT,
@@ -806,7 +806,8 @@ def chunks_of(names: tuple[str, ...]) -> int:
 
 
 CAR_STEP_WRITES = ("pos", "rot_mat", "vel", "ang_vel", "has_world_contact", "world_contact_normal", "is_supersonic",
-                   "supersonic_time", "car_contact_cooldown_timer", "last_controls", "velocity_impulse_cache")  # fmt: skip
+                   "supersonic_time", "car_contact_cooldown_timer", "last_controls",
+                   "velocity_impulse_cache")  # fmt: skip
 """The packed fields the car step changes (`physics_step`, `post_tick_update`, `finish_physics_tick`; the
 third integer one, tick_count_since_update, has its own array): `kernels/arena.car_step` writes only
 their chunks of each row (12 of 22), and loads only the chunks it reads, about half a row less each way."""
