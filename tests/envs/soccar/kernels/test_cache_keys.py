@@ -46,6 +46,8 @@ def test_every_stage_kernel_settles(size):
     constants of one name and different values (the car step read `UU_TO_BT` as 0.02 from one module and
     as its float32 from another, and Triton's order of the two followed the modules' addresses in memory,
     so the car step's key differed between processes and machines)."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("under Triton's interpreter the kernels have no cache keys")
     sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "bench"))
     from soccar_compile_cpu import captured_launches
 
