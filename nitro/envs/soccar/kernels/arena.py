@@ -90,6 +90,7 @@ from nitro.envs.soccar.kernels.car import (
     PRE_TICK_CHUNKS,
     SOLVER_DEFAULT_TIME_STEP,
     car_of_row,
+    car_row_values,
     car_table,
     load_car_columns,
     load_car_row,
@@ -1609,21 +1610,6 @@ def store_car_and_hit_info(
     store_car_row(rows_ptr, row, car_row_values(car, info), live, NUM_CARS, BLOCK)
     tl.store(car_contact_id_ptr + row, car[26], mask=live)
     tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
-
-
-@jit
-def car_row_values(car, info):
-    """A car tuple and its ball hit info as its row's `CAR_WIDTH` floats (`load_car_and_hit_info`'s inverse
-    but for the two integer fields)."""
-    f = (
-        car[0] + car[1][0] + car[1][1] + car[1][2] + car[2] + car[3] + (car[4],) + car[5] + (car[6], car[7], car[8])
-        + car[9] + car[10:25] + car[25] + car[27:30] + car[30] + car[32:34] + car[34] + car[35:38] + car[38]
-        + car[39] + car[40] + (info[0],) + info[1] + info[2] + info[3]
-    )  # fmt: skip
-    values = ()
-    for k in tl.static_range(CAR_WIDTH):
-        values = values + (f[k].to(tl.float32),)
-    return values
 
 
 @triton_op("nitro::soccar_step_ticks_", mutates_args={"ball", "game", "car_fields", "cars", "pads"})

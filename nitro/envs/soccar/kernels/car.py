@@ -901,21 +901,28 @@ def car_of_row(v, car_contact_id, tick_count_since_update):
 @jit
 def store_car(rows_ptr, car_contact_id_ptr, tick_count_since_update_ptr, row, live, car, NUM_CARS: tl.constexpr,
               BLOCK: tl.constexpr):  # fmt: skip
-    """`load_car`'s inverse."""
+    """`load_car`'s inverse (the row's ball hit info floats zero)."""
+    zero = car[0][0] * 0.0
+    no_hit_info = (zero, (zero, zero, zero), (zero, zero, zero), (zero, zero, zero))
+    store_car_row(rows_ptr, row, car_row_values(car, no_hit_info), live, NUM_CARS, BLOCK)
+    tl.store(car_contact_id_ptr + row, car[26], mask=live)
+    tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
+
+
+@jit
+def car_row_values(car, hit_info):
+    """`car_of_row`'s inverse: a car tuple and its ball hit info (``hit_info``'s first four fields:
+    is_valid, relative_pos_on_ball, ball_pos, extra_hit_vel, as `kernels/arena.load_hit_info` gives them)
+    as its row's `CAR_WIDTH` floats; the two integer fields keep their own arrays."""
     f = (
         car[0] + car[1][0] + car[1][1] + car[1][2] + car[2] + car[3] + (car[4],) + car[5] + (car[6], car[7], car[8])
         + car[9] + car[10:25] + car[25] + car[27:30] + car[30] + car[32:34] + car[34] + car[35:38] + car[38]
-        + car[39] + car[40]
+        + car[39] + car[40] + (hit_info[0],) + hit_info[1] + hit_info[2] + hit_info[3]
     )  # fmt: skip
     values = ()
     for k in tl.static_range(CAR_WIDTH):
-        if k < CAR_TUPLE_FLOATS:
-            values = values + (f[k].to(tl.float32),)
-        else:
-            values = values + (f[0].to(tl.float32) * 0.0,)  # the ball hit info's floats
-    store_car_row(rows_ptr, row, values, live, NUM_CARS, BLOCK)
-    tl.store(car_contact_id_ptr + row, car[26], mask=live)
-    tl.store(tick_count_since_update_ptr + row, car[31], mask=live)
+        values = values + (f[k].to(tl.float32),)
+    return values
 
 
 @jit
