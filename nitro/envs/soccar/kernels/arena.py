@@ -226,9 +226,12 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         near_envs = {**args, "deferred_count_ptr": counts[2], "deferred_ptr": args["near_envs_ptr"]}
         launch(bodies_near_kernel, envs, 1, {**near_envs, "car_start_rows_ptr": start}, NEAR_BLOCK, maxnreg)
         launch(wheel_rays_kernel, envs, cars * 4, rays, block, maxnreg)  # the rays against the arena first
-        for deferred in (False, True):  # (the second pass a list's: `LIST_PROGRAMS`)
-            launch(pre_tick_kernel, envs, cars, {**rays, "DEFERRED": deferred, "deferred_count_ptr": counts[0]},
-                   block, maxnreg, listed=deferred)  # fmt: skip
+        for deferred in (False, True):  # (the second pass a list's, `LIST_PROGRAMS`, or one car per program)
+            one_car = deferred and envs * cars <= CAR_PER_PROGRAM_UP_TO
+            programs = {"programs": min(envs * cars, DEFERRED_PROGRAMS)} if one_car else {}
+            launch(pre_tick_kernel, envs, cars,
+                   {**rays, "DEFERRED": deferred, "deferred_count_ptr": counts[0], "CAR_PER_PROGRAM": one_car,
+                    **programs}, block, maxnreg, listed=deferred)  # fmt: skip
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps), then the
         #    contacts between bodies solved alone (the arena rows start from their deltas), in the
         #    listed envs alone
@@ -429,14 +432,16 @@ def deferred_car(deferred_ptr, deferred_count_ptr, k, n, NUM_CARS: tl.constexpr,
 
 
 DEFERRED_PROGRAMS = 4096
-"""Programs of the car step's second pass one car per program (`car_step_kernel`'s ``CAR_PER_PROGRAM``),
-each taking the deferred cars in turn: enough to fill an H100/H200 several times over (132 SMs, each
-holding 8 one-warp programs at 255 registers), so the cars' unequal work evens out across them."""
+"""Programs of a second pass one car per program (`pre_tick_kernel`'s and `car_step_kernel`'s
+``CAR_PER_PROGRAM``), each taking the deferred cars in turn: enough to fill an H100/H200 several times
+over (132 SMs, each holding 8 one-warp programs at 255 registers), so the cars' unequal work evens out
+across them."""
 CAR_PER_PROGRAM_UP_TO = 262_144
-"""The car step's second pass takes one car per program up to this many (env, car) lanes, one car per
-lane above it (`car_step_kernel`). Measured on an H200, 1v1 (about 1% of the cars deferred), ms per tick
-of plain steps one car per program / one per lane: 16,384 envs 0.99 / 2.10, 131,072 envs 1.80 / 1.79,
-1,048,576 envs 7.45 / 6.34; 1v0 at 1,048,576 envs 2.93 / 2.83 (docs/PERFORMANCE.md)."""
+"""The second passes of the pre-tick and the car step take one car per program up to this many (env,
+car) lanes, one car per lane above it (`pre_tick_kernel`, `car_step_kernel`). The car step's, measured
+on an H200, 1v1 (about 1% of the cars deferred), ms per tick of plain steps one car per program / one
+per lane: 16,384 envs 0.99 / 2.10, 131,072 envs 1.80 / 1.79, 1,048,576 envs 7.45 / 6.34; 1v0 at
+1,048,576 envs 2.93 / 2.83 (docs/PERFORMANCE.md)."""
 
 
 @jit
@@ -578,7 +583,7 @@ def pre_tick_kernel(
     jump_immediate_force, jump_accel, boost_used_per_second, boost_accel_ground, boost_accel_air, unlimited_flips,
     unlimited_double_jumps, flip_z_damp_factor,
     NUM_CARS: tl.constexpr, BLUE: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
-    DEFERRED: tl.constexpr,
+    DEFERRED: tl.constexpr, CAR_PER_PROGRAM: tl.constexpr,
 ):  # fmt: skip
     """Stage 2, one car per lane: a demolished car's countdown and respawn (`rules.update_demo`), then
     Car::_PreTickUpdate (suspension, controls, jump, flip, air control, boost). Its forces and torques
@@ -598,14 +603,27 @@ def pre_tick_kernel(
     deferring the others to ``deferred`` (`defer_lanes`); the second (``DEFERRED``) runs those, with the
     countdown and respawn and the rays against the bodies. The bodies' casts, what their hits carry, a
     respawned car and the car a demolished one keeps take registers every lane pays for, and most cars
-    are far from the rest, and alive, most of the time."""
+    are far from the rest, and alive, most of the time.
+
+    With ``CAR_PER_PROGRAM`` (small batches, as the car step's: `CAR_PER_PROGRAM_UP_TO`) the second
+    pass takes one car per program, the same car in every lane (`deferred_car`), its wheels' casts at
+    the arena and the bodies side by side (`vehicle.ray_cast`'s ``ACROSS_LANES``): at one wave the pass
+    lasts as long as its slowest car, whose casts one lane ran one after another."""
     tick_time = f32(tick_time)  # (before the branch: an fp64 argument may not change type inside it)
-    slot = tl.program_id(0) % NUM_CARS
-    first, stop, step = list_places(tl.load(deferred_count_ptr + slot), n, spread_programs, NUM_CARS, BLOCK, DEFERRED)
-    for q in range(first, stop, step):  # (the first pass: its own place alone)
-        row, live, env, slot = pass_lanes(
-            deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
+    if CAR_PER_PROGRAM:
+        first, stop, step = tl.program_id(0), deferred_total(deferred_count_ptr, NUM_CARS), tl.num_programs(0)
+    else:
+        slot = tl.program_id(0) % NUM_CARS
+        first, stop, step = list_places(
+            tl.load(deferred_count_ptr + slot), n, spread_programs, NUM_CARS, BLOCK, DEFERRED
         )
+    for q in range(first, stop, step):  # (the first pass: its own place alone)
+        if CAR_PER_PROGRAM:
+            row, live, env, slot = deferred_car(deferred_ptr, deferred_count_ptr, q, n, NUM_CARS, BLOCK)
+        else:
+            row, live, env, slot = pass_lanes(
+                deferred_ptr, deferred_count_ptr, n, q, spread_programs, NUM_CARS, BLOCK, DEFERRED
+            )
         if tl.max(live.to(tl.int32), axis=0) > 0:  # (always; with it the 3v3 first pass took 12.58 ms, not 12.98)
             tick_count = tl.load(tick_count_ptr + env, mask=live, other=0)
             car, info = load_car_and_hit_info(
@@ -638,7 +656,7 @@ def pre_tick_kernel(
                 arena_of(tri_ptr, tri_bounds_ptr, tri_mesh_ptr, edge_angle_ptr, edge_flags_ptr, plane_normals_ptr,
                          plane_offsets_ptr, cell_start_ptr, cell_tris_ptr),
                 grid(ox0, oy0, oz0, cell_size, dim_x, dim_y, dim_z), bodies, NUM_CARS, NUM_PLANES, BLOCK, DEFERRED,
-                DEFERRED, arena_hits,
+                DEFERRED, arena_hits, CAR_PER_PROGRAM,
             )  # fmt: skip
             if DEFERRED:  # (the countdown and respawn change every field)
                 store_car_and_hit_info(

@@ -588,13 +588,15 @@ def pre_tick_update(
     BODIES: tl.constexpr = True,
     DEMOLISHED: tl.constexpr = True,
     arena_hits=None,
+    ACROSS_LANES: tl.constexpr = False,
 ):
     """Car::_PreTickUpdate of one car per lane: the car's stages in RocketSim's order. Returns the car
     (impulses already in its velocities) and the force and torque for Bullet's step.
 
     ``bodies``: the cars and the ball as the wheels' rays and friction see them (`kernels/vehicle.py`:
     the state when the cars' pre-ticks start); without ``BODIES`` the rays meet the arena alone
-    (`kernels/vehicle.ray_cast`), their hits read from ``arena_hits`` where given. Without
+    (`kernels/vehicle.ray_cast`), their hits read from ``arena_hits`` where given; with ``ACROSS_LANES``
+    (one car per program, the same car in every lane) its rays are cast side by side. Without
     ``DEMOLISHED`` no lane holds a demolished car, so the car as it came (what a demolished car keeps)
     is not held in registers to the end."""
     (
@@ -617,7 +619,7 @@ def pre_tick_update(
         pos, rot_mat, vel, ang_vel, steer_angle, engine_force, brake, lat_friction, long_friction,
         extra_pushback, wheel_connection, wheel_radius, suspension_rest_length, inv_inertia_local,
         inv_inertia, tick_time, solver_dt, live, arena, grid, bodies, NUM_CARS, NUM_PLANES, BLOCK, BODIES,
-        arena_hits,
+        arena_hits, ACROSS_LANES,
     )  # fmt: skip
     jump_pressed = jump & (last_controls[5] <= 0.5)
     wheels_with_contact = wheels[2]

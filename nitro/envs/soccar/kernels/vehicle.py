@@ -23,7 +23,9 @@ import numpy as np
 
 from nitro.envs.soccar import constants as C
 from nitro.envs.soccar.kernels import constexpr, jit, tl
-from nitro.envs.soccar.kernels.car_contacts import bounding_radius, box_sphere_radius, load_hitbox
+from nitro.envs.soccar.kernels.car_contacts import (
+    bounding_radius, box_sphere_radius, lane_float, lane_int, lane_vec, load_hitbox,
+)  # fmt: skip
 from nitro.envs.soccar.kernels.ray_cast import ray_cast as arena_ray_cast
 from nitro.envs.soccar.kernels.rigid_body import (
     INV_MASS,
@@ -298,51 +300,128 @@ def sphere_meets_box(center, radius, origin, rot_mat, lo, hi):
 @jit
 def ray_cast_bodies(bodies, start, end, live, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
     """btCollisionWorld::rayTest of one wheel ray start -> end (UU) against the other cars' boxes and
-    the ball (`subsimplex_convex_cast`, in BT): (hit, fraction, unit normal, whether the closest body
-    hit has contact response (a demolished car has none), its `GroundBody` tuple). The car's own box
-    is ignored; of equal fractions the first body (the cars in order, then the ball) is kept. The
-    bodies are visited by a loop that is not unrolled, a body's cast skipped when no lane's ray passes
-    near it."""
-    rows_ptr, first_row, slot, hitbox_table_ptr, car_table_ptr, ball = bodies
-    ball_pos, ball_rot_mat, ball_vel, ball_ang_vel, ball_inv_mass, ball_inv_inertia, ball_radius = ball
+    the ball (`ray_cast_body`): (hit, fraction, unit normal, whether the closest body hit has contact
+    response (a demolished car has none), its `GroundBody` tuple). The car's own box is ignored; of
+    equal fractions the first body (the cars in order, then the ball) is kept. The bodies are visited
+    by a loop that is not unrolled."""
     s, e = scale(start, UU_TO_BT), scale(end, UU_TO_BT)
     best = start[0] * 0.0 + 2.0
     normal = (best * 0.0, best * 0.0, best * 0.0)
     responds = best != best
     ground = static_ground(start)
     for b in range(NUM_CARS + 1):  # the cars, then the ball
-        is_ball = b == NUM_CARS
-        other = tl.minimum(b, NUM_CARS - 1)  # a car slot (the ball's pass reads one it does not use)
-        is_other_car = (b < NUM_CARS) & (b != slot)
-        row = first_row + other
-        v = load_chunked(rows_ptr, row, live & is_other_car, BODY_ROW, NUM_CARS, 0, 18, BLOCK)
-        demoed = tl.load(
-            chunked_at(rows_ptr, row, BODY_ROW, NUM_CARS, BODY_DEMOED_AT), mask=live & is_other_car, other=0.0
-        ) != 0
-        inner, margin, offset, _ = load_hitbox(hitbox_table_ptr, other)
-        rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
-        body = where_ground(
-            is_ball,
-            (ball_pos, ball_rot_mat, ball_vel, ball_ang_vel, ball_inv_mass, (ball_inv_inertia, ball_inv_inertia, ball_inv_inertia)),
-            ((v[0], v[1], v[2]), rot_mat, (v[12], v[13], v[14]), (v[15], v[16], v[17]), v[0] * 0.0 + INV_MASS,
-             load_uniform(car_table_ptr + other * BODY_TABLE_WIDTH)),
-        )  # fmt: skip
-        # the compound's child box at the car's transform (car_world.box_transform), or the ball's centre
-        box_origin = add(mat_vec(rot_mat, offset), scale(body[0], UU_TO_BT))
-        origin = where(is_ball, scale(ball_pos, UU_TO_BT), box_origin)
-        extent = add(inner, (margin, margin, margin))
-        radius = tl.where(is_ball, ball_radius, tl.sqrt(dot(extent, extent)))
-        candidate = live & (is_ball | is_other_car) & passes_near(s, e, origin, radius)
-        if tl.max(candidate.to(tl.int32), axis=0) > 0:
-            shape = (is_ball, origin, rot_mat, inner, tl.where(is_ball, ball_radius, margin))
-            hit, fraction, hit_normal = ray_cast_convex(shape, s, e, candidate)
-            take = hit & (fraction < best)
-            best = tl.where(take, fraction, best)
-            normal = where(take, hit_normal, normal)
-            responds = tl.where(take, is_ball | (~demoed), responds)
-            ground = where_ground(take, body, ground)
+        hit, fraction, hit_normal, body_responds, body = ray_cast_body(bodies, b, s, e, live, NUM_CARS, BLOCK)
+        take = hit & (fraction < best)
+        best = tl.where(take, fraction, best)
+        normal = where(take, hit_normal, normal)
+        responds = tl.where(take, body_responds, responds)
+        ground = where_ground(take, body, ground)
     hit = best < 2.0
     return hit, tl.where(hit, best, 1.0), normal, responds, ground
+
+
+@jit
+def ray_cast_body(bodies, b, s, e, live, NUM_CARS: tl.constexpr, BLOCK: tl.constexpr):
+    """The ray s -> e (BT) against body ``b`` of the lane's env (car slot b, or the ball at b =
+    NUM_CARS; one body for every lane, or each lane its own), Bullet's convex cast
+    (`subsimplex_convex_cast`): (hit, fraction, unit normal, whether the body has contact response,
+    its `GroundBody` tuple). The lane's own car is not hit, and the cast is skipped when no lane's ray
+    passes near its body."""
+    rows_ptr, first_row, slot, hitbox_table_ptr, car_table_ptr, ball = bodies
+    ball_pos, ball_rot_mat, ball_vel, ball_ang_vel, ball_inv_mass, ball_inv_inertia, ball_radius = ball
+    is_ball = b == NUM_CARS
+    other = tl.minimum(b, NUM_CARS - 1)  # a car slot (the ball's pass reads one it does not use)
+    is_other_car = (b < NUM_CARS) & (b != slot)
+    row = first_row + other
+    v = load_chunked(rows_ptr, row, live & is_other_car, BODY_ROW, NUM_CARS, 0, 18, BLOCK)
+    demoed = tl.load(
+        chunked_at(rows_ptr, row, BODY_ROW, NUM_CARS, BODY_DEMOED_AT), mask=live & is_other_car, other=0.0
+    ) != 0
+    inner, margin, offset, _ = load_hitbox(hitbox_table_ptr, other)
+    rot_mat = ((v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
+    body = where_ground(
+        is_ball,
+        (ball_pos, ball_rot_mat, ball_vel, ball_ang_vel, ball_inv_mass, (ball_inv_inertia, ball_inv_inertia, ball_inv_inertia)),
+        ((v[0], v[1], v[2]), rot_mat, (v[12], v[13], v[14]), (v[15], v[16], v[17]), v[0] * 0.0 + INV_MASS,
+         load_uniform(car_table_ptr + other * BODY_TABLE_WIDTH)),
+    )  # fmt: skip
+    # the compound's child box at the car's transform (car_world.box_transform), or the ball's centre
+    box_origin = add(mat_vec(rot_mat, offset), scale(body[0], UU_TO_BT))
+    origin = where(is_ball, scale(ball_pos, UU_TO_BT), box_origin)
+    extent = add(inner, (margin, margin, margin))
+    radius = tl.where(is_ball, ball_radius, tl.sqrt(dot(extent, extent)))
+    candidate = live & (is_ball | is_other_car) & passes_near(s, e, origin, radius)
+    hit = candidate & (~candidate)
+    fraction = s[0] * 0.0 + 1.0
+    hit_normal = (fraction * 0.0, fraction * 0.0, fraction * 0.0)
+    if tl.max(candidate.to(tl.int32), axis=0) > 0:
+        shape = (is_ball, origin, rot_mat, inner, tl.where(is_ball, ball_radius, margin))
+        hit, fraction, hit_normal = ray_cast_convex(shape, s, e, candidate)
+    return hit, fraction, hit_normal, is_ball | (~demoed), body
+
+
+@jit
+def ray_cast_bodies_across_lanes(bodies, hard_point, ray_length, up, live, NUM_CARS: tl.constexpr,
+                                 BLOCK: tl.constexpr):  # fmt: skip
+    """`ray_cast_bodies` of one car per program, the same car in every lane, for its four wheels at
+    once: lane 4 b + w casts wheel w's ray at body b (`ray_cast_body`), and each wheel keeps its first
+    closest hit, as the loop over the bodies does. Per-wheel 4-tuples of its results."""
+    tl.static_assert(4 * (NUM_CARS + 1) <= BLOCK, "a lane for every wheel and body")
+    lane = tl.arange(0, BLOCK)
+    w = lane % 4
+    start = pick_vec(hard_point, w)
+    target = add(start, scale(neg(up), pick(ray_length, w)))
+    s, e = scale(start, UU_TO_BT), scale(target, UU_TO_BT)
+    hit, fraction, normal, responds, ground = ray_cast_body(
+        bodies, lane // 4, s, e, live & (lane < 4 * (NUM_CARS + 1)), NUM_CARS, BLOCK
+    )
+    body_hit, body_fraction, body_normal, body_responds, body_ground = (), (), (), (), ()
+    for i in tl.static_range(4):
+        key = tl.where((w == i) & hit, fraction, 2.0)
+        best = tl.min(key, axis=0)
+        first = lane == tl.min(tl.where(key == best, lane, BLOCK), axis=0)  # the first body of the closest
+        found = tl.broadcast_to(best, key.shape) < 2.0
+        body_hit = body_hit + (found,)
+        body_fraction = body_fraction + (tl.where(found, best, 1.0),)
+        body_normal = body_normal + (where(found, lane_vec(normal, first), (0.0, 0.0, 0.0)),)
+        body_responds = body_responds + (found & (lane_int(responds.to(tl.int32), first) != 0),)
+        body_ground = body_ground + (where_ground(found, lane_ground(ground, first), static_ground(up)),)
+    return body_hit, body_fraction, body_normal, body_responds, body_ground
+
+
+@jit
+def arena_rays_across_lanes(hard_point, ray_length, up, live, arena, grid, NUM_PLANES: tl.constexpr,
+                            BLOCK: tl.constexpr):  # fmt: skip
+    """The four wheel rays of one car per program, the same car in every lane, against the arena
+    (`kernels/ray_cast.ray_cast`), lane w casting wheel w's: per-wheel 4-tuples (hit, fraction, normal)."""
+    tri_ptr, _, _, _, _, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = arena
+    lane = tl.arange(0, BLOCK)
+    start = pick_vec(hard_point, lane)
+    target = add(start, scale(neg(up), pick(ray_length, lane)))
+    hit, fraction, normal, _feature = arena_ray_cast(
+        start, target, live & (lane < 4), tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr,
+        cell_tris_ptr, grid, 0, NUM_PLANES, BLOCK,
+    )  # fmt: skip
+    ray_hit, ray_fraction, ray_normal = (), (), ()
+    for i in tl.static_range(4):
+        ray_hit = ray_hit + (lane_int(hit.to(tl.int32), lane == i) != 0,)
+        ray_fraction = ray_fraction + (lane_float(fraction, lane == i),)
+        ray_normal = ray_normal + (lane_vec(normal, lane == i),)
+    return ray_hit, ray_fraction, ray_normal
+
+
+@jit
+def lane_ground(ground, this):
+    """`car_contacts.lane_float` of a `GroundBody` tuple."""
+    pos, rot_mat, vel, ang_vel, inv_mass, inv_inertia = ground
+    return (
+        lane_vec(pos, this),
+        (lane_vec(rot_mat[0], this), lane_vec(rot_mat[1], this), lane_vec(rot_mat[2], this)),
+        lane_vec(vel, this),
+        lane_vec(ang_vel, this),
+        lane_float(inv_mass, this),
+        lane_vec(inv_inertia, this),
+    )
 
 
 @jit
@@ -377,6 +456,7 @@ def ray_cast(
     BLOCK: tl.constexpr,
     BODIES: tl.constexpr = True,
     arena_hits=None,
+    ACROSS_LANES: tl.constexpr = False,
 ):
     """btVehicleRL::rayCast for every wheel: (is_in_contact, on_world, contact_point, contact_normal,
     suspension_length, suspension_relative_velocity, clipped_inv_contact_dot_suspension, ground,
@@ -390,7 +470,10 @@ def ray_cast(
     resolveSingleCollision's), which then persists while the wheel keeps touching. Without ``BODIES``
     the rays meet the arena alone: for lanes whose rays pass near no body (`rays_near_bodies`), the
     same hits, at a fraction of the registers. With ``arena_hits`` (`load_arena_hit`) the rays' hits on
-    the arena are read, as `kernels/arena.wheel_rays_kernel` found them, rather than cast."""
+    the arena are read, as `kernels/arena.wheel_rays_kernel` found them, rather than cast. With
+    ``ACROSS_LANES`` (one car per program, the same car in every lane) the 8 to 28 casts of its
+    wheels against the arena and the bodies run side by side, a lane each (`arena_rays_across_lanes`,
+    `ray_cast_bodies_across_lanes`)."""
     tri_ptr, _, _, _, _, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr = arena
     up = column(rot_mat, 2)
     ray_length = ()
@@ -409,26 +492,34 @@ def ray_cast(
     body_normal = (z, z, z, z)
     body_responds = (no, no, no, no)
     body_ground = (static_ground(up), static_ground(up), static_ground(up), static_ground(up))
-    for w in range(4):
-        start = pick_vec(hard_point, w)
-        target = add(start, scale(neg(up), pick(ray_length, w)))
-        if arena_hits is None:
-            hit, fraction, normal, _feature = arena_ray_cast(  # (plane features numbered from 0: unused)
-                start, target, live, tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr,
-                grid, 0, NUM_PLANES, BLOCK,
-            )  # fmt: skip
-        else:
-            hit, fraction, normal = load_arena_hit(arena_hits, w, live)
-        ray_hit = put(ray_hit, w, hit)
-        ray_fraction = put(ray_fraction, w, fraction)
-        ray_normal = put_vec(ray_normal, w, normal)
-        if BODIES:
-            hit, fraction, normal, responds, ground = ray_cast_bodies(bodies, start, target, live, NUM_CARS, BLOCK)
-            body_hit = put(body_hit, w, hit)
-            body_fraction = put(body_fraction, w, fraction)
-            body_normal = put_vec(body_normal, w, normal)
-            body_responds = put(body_responds, w, responds)
-            body_ground = put_ground(body_ground, w, ground)
+    if ACROSS_LANES:
+        ray_hit, ray_fraction, ray_normal = arena_rays_across_lanes(
+            hard_point, ray_length, up, live, arena, grid, NUM_PLANES, BLOCK
+        )
+        body_hit, body_fraction, body_normal, body_responds, body_ground = ray_cast_bodies_across_lanes(
+            bodies, hard_point, ray_length, up, live, NUM_CARS, BLOCK
+        )
+    else:
+        for w in range(4):
+            start = pick_vec(hard_point, w)
+            target = add(start, scale(neg(up), pick(ray_length, w)))
+            if arena_hits is None:
+                hit, fraction, normal, _feature = arena_ray_cast(  # (plane features numbered from 0: unused)
+                    start, target, live, tri_ptr, plane_normals_ptr, plane_offsets_ptr, cell_start_ptr, cell_tris_ptr,
+                    grid, 0, NUM_PLANES, BLOCK,
+                )  # fmt: skip
+            else:
+                hit, fraction, normal = load_arena_hit(arena_hits, w, live)
+            ray_hit = put(ray_hit, w, hit)
+            ray_fraction = put(ray_fraction, w, fraction)
+            ray_normal = put_vec(ray_normal, w, normal)
+            if BODIES:
+                hit, fraction, normal, responds, ground = ray_cast_bodies(bodies, start, target, live, NUM_CARS, BLOCK)
+                body_hit = put(body_hit, w, hit)
+                body_fraction = put(body_fraction, w, fraction)
+                body_normal = put_vec(body_normal, w, normal)
+                body_responds = put(body_responds, w, responds)
+                body_ground = put_ground(body_ground, w, ground)
     is_in_contact = ()
     on_world = ()
     contact_point = ()
@@ -618,10 +709,11 @@ def update_vehicle_first(
     BLOCK: tl.constexpr,
     BODIES: tl.constexpr = True,
     arena_hits=None,
+    ACROSS_LANES: tl.constexpr = False,
 ):
     """Wheel transforms, the four rays (against the arena and, with ``BODIES``, ``bodies``; the arena's
-    hits read from ``arena_hits`` where given: `ray_cast`), and the (lagged) friction impulses:
-    (wheels, extra_pushback).
+    hits read from ``arena_hits`` where given; with ``ACROSS_LANES`` cast side by side: `ray_cast`), and
+    the (lagged) friction impulses: (wheels, extra_pushback).
 
     ``solver_dt`` is Bullet's solver time step as the pushback reads it: the tick length, but 1/60 s
     before an arena's first step (btContactSolverInfo's default)."""
@@ -656,6 +748,7 @@ def update_vehicle_first(
         BLOCK,
         BODIES,
         arena_hits,
+        ACROSS_LANES,
     )
     impulse = calc_friction_impulses(
         pos,

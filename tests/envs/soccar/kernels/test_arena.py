@@ -121,14 +121,18 @@ def test_fused_ticks_with_body_contacts(monkeypatch, per_program_up_to, pairs_pe
     assert_cars_close(regroup(fused.cars, ENVS, 1), regroup(expected.cars, ENVS, 1))
 
 
-def test_fused_ticks_with_wheels_on_bodies(monkeypatch):
+@pytest.mark.parametrize("per_program_up_to", [None, 0], ids=["car per program", "car per lane"])
+def test_fused_ticks_with_wheels_on_bodies(monkeypatch, per_program_up_to):
     """Wheels on the other car and on the ball (`car_states.wheels_on_bodies`: cars on cars' roofs, on a
     demolished car, dropping onto a rolling ball): a launch of two ticks equals two PyTorch ticks, the
     rays against the bodies and the friction against them included, the cars' tick-start rows read
-    from the buffer the other tick wrote.
+    from the buffer the other tick wrote; with the pre-tick's second pass taking one car per program,
+    its wheels' casts side by side (small batches), and one car per lane (`CAR_PER_PROGRAM_UP_TO`).
 
     The reference runs with IEEE's sqrt (`twins.exact_sqrt`, as the interpreter computes it):
     PyTorch's CPU sqrt can be an ulp off, which moves a ray's hit on the ball by up to 0.01 BT."""
+    if per_program_up_to is not None:
+        monkeypatch.setattr(arena_kernels, "CAR_PER_PROGRAM_UP_TO", per_program_up_to)
     state = tree.to(wheels_on_bodies(ENVS, seed=4).state, DEVICE)  # drawn on the CPU, then moved
     world = Arena(ENVS, blue=1, orange=1, seed=4, device=DEVICE).world
     expected = tree.clone(state)
