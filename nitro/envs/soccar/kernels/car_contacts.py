@@ -595,9 +595,9 @@ def solve_car_world(
     solve of its arena points alone (split impulse, then the normal and friction rows), in registers,
     starting from ``start``'s (dv, dw, push, turn) (BT: `solve_bodies`' for the car). Each sweep walks the
     manifolds in a runtime loop and each one's 4 points unrolled, a row set up again where a sweep reads
-    it (`world_row`) and skipped where no lane of the block holds it: the code holds 4 rows per sweep,
-    not 16, and fits the instruction cache. Returns the `BodySolve` tuple (dv, dw, push_v, push_w UU and
-    rad/s, has_world_contact, world_contact_normal)."""
+    it (`world_row`) and skipped where no lane of the block holds it (the slots' most points, found
+    before the sweeps): the code holds 4 rows per sweep, not 16, and fits the instruction cache. Returns
+    the `BodySolve` tuple (dv, dw, push_v, push_w UU and rad/s, has_world_contact, world_contact_normal)."""
     manifolds, has_contact, contact_normal = contacts
     count = manifolds[1]
     zero = tl.zeros([BLOCK], tl.float32)
@@ -606,13 +606,18 @@ def solve_car_world(
     body = (body_a, 1.0 / tick_time, car_world_friction, car_world_restitution)
     dv, dw, push, turn = start
     if tl.max(has_contact.to(tl.int32), axis=0) > 0:
+        # the most points a lane holds in each manifold slot, once: a sweep sets up point q of slot s
+        # where q is below it (four reductions, not one per row and sweep)
+        most = ()
+        for k in tl.static_range(4):
+            most = most + (tl.max(count[k], axis=0),)
         applied = fill16(zero)
         for sweep in range(ITERATIONS):  # the split impulse: rows without a penetration term are skipped
             for s in range(4):
                 slot = slot_of(count, s)
                 for q in tl.static_range(4):
                     held = q < pick(count, slot, 4)
-                    if tl.max(held.to(tl.int32), axis=0) > 0:
+                    if q < pick(most, s, 4):  # (some lane holds the row)
                         row, push_rhs, _ = world_row(manifolds, held, slot, q, body)
                         on = held & (push_rhs != 0)
                         n_, torque_a, angular_a, jac = row[0], row[1], row[2], row[6]
@@ -630,7 +635,7 @@ def solve_car_world(
                 slot = slot_of(count, s)
                 for q in tl.static_range(4):
                     held = q < pick(count, slot, 4)
-                    if tl.max(held.to(tl.int32), axis=0) > 0:
+                    if q < pick(most, s, 4):  # (some lane holds the row)
                         row, _, _ = world_row(manifolds, held, slot, q, body)
                         n_, torque_a, angular_a, jac, rhs = row[0], row[1], row[2], row[6], row[7]
                         delta = rhs - (simd_dot3(n_, dv) + simd_dot3(torque_a, dw)) * jac
@@ -644,7 +649,7 @@ def solve_car_world(
                 slot = slot_of(count, s)
                 for q in tl.static_range(4):
                     held = q < pick(count, slot, 4)
-                    if tl.max(held.to(tl.int32), axis=0) > 0:
+                    if q < pick(most, s, 4):  # (some lane holds the row)
                         _, _, f_row = world_row(manifolds, held, slot, q, body)
                         tangent, f_torque, f_angular, f_jac, f_rhs = f_row[0], f_row[1], f_row[2], f_row[6], f_row[7]
                         limit = car_world_friction * in_slot(normal_applied, slot, q)
