@@ -1,6 +1,6 @@
 """Which fields of the soccar state the next ticks need, and how few bytes a faithful state can take.
 
-    python bench/soccar_state_read_set.py --out OUT [--envs 96] [--ticks 120] [--meshes DIR]
+    python bench/soccar_state_read_set.py --out OUT [--envs 64] [--ticks 90] [--meshes DIR]
 
 The reference tick (`arena.tick`, PyTorch, CPU) steps the speed benchmark's 1v1 games
 (`soccar_game_gpu.game_arena`: cars on the floor or in the air near the ball or a pad, a tenth of
@@ -138,9 +138,9 @@ def needed(changes: dict[str, set[str]], field_of: dict[str, str]) -> set[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="folder for soccar_state_read_set.json")
-    parser.add_argument("--envs", type=int, default=96, help="1v1 envs")
+    parser.add_argument("--envs", type=int, default=64, help="1v1 envs")
     parser.add_argument("--warmup", type=int, default=40, help="ticks before the state is taken")
-    parser.add_argument("--ticks", type=int, default=120, help="ticks compared after each change")
+    parser.add_argument("--ticks", type=int, default=90, help="ticks compared after each change")
     parser.add_argument(
         "--meshes", default=None, help="folder of soccar/mesh_*.cmf (else $NITRO_MESHES / package)"
     )
