@@ -28,11 +28,11 @@ travel between the kernels as their packed rows (`kernels/car.pack_cars`' layout
 both ways), `car_tick` (forces, frozen flags, callback results), `pair_contacts`, `body_rows`,
 `body_mask` and `body_solve`; an env kernel walks its cars with
 static loops, a car kernel runs one car slot per program (its tables load once per block), its lanes'
-envs in their own order (the wheel rays' in `car_order`'s: on large batches sorted by the arena each car
-meets). The two car kernels
+envs in their own order (the wheel rays' in `car_order`'s, which can sort them by the arena each car
+meets: `SORT_FROM_LANES`). The two car kernels
 run twice per tick: a first pass finishes the cars that cannot take their heavy path (the wheel rays
 against the other bodies; the body's contacts with the arena) and defers the others (`defer_lanes`)
-to a second pass that runs it (the car step's on small batches one car per program, `deferred_car`);
+to a second pass that runs it (on small batches one car per program, `deferred_car`);
 the stages between bodies take the envs whose bodies may touch (`bodies_near_kernel`). The env kernels read
 and write only the car columns they use. Ball-only
 arenas run all K ticks in one launch of `ball_and_rules_kernel`, the ball in registers throughout.
@@ -227,11 +227,9 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         launch(bodies_near_kernel, envs, 1, {**near_envs, "car_start_rows_ptr": start}, NEAR_BLOCK, maxnreg)
         launch(wheel_rays_kernel, envs, cars * 4, rays, block, maxnreg)  # the rays against the arena first
         for deferred in (False, True):  # (the second pass a list's, `LIST_PROGRAMS`, or one car per program)
-            one_car = deferred and envs * cars <= CAR_PER_PROGRAM_UP_TO
-            programs = {"programs": min(envs * cars, DEFERRED_PROGRAMS)} if one_car else {}
-            launch(pre_tick_kernel, envs, cars,
-                   {**rays, "DEFERRED": deferred, "deferred_count_ptr": counts[0], "CAR_PER_PROGRAM": one_car,
-                    **programs}, block, maxnreg, listed=deferred)  # fmt: skip
+            passes = car_pass(deferred, envs, cars)
+            launch(pre_tick_kernel, envs, cars, {**rays, "deferred_count_ptr": counts[0], **passes}, block,
+                   maxnreg, listed=deferred)  # fmt: skip
         # 5. collision detection between the cars, then the contact callbacks (hits, bumps), then the
         #    contacts between bodies solved alone (the arena rows start from their deltas), in the
         #    listed envs alone
@@ -243,20 +241,26 @@ def tick(args: dict, envs: int, cars: int, block: int, maxnreg: int) -> None:
         #    (the cars whose body touches nothing first, then the others: `car_step_kernel`; on large
         #    batches their contact points found pair by pair first: `car_world_pairs_kernel`)
         for deferred in (False, True):
-            one_car = deferred and envs * cars <= CAR_PER_PROGRAM_UP_TO  # one car per program (`deferred_car`)
-            programs = {"programs": min(envs * cars, DEFERRED_PROGRAMS)} if one_car else {}
-            if deferred and not one_car:  # the second pass's cars' near triangles, then their points
+            passes = car_pass(deferred, envs, cars)
+            if deferred and not passes["CAR_PER_PROGRAM"]:  # the second pass's near triangles, then points
                 pairs = {**args, "deferred_count_ptr": counts[1], "world_pair_total_ptr": counts[3]}
                 launch(car_world_pairs_kernel, envs, cars,
                        {**pairs, "programs": min(envs * cars, DEFERRED_PROGRAMS)}, block, maxnreg)  # fmt: skip
                 launch(car_world_points_kernel, args["world_pairs_capacity"], 1, pairs, block, maxnreg, listed=True)
-            launch(car_step_kernel, envs, cars,
-                   {**args, "DEFERRED": deferred, "deferred_count_ptr": counts[1], "CAR_PER_PROGRAM": one_car,
-                    **programs}, block, maxnreg, listed=deferred)  # fmt: skip
+            launch(car_step_kernel, envs, cars, {**args, "deferred_count_ptr": counts[1], **passes}, block,
+                   maxnreg, listed=deferred)  # fmt: skip
         # 3. and 7. the pads; the cars' events of the tick
         launch(car_events_kernel, envs, 1, args, PADS_BLOCK, maxnreg)
     # 1. and 5. the ball's sleeping and step; 8. ball finish; 9. goals; 10.
     launch(ball_and_rules_kernel, envs, 1, args, block, maxnreg)
+
+
+def car_pass(deferred: bool, envs: int, cars: int) -> dict:
+    """A two-pass car kernel's pass arguments: the second (``deferred``) one car per program over
+    `DEFERRED_PROGRAMS` programs up to `CAR_PER_PROGRAM_UP_TO` lanes (`deferred_car`), else a list's."""
+    one_car = deferred and envs * cars <= CAR_PER_PROGRAM_UP_TO
+    programs = {"programs": min(envs * cars, DEFERRED_PROGRAMS)} if one_car else {}
+    return {"DEFERRED": deferred, "CAR_PER_PROGRAM": one_car, **programs}
 
 
 REGISTER_CAPS: dict[str, int] = {}
@@ -543,12 +547,13 @@ def wheel_rays_kernel(
     dim_x, dim_y, dim_z, n, NUM_CARS: tl.constexpr, NUM_PLANES: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Stage 2's wheel rays against the arena (btVehicleRL::rayCast's cast), one wheel per lane, before
-    `pre_tick_kernel`: each program takes BLOCK / 4 cars of one car slot, in `car_order`'s order (sorted,
-    the cars at the walls together, as a warp walks as many triangles as its longest lane), each car's four wheels
-    in four lanes side by side, from the cars' rows as the tick starts (``car_start_rows``); the hits go
-    to each car's row of ``wheel_hits`` (`wheel_hits_of`: a car's 64 bytes written by its four lanes at
-    once), which the pre-tick's first pass reads. A car's four rays, in four lanes of a kernel of few
-    registers rather than one after another in the car's lane, wait on the grid together."""
+    `pre_tick_kernel`: each program takes BLOCK / 4 cars of one car slot, in `car_order`'s order (which
+    can group the cars at the walls, as a warp walks as many triangles as its longest lane:
+    `SORT_FROM_LANES`), each car's four wheels in four lanes side by side, from the cars' rows as the
+    tick starts (``car_start_rows``); the hits go to each car's row of ``wheel_hits`` (`wheel_hits_of`:
+    a car's 64 bytes written by its four lanes at once), which the pre-tick's first pass reads. A car's
+    four rays, in four lanes of a kernel of few registers rather than one after another in the car's
+    lane, wait on the grid together."""
     row, live, _, slot = car_lanes(car_order_ptr, n, tl.program_id(0) // NUM_CARS, NUM_CARS, BLOCK, None, 0, 4)
     wheel = tl.arange(0, BLOCK) % 4
     v = load_car_columns(car_start_rows_ptr, row, live, 0, 12, NUM_CARS, BLOCK)
